@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds etcd, kube-apiserver and kube-controller-manager from the tools/controlplane Go module
+# Builds etcd, kube-apiserver, kube-controller-manager (and a fallback kubectl) from the tools/controlplane Go module
 # into bin/controlplane/ (git-ignored). The build is skipped when the binaries there were built
 # from the same tools/controlplane/go.mod and go.sum, so a warm run costs a checksum.
 set -euo pipefail
@@ -16,7 +16,7 @@ fi
 stamp=$(cat "$mod/go.mod" "$mod/go.sum" "$mod"/*/main.go "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)
 
 if [[ -f "$out/.stamp" && "$(cat "$out/.stamp")" == "$stamp" ]] &&
-   [[ -x "$out/etcd" && -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" ]]; then
+   [[ -x "$out/etcd" && -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -x "$out/kubectl" ]]; then
   echo "control plane $k8s_version is up to date in bin/controlplane"
   exit 0
 fi
@@ -26,15 +26,19 @@ minor=${k8s_version#v*.}; minor=${minor%%.*}
 pkg=k8s.io/component-base/version
 ldflags="-s -w -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
 ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+ldflags+=" -X k8s.io/client-go/pkg/version.gitVersion=$k8s_version -X k8s.io/client-go/pkg/version.gitMajor=$major -X k8s.io/client-go/pkg/version.gitMinor=$minor"
 
 echo "building control plane $k8s_version into bin/controlplane (a cold build takes several minutes)"
 start=$(date +%s)
 mkdir -p "$out"
 rm -f "$out/.stamp"
 cd "$mod"
-for cmd in etcd kube-apiserver kube-controller-manager; do
+for cmd in etcd kube-apiserver kube-controller-manager kubectl; do
   echo "  go build $cmd"
-  CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out/$cmd" "./$cmd"
+  # Build beside the target and rename into place, so a test starting meanwhile never runs a
+  # half-written binary.
+  CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out/.$cmd.new" "./$cmd"
+  mv -f "$out/.$cmd.new" "$out/$cmd"
 done
 echo "$stamp" > "$out/.stamp"
 echo "$k8s_version" > "$out/VERSION"
