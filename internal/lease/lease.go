@@ -152,9 +152,11 @@ type Verdict struct {
 	RenewAge time.Duration
 	// Expired reports that the lease was not renewed within its duration (or never renewed).
 	Expired bool
-	// LastActivity is the latest of renewTime, acquireTime and creationTimestamp: the last sign
-	// that someone used the lease. The grace period counts from it, so a lease that was restored
-	// or re-created recently with an old renewTime is not taken for a leak. (Extension.)
+	// LastActivity is the latest of renewTime and acquireTime, or creationTimestamp when the
+	// lease was never renewed nor acquired: the last time a holder said it was alive. The grace
+	// period counts from it. The creation time does not count otherwise: a kubelet always writes
+	// renewTime when it creates its lease, so an old renewTime on a new object (a restore from a
+	// backup, a copy) means nobody holds it. (Extension.)
 	LastActivity time.Time
 	// RecheckAt is the moment this lease's class changes by the passage of time alone
 	// (healthy→stale, zombie→leaked); zero when no time-driven change is pending. Classifying at
@@ -360,7 +362,7 @@ func describeRenew(v Verdict, now time.Time) string {
 	}
 }
 
-// latest returns the latest of the lease's renewTime, acquireTime and creationTimestamp.
+// latest returns the latest of renewTime and acquireTime, else creationTimestamp (see LastActivity).
 func latest(renew, acquire *metav1.MicroTime, created *metav1.Time) time.Time {
 	var out time.Time
 	for _, mt := range []*metav1.MicroTime{renew, acquire} {
@@ -368,7 +370,7 @@ func latest(renew, acquire *metav1.MicroTime, created *metav1.Time) time.Time {
 			out = mt.Time
 		}
 	}
-	if created != nil && created.After(out) {
+	if out.IsZero() && created != nil {
 		out = created.Time
 	}
 	return out

@@ -171,11 +171,18 @@ func TestClassify(t *testing.T) {
 			node: nil, opts: hour, want: Other, wantExpired: true, reasonHas: "cannot be judged",
 		},
 		{
-			name: "old renewTime but re-created 1m ago (restored from backup): zombie, not leaked",
+			name: "old renewTime on a lease created 1m ago (restored from a backup): leaked, nobody holds it",
 			lease: nodeLease(renewedAgo(30*24*time.Hour), func(l *coordinationv1.Lease) {
 				l.CreationTimestamp = metav1.NewTime(now.Add(-time.Minute))
 			}),
-			node: nil, opts: hour, want: Zombie, wantExpired: true, wantRecheck: now.Add(59 * time.Minute),
+			node: nil, opts: hour, want: Leaked, wantExpired: true,
+		},
+		{
+			name: "acquireTime later than renewTime counts as activity",
+			lease: nodeLease(renewedAgo(3*time.Hour), func(l *coordinationv1.Lease) {
+				l.Spec.AcquireTime = ptr.To(metav1.NewMicroTime(now.Add(-10 * time.Minute)))
+			}),
+			node: nil, opts: hour, want: Zombie, wantExpired: true, wantRecheck: now.Add(50 * time.Minute),
 		},
 		{
 			name:  "nil leaseDurationSeconds: the kubelet default 40s applies (healthy at 30s)",

@@ -1,0 +1,275 @@
+// Package deleter is the single place where nodekeeper decides to DELETE a lease, shared by the
+// in-cluster controller and the one-shot `nodekeeper gc`. It also adopts unowned leases (adds the
+// Node ownerReference), the controller's only other write.
+//
+// A lease is deleted only when all three safety rules hold, checked in this order:
+//
+//  1. the lease, as the caller last saw it (informer cache or LIST), classifies as lease.Leaked;
+//  2. a live GET of the Node with the lease's name returns NotFound (the cache may lag behind a
+//     Node that has just registered);
+//  3. the DELETE carries Preconditions{UID, ResourceVersion} of that very lease, so a lease that
+//     was renewed, adopted or re-created in between is never removed. A precondition failure is
+//     reported as PreconditionFailed for the caller to re-classify from fresh data; the deleter
+//     never retries it.
+//
+// The deleter keeps no state, so any number of goroutines may share one.
+package deleter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+
+	"github.com/nodekeeper/nodekeeper/internal/lease"
+)
+
+// FieldManager names nodekeeper's writes in managedFields and audit logs.
+const FieldManager = "nodekeeper"
+
+// NodesResource is the core/v1 nodes resource, for metadata-only clients and informers.
+var NodesResource = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+
+// Outcome is what happened to one lease.
+type Outcome string
+
+const (
+	// Deleted: the DELETE succeeded.
+	Deleted Outcome = "deleted"
+	// WouldDelete: dry run; every check passed and the DELETE was not sent.
+	WouldDelete Outcome = "would-delete"
+	// NotLeaked: the lease does not classify as leaked (rule 1); nothing was sent.
+	NotLeaked Outcome = "not-leaked"
+	// NodeExists: the live GET found the Node (rule 2); the caller's Node data is stale.
+	NodeExists Outcome = "node-exists"
+	// PreconditionFailed: the lease changed (renewed, adopted, re-created) since it was read
+	// (rule 3); re-classify from fresh data, never retry blindly.
+	PreconditionFailed Outcome = "precondition-failed"
+	// Gone: the lease no longer existed when the DELETE arrived.
+	Gone Outcome = "gone"
+	// Adopted: the Node ownerReference was added to an unowned lease.
+	Adopted Outcome = "adopted"
+	// WouldAdopt: dry run of an adoption.
+	WouldAdopt Outcome = "would-adopt"
+	// NotUnowned: an adoption was asked for a lease that does not classify as unowned.
+	NotUnowned Outcome = "not-unowned"
+	// NodeMissing: an adoption found no Node on its live GET.
+	NodeMissing Outcome = "node-missing"
+	// Failed: an API error other than the above; Result.Err has it.
+	Failed Outcome = "failed"
+)
+
+// Result reports one decision.
+type Result struct {
+	Outcome Outcome
+	// Verdict is the classification the decision was based on.
+	Verdict lease.Verdict
+	// Reason is one line explaining the outcome (for logs, events and gc output).
+	Reason string
+	// Step names the request that failed ("get node", "delete lease", "patch lease") when
+	// Outcome is Failed.
+	Step string
+	// Err is set when Outcome is Failed.
+	Err error
+	// Requests counts the API requests this decision sent (for benchmarks and summaries).
+	Requests int
+}
+
+// Options configure a Deleter.
+type Options struct {
+	// Classify holds the grace period; it must match what the caller classified with.
+	Classify lease.Options
+	// DryRun runs every read and check but sends no DELETE and no PATCH.
+	DryRun bool
+	// Clock defaults to the real clock.
+	Clock clock.PassiveClock
+}
+
+// Deleter deletes leaked leases and adopts unowned ones in kube-node-lease.
+type Deleter struct {
+	leases coordinationclient.LeaseInterface
+	nodes  metadata.ResourceInterface
+	opts   Options
+}
+
+// New builds a Deleter from clients the caller configured (content type, rate limits).
+func New(leases coordinationclient.LeasesGetter, nodes metadata.Interface, opts Options) (*Deleter, error) {
+	if err := opts.Classify.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	return &Deleter{
+		leases: leases.Leases(lease.NodeLeaseNamespace),
+		nodes:  metadata.Interface(nodes).Resource(NodesResource),
+		opts:   opts,
+	}, nil
+}
+
+// ProtobufConfig returns a copy of cfg that speaks protobuf to the API server, which costs both
+// sides less than JSON for every lease read and write.
+func ProtobufConfig(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.ContentType = "application/vnd.kubernetes.protobuf"
+	c.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	return c
+}
+
+// DryRun reports whether the deleter sends no writes.
+func (d *Deleter) DryRun() bool { return d.opts.DryRun }
+
+// Delete deletes l if and only if it is leaked (classified with node, the caller's view of the
+// Node named like the lease: nil for none), a live GET of that Node returns NotFound, and the
+// lease still has l's UID and resourceVersion on the server.
+func (d *Deleter) Delete(ctx context.Context, l *coordinationv1.Lease, node *lease.NodeRef) Result {
+	v := lease.Classify(l, node, d.opts.Clock.Now(), d.opts.Classify)
+	r := Result{Verdict: v}
+	if v.Class != lease.Leaked || l.Namespace != lease.NodeLeaseNamespace {
+		r.Outcome = NotLeaked
+		r.Reason = fmt.Sprintf("not deleted: classified %s (%s)", v.Class, v.Reason)
+		return r
+	}
+	if l.UID == "" || l.ResourceVersion == "" {
+		// Without both preconditions the DELETE could hit a newer lease of the same name.
+		r.Outcome, r.Step = Failed, "check lease"
+		r.Err = fmt.Errorf("lease %s/%s has no uid or resourceVersion; refusing to delete without preconditions", l.Namespace, l.Name)
+		r.Reason = r.Err.Error()
+		return r
+	}
+
+	r.Requests++
+	if _, err := d.nodes.Get(ctx, l.Name, metav1.GetOptions{}); err == nil {
+		r.Outcome = NodeExists
+		r.Reason = fmt.Sprintf("not deleted: a live GET found Node %s (the cached view was stale)", l.Name)
+		return r
+	} else if !apierrors.IsNotFound(err) {
+		r.Outcome, r.Step, r.Err = Failed, "get node", err
+		r.Reason = fmt.Sprintf("not deleted: live GET of Node %s failed: %v", l.Name, err)
+		return r
+	}
+
+	if d.opts.DryRun {
+		r.Outcome = WouldDelete
+		r.Reason = "dry run: would delete; " + v.Reason
+		return r
+	}
+	uid, rv := l.UID, l.ResourceVersion
+	r.Requests++
+	err := d.leases.Delete(ctx, l.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv},
+	})
+	switch {
+	case err == nil:
+		r.Outcome = Deleted
+		r.Reason = "deleted: " + v.Reason
+	case apierrors.IsNotFound(err):
+		r.Outcome = Gone
+		r.Reason = "already gone when the DELETE arrived"
+	case apierrors.IsConflict(err):
+		r.Outcome = PreconditionFailed
+		r.Reason = fmt.Sprintf("not deleted: lease changed since resourceVersion %s (renewed, adopted or re-created): %v", rv, err)
+	default:
+		r.Outcome, r.Step, r.Err = Failed, "delete lease", err
+		r.Reason = fmt.Sprintf("DELETE failed: %v", err)
+	}
+	return r
+}
+
+// Adopt adds the ownerReference {v1, Node, name, uid} to l if l is unowned (classified with node,
+// the caller's view of the Node). The Node's UID comes from a live GET, never from the cache: a
+// stale UID would make the upstream garbage collector delete the lease at once. The patch carries
+// l's UID and resourceVersion, so it fails (PreconditionFailed) if anyone changed the lease since.
+func (d *Deleter) Adopt(ctx context.Context, l *coordinationv1.Lease, node *lease.NodeRef) Result {
+	v := lease.Classify(l, node, d.opts.Clock.Now(), d.opts.Classify)
+	r := Result{Verdict: v}
+	if v.Class != lease.Unowned || l.Namespace != lease.NodeLeaseNamespace {
+		r.Outcome = NotUnowned
+		r.Reason = fmt.Sprintf("not adopted: classified %s (%s)", v.Class, v.Reason)
+		return r
+	}
+	if l.UID == "" || l.ResourceVersion == "" {
+		r.Outcome, r.Step = Failed, "check lease"
+		r.Err = fmt.Errorf("lease %s/%s has no uid or resourceVersion; refusing to patch without preconditions", l.Namespace, l.Name)
+		r.Reason = r.Err.Error()
+		return r
+	}
+	r.Requests++
+	live, err := d.nodes.Get(ctx, l.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		r.Outcome = NodeMissing
+		r.Reason = fmt.Sprintf("not adopted: a live GET found no Node %s", l.Name)
+		return r
+	case err != nil:
+		r.Outcome, r.Step, r.Err = Failed, "get node", err
+		r.Reason = fmt.Sprintf("not adopted: live GET of Node %s failed: %v", l.Name, err)
+		return r
+	}
+	if d.opts.DryRun {
+		r.Outcome = WouldAdopt
+		r.Reason = fmt.Sprintf("dry run: would add ownerReference to Node %s (uid %s)", live.Name, live.UID)
+		return r
+	}
+	patch, err := AdoptPatch(l, live.Name, live.UID)
+	if err != nil {
+		r.Outcome, r.Step, r.Err = Failed, "build patch", err
+		r.Reason = err.Error()
+		return r
+	}
+	r.Requests++
+	_, err = d.leases.Patch(ctx, l.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	switch {
+	case err == nil:
+		r.Outcome = Adopted
+		r.Reason = fmt.Sprintf("adopted: ownerReference to Node %s (uid %s) added", live.Name, live.UID)
+	case apierrors.IsNotFound(err):
+		r.Outcome = Gone
+		r.Reason = "lease gone before adoption"
+	case apierrors.IsConflict(err):
+		r.Outcome = PreconditionFailed
+		r.Reason = fmt.Sprintf("not adopted: lease changed since resourceVersion %s: %v", l.ResourceVersion, err)
+	default:
+		r.Outcome, r.Step, r.Err = Failed, "patch lease", err
+		r.Reason = fmt.Sprintf("adoption PATCH failed: %v", err)
+	}
+	return r
+}
+
+// AdoptPatch is the JSON merge patch that adopts l: it sets ownerReferences (a merge patch
+// replaces the list, which is right because the lease has none at the resourceVersion the patch
+// pins) and pins uid and resourceVersion so that the API server rejects it with a Conflict if the
+// lease changed.
+func AdoptPatch(l *coordinationv1.Lease, nodeName string, nodeUID types.UID) ([]byte, error) {
+	if len(l.OwnerReferences) != 0 {
+		return nil, errors.New("lease already has ownerReferences; adoption would replace them")
+	}
+	if nodeName != l.Name || nodeUID == "" {
+		return nil, fmt.Errorf("refusing to adopt lease %s into Node %q uid %q", l.Name, nodeName, nodeUID)
+	}
+	type ref struct {
+		APIVersion string    `json:"apiVersion"`
+		Kind       string    `json:"kind"`
+		Name       string    `json:"name"`
+		UID        types.UID `json:"uid"`
+	}
+	type meta struct {
+		UID             types.UID `json:"uid"`
+		ResourceVersion string    `json:"resourceVersion"`
+		OwnerReferences []ref     `json:"ownerReferences"`
+	}
+	return json.Marshal(map[string]meta{"metadata": {
+		UID: l.UID, ResourceVersion: l.ResourceVersion,
+		OwnerReferences: []ref{{APIVersion: "v1", Kind: "Node", Name: nodeName, UID: nodeUID}},
+	}})
+}

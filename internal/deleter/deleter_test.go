@@ -1,0 +1,383 @@
+package deleter
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodekeeper/nodekeeper/internal/lease"
+	"github.com/nodekeeper/nodekeeper/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	flag.Parse() // testenv.Main reads testing.Verbose
+	testenv.Main(m, testenv.Options{}, &env)
+}
+
+var seq atomic.Int64
+
+// uniqueName returns a node-like name unique within this test binary.
+func uniqueName(t *testing.T) string {
+	return fmt.Sprintf("ip-10-9-%d-%d.ec2.internal", seq.Add(1), time.Now().UnixNano()%250+1)
+}
+
+// createLease writes a kubelet-shaped lease last renewed `idle` ago.
+func createLease(t *testing.T, c kubernetes.Interface, name string, idle time.Duration, owners ...metav1.OwnerReference) *coordinationv1.Lease {
+	t.Helper()
+	l, err := c.CoordinationV1().Leases(lease.NodeLeaseNamespace).Create(context.Background(), &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: owners},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity:       ptr.To(name),
+			LeaseDurationSeconds: ptr.To[int32](40),
+			RenewTime:            ptr.To(metav1.NewMicroTime(time.Now().Add(-idle))),
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func createNode(t *testing.T, c kubernetes.Interface, name string) *corev1.Node {
+	t.Helper()
+	n, err := c.CoreV1().Nodes().Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	return n
+}
+
+func newDeleter(t *testing.T, cfg *rest.Config, dryRun bool) *Deleter {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(ProtobufConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(cs.CoordinationV1(), md, Options{Classify: lease.Options{GracePeriod: time.Hour}, DryRun: dryRun})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func leaseExists(t *testing.T, c kubernetes.Interface, name string) bool {
+	t.Helper()
+	_, err := c.CoordinationV1().Leases(lease.NodeLeaseNamespace).Get(context.Background(), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
+
+func TestDelete(t *testing.T) {
+	ctx := context.Background()
+	admin := env.AdminClient()
+	d := newDeleter(t, env.AdminConfig(), false)
+	dry := newDeleter(t, env.AdminConfig(), true)
+
+	tests := []struct {
+		name        string
+		setup       func(t *testing.T, name string) (*coordinationv1.Lease, *lease.NodeRef)
+		dryRun      bool
+		want        Outcome
+		wantSurvive bool
+		wantReqs    int
+	}{
+		{
+			name: "leaked lease is deleted",
+			setup: func(t *testing.T, name string) (*coordinationv1.Lease, *lease.NodeRef) {
+				return createLease(t, admin, name, 2*time.Hour), nil
+			},
+			want: Deleted, wantReqs: 2,
+		},
+		{
+			name: "dry run sends no DELETE",
+			setup: func(t *testing.T, name string) (*coordinationv1.Lease, *lease.NodeRef) {
+				return createLease(t, admin, name, 2*time.Hour), nil
+			},
+			dryRun: true, want: WouldDelete, wantSurvive: true, wantReqs: 1,
+		},
+		{
+			name: "zombie (renewed recently) is not deleted and costs no request",
+			setup: func(t *testing.T, name string) (*coordinationv1.Lease, *lease.NodeRef) {
+				return createLease(t, admin, name, 5*time.Second), nil
+			},
+			want: NotLeaked, wantSurvive: true,
+		},
+		{
+			name: "lease of an existing Node per the caller is not deleted",
+			setup: func(t *testing.T, name string) (*coordinationv1.Lease, *lease.NodeRef) {
+				n := createNode(t, admin, name)
+				return createLease(t, admin, name, 2*time.Hour), &lease.NodeRef{Name: name, UID: n.UID}
+			},
+			want: NotLeaked, wantSurvive: true,
+		},
+		{
+			name: "stale cache: the Node registered after the caller looked; the live GET saves the lease",
+			setup: func(t *testing.T, name string) (*coordinationv1.Lease, *lease.NodeRef) {
+				l := createLease(t, admin, name, 2*time.Hour)
+				createNode(t, admin, name)
+				return l, nil
+			},
+			want: NodeExists, wantSurvive: true, wantReqs: 1,
+		},
+		{
+			name: "lease renewed between classification and delete: precondition saves it",
+			setup: func(t *testing.T, name string) (*coordinationv1.Lease, *lease.NodeRef) {
+				l := createLease(t, admin, name, 2*time.Hour)
+				fresh := l.DeepCopy()
+				fresh.Spec.RenewTime = ptr.To(metav1.NowMicro())
+				if _, err := admin.CoordinationV1().Leases(lease.NodeLeaseNamespace).Update(ctx, fresh, metav1.UpdateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				return l, nil
+			},
+			want: PreconditionFailed, wantSurvive: true, wantReqs: 2,
+		},
+		{
+			name: "lease adopted between classification and delete: precondition saves it",
+			setup: func(t *testing.T, name string) (*coordinationv1.Lease, *lease.NodeRef) {
+				l := createLease(t, admin, name, 2*time.Hour)
+				patch := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"Node","name":%q,"uid":"0a0a0a0a-0000-0000-0000-000000000001"}]}}`, name)
+				if _, err := admin.CoordinationV1().Leases(lease.NodeLeaseNamespace).Patch(ctx, name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				return l, nil
+			},
+			want: PreconditionFailed, wantSurvive: true, wantReqs: 2,
+		},
+		{
+			name: "lease deleted and re-created under the same name: the UID precondition saves the new one",
+			setup: func(t *testing.T, name string) (*coordinationv1.Lease, *lease.NodeRef) {
+				l := createLease(t, admin, name, 2*time.Hour)
+				if err := admin.CoordinationV1().Leases(lease.NodeLeaseNamespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				createLease(t, admin, name, 2*time.Hour)
+				return l, nil
+			},
+			want: PreconditionFailed, wantSurvive: true, wantReqs: 2,
+		},
+		{
+			name: "lease already gone",
+			setup: func(t *testing.T, name string) (*coordinationv1.Lease, *lease.NodeRef) {
+				l := createLease(t, admin, name, 2*time.Hour)
+				if err := admin.CoordinationV1().Leases(lease.NodeLeaseNamespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				return l, nil
+			},
+			want: Gone, wantReqs: 2,
+		},
+		{
+			name: "owned lease whose Node is gone is left to the upstream garbage collector",
+			setup: func(t *testing.T, name string) (*coordinationv1.Lease, *lease.NodeRef) {
+				return createLease(t, admin, name, 2*time.Hour, metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: name, UID: "0a0a0a0a-0000-0000-0000-000000000002"}), nil
+			},
+			want: NotLeaked, wantSurvive: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := uniqueName(t)
+			l, node := tt.setup(t, name)
+			dd := d
+			if tt.dryRun {
+				dd = dry
+			}
+			r := dd.Delete(ctx, l, node)
+			if r.Outcome != tt.want {
+				t.Fatalf("outcome = %s (%s, err %v), want %s", r.Outcome, r.Reason, r.Err, tt.want)
+			}
+			if r.Requests != tt.wantReqs {
+				t.Errorf("requests = %d, want %d", r.Requests, tt.wantReqs)
+			}
+			if r.Reason == "" {
+				t.Error("empty reason")
+			}
+			if got := leaseExists(t, admin, name); got != tt.wantSurvive {
+				t.Errorf("lease exists = %v, want %v", got, tt.wantSurvive)
+			}
+		})
+	}
+}
+
+func TestDeleteRefusesWithoutPreconditions(t *testing.T) {
+	d := newDeleter(t, env.AdminConfig(), false)
+	name := uniqueName(t)
+	l := createLease(t, env.AdminClient(), name, 2*time.Hour)
+	l.ResourceVersion = ""
+	r := d.Delete(context.Background(), l, nil)
+	if r.Outcome != Failed || r.Err == nil || r.Requests != 0 {
+		t.Fatalf("got %s %v after %d requests, want a refusal", r.Outcome, r.Err, r.Requests)
+	}
+	if !leaseExists(t, env.AdminClient(), name) {
+		t.Fatal("lease deleted")
+	}
+}
+
+// TestDeleteForbidden: an identity without the delete verb gets a Failed outcome naming the step.
+func TestDeleteForbidden(t *testing.T) {
+	ctx := context.Background()
+	admin := env.AdminClient()
+	user := "reader-" + fmt.Sprint(seq.Add(1))
+	_, err := admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get"}},
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get"}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: user},
+		Subjects:   []rbacv1.Subject{{Kind: "User", Name: user}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newDeleter(t, env.UserConfig(user), false)
+	name := uniqueName(t)
+	l := createLease(t, admin, name, 2*time.Hour)
+	var r Result
+	// RBAC caches converge within a moment of the binding's creation.
+	for i := 0; i < 50; i++ {
+		if r = d.Delete(ctx, l, nil); r.Step != "get node" {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if r.Outcome != Failed || r.Step != "delete lease" || !apierrors.IsForbidden(r.Err) {
+		t.Fatalf("got %s step %q err %v, want a forbidden delete", r.Outcome, r.Step, r.Err)
+	}
+	if !leaseExists(t, admin, name) {
+		t.Fatal("lease deleted")
+	}
+}
+
+func TestAdopt(t *testing.T) {
+	ctx := context.Background()
+	admin := env.AdminClient()
+	d := newDeleter(t, env.AdminConfig(), false)
+
+	t.Run("unowned lease gets the live Node UID", func(t *testing.T) {
+		name := uniqueName(t)
+		n := createNode(t, admin, name)
+		l := createLease(t, admin, name, 5*time.Second)
+		// The caller's cached UID is stale (a re-created Node); the live one must win.
+		r := d.Adopt(ctx, l, &lease.NodeRef{Name: name, UID: "stale-uid"})
+		if r.Outcome != Adopted {
+			t.Fatalf("outcome %s: %s %v", r.Outcome, r.Reason, r.Err)
+		}
+		got, err := admin.CoordinationV1().Leases(lease.NodeLeaseNamespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.OwnerReferences) != 1 || got.OwnerReferences[0].UID != n.UID || got.OwnerReferences[0].Kind != "Node" {
+			t.Fatalf("ownerReferences = %+v, want the Node %s", got.OwnerReferences, n.UID)
+		}
+		managers := ""
+		for _, mf := range got.ManagedFields {
+			managers += mf.Manager + " "
+		}
+		if !strings.Contains(managers, FieldManager) {
+			t.Errorf("managedFields managers %q lack %q", managers, FieldManager)
+		}
+		if c := lease.Classify(got, &lease.NodeRef{Name: name, UID: n.UID}, time.Now(), lease.Options{}).Class; c != lease.Healthy {
+			t.Errorf("after adoption the lease is %s, want healthy", c)
+		}
+	})
+	t.Run("lease renewed in between: conflict, not overwritten", func(t *testing.T) {
+		name := uniqueName(t)
+		n := createNode(t, admin, name)
+		l := createLease(t, admin, name, 5*time.Second)
+		fresh := l.DeepCopy()
+		fresh.Spec.RenewTime = ptr.To(metav1.NowMicro())
+		if _, err := admin.CoordinationV1().Leases(lease.NodeLeaseNamespace).Update(ctx, fresh, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if r := d.Adopt(ctx, l, &lease.NodeRef{Name: name, UID: n.UID}); r.Outcome != PreconditionFailed {
+			t.Fatalf("outcome %s: %s %v", r.Outcome, r.Reason, r.Err)
+		}
+	})
+	t.Run("Node gone by the live GET", func(t *testing.T) {
+		name := uniqueName(t)
+		l := createLease(t, admin, name, 5*time.Second)
+		if r := d.Adopt(ctx, l, &lease.NodeRef{Name: name, UID: "cached"}); r.Outcome != NodeMissing {
+			t.Fatalf("outcome %s: %s %v", r.Outcome, r.Reason, r.Err)
+		}
+	})
+	t.Run("dry run", func(t *testing.T) {
+		name := uniqueName(t)
+		n := createNode(t, admin, name)
+		l := createLease(t, admin, name, 5*time.Second)
+		if r := newDeleter(t, env.AdminConfig(), true).Adopt(ctx, l, &lease.NodeRef{Name: name, UID: n.UID}); r.Outcome != WouldAdopt {
+			t.Fatalf("outcome %s: %s %v", r.Outcome, r.Reason, r.Err)
+		}
+		got, _ := admin.CoordinationV1().Leases(lease.NodeLeaseNamespace).Get(ctx, name, metav1.GetOptions{})
+		if len(got.OwnerReferences) != 0 {
+			t.Fatal("dry run adopted")
+		}
+	})
+	t.Run("not unowned", func(t *testing.T) {
+		name := uniqueName(t)
+		l := createLease(t, admin, name, 2*time.Hour)
+		if r := d.Adopt(ctx, l, nil); r.Outcome != NotUnowned || r.Requests != 0 {
+			t.Fatalf("outcome %s after %d requests", r.Outcome, r.Requests)
+		}
+	})
+}
+
+func TestAdoptPatch(t *testing.T) {
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: "lu", ResourceVersion: "7"}}
+	p, err := AdoptPatch(l, "n1", "nu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(p, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"metadata":{"uid":"lu","resourceVersion":"7","ownerReferences":[{"apiVersion":"v1","kind":"Node","name":"n1","uid":"nu"}]}}`
+	if string(p) != want {
+		t.Errorf("patch = %s\nwant    %s", p, want)
+	}
+	if _, err := AdoptPatch(l, "other", "nu"); err == nil {
+		t.Error("adopting into another Node's name succeeded")
+	}
+	if _, err := AdoptPatch(l, "n1", ""); err == nil {
+		t.Error("adopting with an empty UID succeeded")
+	}
+	l.OwnerReferences = []metav1.OwnerReference{{Kind: "X"}}
+	if _, err := AdoptPatch(l, "n1", "nu"); err == nil {
+		t.Error("adopting an owned lease succeeded")
+	}
+}
