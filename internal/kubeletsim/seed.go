@@ -1,0 +1,39 @@
+package kubeletsim
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+)
+
+// SeedLeakedLease creates the lease a pre-1.29 kubelet leaves behind once its machine is gone:
+// kube-node-lease/<name>, held by name, 40 s duration, no ownerReference, last renewed at
+// renewTime. There is no Node and no kubelet; it is what clusters accumulate from past leaks.
+// The creation timestamp is now (the API server sets it); renewTime carries the age.
+func SeedLeakedLease(ctx context.Context, client kubernetes.Interface, name string, renewTime time.Time) (*coordinationv1.Lease, error) {
+	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+		return nil, fmt.Errorf("kubeletsim: lease name %q: %v", name, msgs)
+	}
+	if renewTime.IsZero() {
+		return nil, fmt.Errorf("kubeletsim: lease %q: renewTime is required", name)
+	}
+	l := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: NodeLeaseNamespace},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity:       ptr.To(name),
+			LeaseDurationSeconds: ptr.To[int32](DefaultLeaseDurationSeconds),
+			RenewTime:            &metav1.MicroTime{Time: renewTime},
+		},
+	}
+	created, err := client.CoordinationV1().Leases(NodeLeaseNamespace).Create(ctx, l, metav1.CreateOptions{FieldManager: "nodekeeper-kubeletsim"})
+	if err != nil {
+		return nil, fmt.Errorf("kubeletsim: seed leaked lease %s: %w", name, err)
+	}
+	return created, nil
+}
