@@ -1,0 +1,434 @@
+package leasesview
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+
+	"github.com/nodekeeper/nodekeeper/internal/lease"
+)
+
+// DefaultChunkSize is the LIST page size, the same default as kubectl's --chunk-size.
+const DefaultChunkSize = 500
+
+var nodesGVR = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+
+// Clients are the API clients a listing uses.
+type Clients struct {
+	Kube     kubernetes.Interface
+	Metadata metadata.Interface
+}
+
+// NewClients builds clients from cfg. Leases are read as protobuf (several times cheaper to decode
+// than JSON at 100,000 leases) and Nodes as metadata only: the join needs a Node's name and UID,
+// never its status, which is the bulk of a Node object.
+func NewClients(cfg *rest.Config) (*Clients, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	if cfg.QPS == 0 {
+		// client-go's default (5 QPS) would throttle a sequential paginated LIST of a large
+		// cluster to 2,500 leases a second; the requests are sequential, so the API server's own
+		// priority and fairness is the right limit.
+		cfg.QPS, cfg.Burst = 50, 100
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "nodekeeper-leases"
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	meta, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Clients{Kube: kube, Metadata: meta}, nil
+}
+
+// Options select and tune a listing.
+type Options struct {
+	// Namespace restricts the listing; empty means all namespaces.
+	Namespace string
+	// Classes keeps only leases of these classes in the items; empty keeps all. The summary
+	// always counts every listed lease.
+	Classes []lease.Class
+	// ChunkSize is the LIST page size; zero means DefaultChunkSize.
+	ChunkSize int64
+	// Lease tunes the classification (grace period).
+	Lease lease.Options
+	// Now is the clock; nil means time.Now. Tests inject a fixed time.
+	Now func() time.Time
+}
+
+func (o Options) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
+}
+
+func (o Options) chunk() int64 {
+	if o.ChunkSize <= 0 {
+		return DefaultChunkSize
+	}
+	return o.ChunkSize
+}
+
+// Validate reports options that cannot be used.
+func (o Options) Validate() error {
+	if o.ChunkSize < 0 {
+		return fmt.Errorf("chunk size must not be negative, got %d", o.ChunkSize)
+	}
+	return o.Lease.Validate()
+}
+
+// needsNodes reports whether the namespace selection includes node leases, which cannot be
+// classified without knowing the Nodes.
+func (o Options) needsNodes() bool {
+	return o.Namespace == "" || o.Namespace == lease.NodeLeaseNamespace
+}
+
+// filter is the --class selection as a set; nil keeps everything.
+type filter map[lease.Class]bool
+
+func newFilter(classes []lease.Class) filter {
+	if len(classes) == 0 {
+		return nil
+	}
+	f := filter{}
+	for _, c := range classes {
+		f[c] = true
+	}
+	return f
+}
+
+func (f filter) keep(c lease.Class) bool { return f == nil || f[c] }
+
+// classify is the one call site of lease.Classify in this package: it looks up the Node named
+// like a node lease and turns the verdict into a row.
+func classify(l *coordinationv1.Lease, nodes map[string]types.UID, now time.Time, opts lease.Options) Item {
+	var ref *lease.NodeRef
+	if l.Namespace == lease.NodeLeaseNamespace {
+		if uid, ok := nodes[l.Name]; ok {
+			ref = &lease.NodeRef{Name: l.Name, UID: uid}
+		}
+	}
+	return NewItem(l, ref, lease.Classify(l, ref, now, opts))
+}
+
+// List lists, classifies and summarises the leases selected by opts, page by page.
+//
+// Nodes are listed before leases. A Node that registers between the two LISTs makes its brand-new
+// lease look Node-less for this one report (zombie or owner-missing, never leaked: the lease is
+// fresh); the opposite order would instead hide a Node deleted in between.
+func List(ctx context.Context, c *Clients, opts Options) (*Report, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	var nodes map[string]types.UID
+	if opts.needsNodes() {
+		var err error
+		if nodes, err = ListNodeUIDs(ctx, c.Metadata, opts.chunk()); err != nil {
+			return nil, err
+		}
+	}
+	b := newBuilder(opts, nodes, opts.now())
+	err := pages(ctx, opts.chunk(), "leases", func(lo metav1.ListOptions) (string, error) {
+		list, err := c.Kube.CoordinationV1().Leases(opts.Namespace).List(ctx, lo)
+		if err != nil {
+			return "", err
+		}
+		for i := range list.Items {
+			b.add(&list.Items[i])
+		}
+		return list.Continue, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	r := b.report()
+	if err := addCandidates(ctx, c, opts, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Build classifies a complete set of leases against nodes (name → UID of every Node) at opts'
+// clock. List does the same page by page; Build serves tests and the --watch snapshot.
+func Build(leases []*coordinationv1.Lease, nodes map[string]types.UID, opts Options) *Report {
+	b := newBuilder(opts, nodes, opts.now())
+	for _, l := range leases {
+		b.add(l)
+	}
+	return b.report()
+}
+
+// builder accumulates a report one lease at a time, keeping only the rows --class selects.
+type builder struct {
+	opts  Options
+	nodes map[string]types.UID
+	now   time.Time
+	keep  filter
+	sum   summarizer
+	items []Item
+}
+
+func newBuilder(opts Options, nodes map[string]types.UID, now time.Time) *builder {
+	return &builder{opts: opts, nodes: nodes, now: now, keep: newFilter(opts.Classes)}
+}
+
+func (b *builder) add(l *coordinationv1.Lease) {
+	it := classify(l, b.nodes, b.now, b.opts.Lease)
+	b.sum.add(&it)
+	if b.keep.keep(it.Class) {
+		b.items = append(b.items, it)
+	}
+}
+
+func (b *builder) report() *Report {
+	SortItems(b.items)
+	r := &Report{
+		TypeMeta:    newTypeMeta(ReportKind),
+		GeneratedAt: metav1.NewTime(b.now),
+		Namespace:   b.opts.Namespace,
+		GracePeriod: metav1.Duration{Duration: effectiveGrace(b.opts.Lease)},
+		ClassFilter: b.opts.Classes,
+		Summary:     b.sum.summary(len(b.items)),
+		Items:       b.items,
+	}
+	if r.Items == nil {
+		r.Items = []Item{}
+	}
+	return r
+}
+
+// effectiveGrace reports the grace period the classification uses for opts.
+func effectiveGrace(o lease.Options) time.Duration {
+	if o.GracePeriod <= 0 {
+		return lease.DefaultGracePeriod
+	}
+	return o.GracePeriod
+}
+
+// SortItems orders items by class (summary order: leaked, zombie, then the taxonomy's order),
+// then namespace, then name.
+func SortItems(items []Item) {
+	sort.Slice(items, func(i, j int) bool {
+		a, b := &items[i], &items[j]
+		if ra, rb := rank(a.Class), rank(b.Class); ra != rb {
+			return ra < rb
+		}
+		if a.Class != b.Class {
+			return a.Class < b.Class
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+}
+
+// summarizer counts items as they stream past, so that items filtered out by --class are counted
+// without being kept.
+type summarizer struct {
+	counts map[lease.Class]int
+	api    *APIServers
+	total  int
+}
+
+func (s *summarizer) add(it *Item) {
+	if s.counts == nil {
+		s.counts = map[lease.Class]int{}
+	}
+	s.total++
+	s.counts[it.Class]++
+	if it.Class == lease.APIServerIdentity {
+		if s.api == nil {
+			s.api = &APIServers{}
+		}
+		if it.Expired {
+			s.api.Stale++
+			s.api.StaleIdentities = append(s.api.StaleIdentities, it.Namespace+"/"+it.Name)
+		} else {
+			s.api.Live++
+		}
+	}
+}
+
+func (s *summarizer) summary(shown int) Summary {
+	out := Summary{Total: s.total, Shown: shown, APIServers: s.api}
+	if out.APIServers != nil {
+		sort.Strings(out.APIServers.StaleIdentities)
+	}
+	left := map[lease.Class]int{}
+	for c, n := range s.counts {
+		left[c] = n
+	}
+	for _, c := range summaryOrder() {
+		cc := ClassCount{Class: c, Count: left[c]}
+		if cc.Count > 0 && needsExplanation(c) {
+			cc.Explanation = c.Explain()
+		}
+		out.Counts = append(out.Counts, cc)
+		delete(left, c)
+	}
+	// A class this package does not know (the taxonomy grew) is still counted, never dropped.
+	var extra []lease.Class
+	for c := range left {
+		extra = append(extra, c)
+	}
+	sort.Slice(extra, func(i, j int) bool { return extra[i] < extra[j] })
+	for _, c := range extra {
+		out.Counts = append(out.Counts, ClassCount{Class: c, Count: left[c], Explanation: c.Explain()})
+	}
+	return out
+}
+
+// Summarize builds the summary of a complete set of items.
+func Summarize(items []Item) Summary {
+	var s summarizer
+	for i := range items {
+		s.add(&items[i])
+	}
+	return s.summary(len(items))
+}
+
+// pages runs one paginated LIST: fetch gets the options of each page and returns the continue
+// token. Each page is processed and released before the next one is requested.
+func pages(ctx context.Context, chunk int64, what string, fetch func(metav1.ListOptions) (string, error)) error {
+	lo := metav1.ListOptions{Limit: chunk}
+	for page := 1; ; page++ {
+		next, err := fetch(lo)
+		if err != nil {
+			if apierrors.IsResourceExpired(err) && lo.Continue != "" {
+				// The continue token outlived etcd's compaction window. A full unpaginated LIST
+				// (client-go's pager fallback) is exactly what this package avoids, so say so.
+				return fmt.Errorf("listing %s: page %d: the paginated LIST took longer than the API server keeps its snapshot (%w); retry, or raise --chunk-size so fewer pages are needed", what, page, err)
+			}
+			return fmt.Errorf("listing %s: %w", what, err)
+		}
+		if next == "" {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		lo.Continue = next
+	}
+}
+
+// ListNodeUIDs returns the name → UID of every Node from a paginated, metadata-only LIST: the
+// only facts about a Node the lease classification uses.
+func ListNodeUIDs(ctx context.Context, meta metadata.Interface, chunk int64) (map[string]types.UID, error) {
+	nodes := map[string]types.UID{}
+	err := pages(ctx, chunk, "nodes", func(lo metav1.ListOptions) (string, error) {
+		list, err := meta.Resource(nodesGVR).List(ctx, lo)
+		if err != nil {
+			if apierrors.IsForbidden(err) {
+				return "", fmt.Errorf("node leases cannot be classified without listing Nodes (select another namespace with -n to skip them): %w", err)
+			}
+			return "", err
+		}
+		for i := range list.Items {
+			nodes[list.Items[i].Name] = list.Items[i].UID
+		}
+		return list.Continue, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return nodes, nil
+}
+
+// candidateVersions are the coordination.k8s.io versions that have served LeaseCandidate, newest
+// first. The API is off by default (CoordinatedLeaderElection), so most clusters serve none.
+var candidateVersions = []string{"v1beta1", "v1alpha2"}
+
+// servedCandidateVersion asks discovery which version serves leasecandidates; "" when none.
+func servedCandidateVersion(c *Clients) (string, error) {
+	for _, v := range candidateVersions {
+		gv := "coordination.k8s.io/" + v
+		res, err := c.Kube.Discovery().ServerResourcesForGroupVersion(gv)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("discovering %s: %w", gv, err)
+		}
+		for _, r := range res.APIResources {
+			if r.Name == "leasecandidates" {
+				return gv, nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// addCandidates lists LeaseCandidate objects where the API is served. They are few (one per
+// component instance), but the LIST is paginated all the same.
+func addCandidates(ctx context.Context, c *Clients, opts Options, r *Report) error {
+	gv, err := servedCandidateVersion(c)
+	if err != nil || gv == "" {
+		return err
+	}
+	r.LeaseCandidateAPI = gv
+	err = pages(ctx, opts.chunk(), "leasecandidates", func(lo metav1.ListOptions) (string, error) {
+		switch gv {
+		case "coordination.k8s.io/v1beta1":
+			list, err := c.Kube.CoordinationV1beta1().LeaseCandidates(opts.Namespace).List(ctx, lo)
+			if err != nil {
+				return "", err
+			}
+			for _, lc := range list.Items {
+				r.LeaseCandidates = append(r.LeaseCandidates, Candidate{
+					Namespace: lc.Namespace, Name: lc.Name, LeaseName: lc.Spec.LeaseName,
+					BinaryVersion: lc.Spec.BinaryVersion, EmulationVersion: lc.Spec.EmulationVersion,
+					Strategy: string(lc.Spec.Strategy), RenewTime: lc.Spec.RenewTime, PingTime: lc.Spec.PingTime,
+					CreationTimestamp: lc.CreationTimestamp,
+				})
+			}
+			return list.Continue, nil
+		case "coordination.k8s.io/v1alpha2":
+			list, err := c.Kube.CoordinationV1alpha2().LeaseCandidates(opts.Namespace).List(ctx, lo)
+			if err != nil {
+				return "", err
+			}
+			for _, lc := range list.Items {
+				r.LeaseCandidates = append(r.LeaseCandidates, Candidate{
+					Namespace: lc.Namespace, Name: lc.Name, LeaseName: lc.Spec.LeaseName,
+					BinaryVersion: lc.Spec.BinaryVersion, EmulationVersion: lc.Spec.EmulationVersion,
+					Strategy: string(lc.Spec.Strategy), RenewTime: lc.Spec.RenewTime, PingTime: lc.Spec.PingTime,
+					CreationTimestamp: lc.CreationTimestamp,
+				})
+			}
+			return list.Continue, nil
+		}
+		return "", errors.New("unsupported LeaseCandidate version " + gv)
+	})
+	if err != nil {
+		return err
+	}
+	sort.Slice(r.LeaseCandidates, func(i, j int) bool {
+		a, b := r.LeaseCandidates[i], r.LeaseCandidates[j]
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		if a.LeaseName != b.LeaseName {
+			return a.LeaseName < b.LeaseName
+		}
+		return a.Name < b.Name
+	})
+	return nil
+}

@@ -1,0 +1,440 @@
+package leasesview
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/cli-runtime/pkg/printers"
+
+	"github.com/nodekeeper/nodekeeper/internal/lease"
+)
+
+// Output formats accepted by -o.
+const (
+	FormatTable = ""
+	FormatWide  = "wide"
+	FormatJSON  = "json"
+	FormatYAML  = "yaml"
+)
+
+// Formats lists the -o values, for help text and completion.
+func Formats() []string { return []string{FormatWide, FormatJSON, FormatYAML} }
+
+// ValidateFormat rejects an unknown -o value.
+func ValidateFormat(f string) error {
+	switch f {
+	case FormatTable, FormatWide, FormatJSON, FormatYAML:
+		return nil
+	}
+	return fmt.Errorf("unknown output format %q (want one of: %s)", f, strings.Join(Formats(), ", "))
+}
+
+// PrintOptions control how a report is printed.
+type PrintOptions struct {
+	Format string
+	// NoHeaders drops column headers and the summary, for scripts (like kubectl --no-headers).
+	NoHeaders bool
+	// AllNamespaces adds the NAMESPACE column (kubectl prints it only when listing across namespaces).
+	AllNamespaces bool
+}
+
+const none = "<none>"
+
+// Print writes r in the chosen format. Tables are split by kind of lease because each kind has
+// its own facts (node and owner for heartbeats, transitions for leader locks, liveness for API
+// server identities); the tables come in class order, so the whole output is sorted by class,
+// then name, as a single table would be. Ages are relative to r.GeneratedAt, never to the wall
+// clock, so the same report always prints the same way.
+func Print(w io.Writer, r *Report, o PrintOptions) error {
+	switch o.Format {
+	case FormatJSON:
+		return (&printers.JSONPrinter{}).PrintObj(r, w)
+	case FormatYAML:
+		return (&printers.YAMLPrinter{}).PrintObj(r, w)
+	case FormatTable, FormatWide:
+	default:
+		return ValidateFormat(o.Format)
+	}
+	now := r.GeneratedAt.Time
+	wide := o.Format == FormatWide
+	// One tab writer per table: kubectl's writer remembers column widths across flushes, which
+	// would stretch every table to the widest one.
+	tables := 0
+	table := func(fill func(tw io.Writer)) error {
+		var buf strings.Builder
+		tw := printers.GetNewTabWriter(&buf)
+		fill(tw)
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if buf.Len() == 0 {
+			return nil
+		}
+		sep := ""
+		if tables > 0 && !o.NoHeaders {
+			sep = "\n" // a blank line between tables, but none in --no-headers output meant for scripts
+		}
+		tables++
+		_, err := io.WriteString(w, sep+buf.String())
+		return err
+	}
+	for _, sec := range sections {
+		err := table(func(tw io.Writer) {
+			rows := 0
+			for i := range r.Items {
+				it := &r.Items[i]
+				if sectionOf(it.Class) != sec.kind {
+					continue
+				}
+				if rows == 0 && !o.NoHeaders {
+					writeRow(tw, o.AllNamespaces, "NAMESPACE", sec.header(wide))
+				}
+				writeRow(tw, o.AllNamespaces, it.Namespace, sec.row(it, now, wide))
+				rows++
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
+	err := table(func(tw io.Writer) {
+		if !showCandidates(r) {
+			return
+		}
+		for i := range r.LeaseCandidates {
+			c := &r.LeaseCandidates[i]
+			if i == 0 && !o.NoHeaders {
+				writeRow(tw, o.AllNamespaces, "NAMESPACE", []string{"LEASECANDIDATE", "LEASE", "BINARY", "EMULATION", "STRATEGY", "RENEWED", "PINGED"})
+			}
+			writeRow(tw, o.AllNamespaces, c.Namespace, []string{c.Name, c.LeaseName, orNone(c.BinaryVersion),
+				orNone(c.EmulationVersion), orNone(c.Strategy), ago(c.RenewTime, now), ago(c.PingTime, now)})
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if o.NoHeaders {
+		return nil
+	}
+	if len(r.Items) == 0 {
+		scope := "in any namespace"
+		if r.Namespace != "" {
+			scope = "in namespace " + r.Namespace
+		}
+		if _, err := fmt.Fprintf(w, "No leases %s%s.\n", matchNote(r), scope); err != nil {
+			return err
+		}
+	}
+	return PrintSummary(w, r)
+}
+
+// showCandidates: LeaseCandidates belong with leader locks; a --class filter without leader hides them.
+func showCandidates(r *Report) bool {
+	if len(r.ClassFilter) == 0 {
+		return true
+	}
+	for _, c := range r.ClassFilter {
+		if c == lease.Leader {
+			return true
+		}
+	}
+	return false
+}
+
+func matchNote(r *Report) string {
+	if len(r.ClassFilter) > 0 {
+		return "of class " + joinClasses(r.ClassFilter, ",") + " "
+	}
+	return ""
+}
+
+func joinClasses(cs []lease.Class, sep string) string {
+	s := make([]string, len(cs))
+	for i, c := range cs {
+		s[i] = string(c)
+	}
+	return strings.Join(s, sep)
+}
+
+// PrintSummary writes the summary block: counts by class (leaked and zombie always, other classes
+// when present), API server liveness, and one line per class that needs attention.
+func PrintSummary(w io.Writer, r *Report) error {
+	var b strings.Builder
+	s := r.Summary
+	b.WriteString("\nSummary: ")
+	var parts []string
+	for _, cc := range s.Counts {
+		if cc.Count > 0 || cc.Class == lease.Leaked || cc.Class == lease.Zombie {
+			parts = append(parts, fmt.Sprintf("%d %s", cc.Count, cc.Class))
+		}
+	}
+	b.WriteString(strings.Join(parts, ", "))
+	fmt.Fprintf(&b, " (%d %s", s.Total, plural(s.Total, "lease", "leases"))
+	if len(r.ClassFilter) > 0 {
+		fmt.Fprintf(&b, ", %d shown by --class %s", s.Shown, joinClasses(r.ClassFilter, ","))
+	}
+	b.WriteString(")\n")
+	if a := s.APIServers; a != nil {
+		fmt.Fprintf(&b, "API servers: %d live", a.Live)
+		if a.Stale > 0 {
+			fmt.Fprintf(&b, ", %d stale %s (%s); kube-apiserver deletes stale identities itself, hourly",
+				a.Stale, plural(a.Stale, "identity", "identities"), strings.Join(a.StaleIdentities, ", "))
+		} else {
+			b.WriteString(", no stale identity")
+		}
+		b.WriteString("\n")
+	}
+	for _, cc := range s.Counts {
+		if cc.Explanation != "" {
+			fmt.Fprintf(&b, "  %s: %s\n", cc.Class, cc.Explanation)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func writeRow(w io.Writer, withNS bool, ns string, cells []string) {
+	if withNS {
+		fmt.Fprint(w, ns, "\t")
+	}
+	fmt.Fprintln(w, strings.Join(cells, "\t"))
+}
+
+// kind groups classes into the tables they are printed in.
+type kind int
+
+const (
+	kindNode kind = iota
+	kindLeader
+	kindAPIServer
+	kindOther
+)
+
+func sectionOf(c lease.Class) kind {
+	switch c {
+	case lease.Leader:
+		return kindLeader
+	case lease.APIServerIdentity:
+		return kindAPIServer
+	case lease.Other:
+		return kindOther
+	}
+	// Every node class, and any class this package does not know yet (shown rather than lost).
+	return kindNode
+}
+
+type section struct {
+	kind   kind
+	header func(wide bool) []string
+	row    func(it *Item, now time.Time, wide bool) []string
+}
+
+// sections are in class order: node classes (leaked, zombie, ... healthy ...) rank before leader,
+// apiserver-identity and other.
+var sections = []section{
+	{
+		kind: kindNode,
+		header: func(wide bool) []string {
+			h := []string{"NODE LEASE", "CLASS", "NODE", "OWNER", "RENEWED", "MEANING"}
+			if wide {
+				h = append(h, "HOLDER", "DURATION", "AGE", "CHANGES", "REASON")
+			}
+			return h
+		},
+		row: func(it *Item, now time.Time, wide bool) []string {
+			node := none
+			if it.Node != nil {
+				node = "uid " + shortUID(it.Node.UID, wide)
+			}
+			r := []string{it.Name, string(it.Class), node, owners(it.Owners, wide), ago(it.RenewTime, now), meaning(it.Class)}
+			if wide {
+				r = append(r, it.holder(), seconds(it.DurationSeconds), age(it.CreationTimestamp.Time, now), changesIn(it, now), it.Reason)
+			}
+			return r
+		},
+	},
+	{
+		kind: kindLeader,
+		header: func(wide bool) []string {
+			h := []string{"LEADER LEASE", "CLASS", "HOLDER", "RENEWED", "EXPIRED", "TRANSITIONS", "ACQUIRED"}
+			if wide {
+				h = append(h, "DURATION", "AGE", "STRATEGY", "PREFERRED", "REASON")
+			}
+			return h
+		},
+		row: func(it *Item, now time.Time, wide bool) []string {
+			acquired := none
+			if it.AcquireTime != nil {
+				acquired = age(it.AcquireTime.Time, now)
+			}
+			r := []string{it.Name, string(it.Class), it.holder(), ago(it.RenewTime, now), yesNo(it.Expired), count(it.Transitions), acquired}
+			if wide {
+				r = append(r, seconds(it.DurationSeconds), age(it.CreationTimestamp.Time, now), orNone(it.Strategy), orNone(it.PreferredHolder), it.Reason)
+			}
+			return r
+		},
+	},
+	{
+		kind: kindAPIServer,
+		header: func(wide bool) []string {
+			h := []string{"APISERVER LEASE", "CLASS", "HOST", "RENEWED", "STATE"}
+			if wide {
+				h = append(h, "HOLDER", "DURATION", "AGE", "REASON")
+			}
+			return h
+		},
+		row: func(it *Item, now time.Time, wide bool) []string {
+			state := "live"
+			if it.Expired {
+				state = "stale"
+			}
+			r := []string{it.Name, string(it.Class), orNone(it.Hostname), ago(it.RenewTime, now), state}
+			if wide {
+				r = append(r, it.holder(), seconds(it.DurationSeconds), age(it.CreationTimestamp.Time, now), it.Reason)
+			}
+			return r
+		},
+	},
+	{
+		kind: kindOther,
+		header: func(wide bool) []string {
+			h := []string{"OTHER LEASE", "CLASS", "HOLDER", "RENEWED", "EXPIRED", "REASON"}
+			if wide {
+				h = append(h, "OWNER", "DURATION", "AGE")
+			}
+			return h
+		},
+		row: func(it *Item, now time.Time, wide bool) []string {
+			r := []string{it.Name, string(it.Class), it.holder(), ago(it.RenewTime, now), yesNo(it.Expired), it.Reason}
+			if wide {
+				r = append(r, owners(it.Owners, wide), seconds(it.DurationSeconds), age(it.CreationTimestamp.Time, now))
+			}
+			return r
+		},
+	},
+}
+
+// meaning is the short, per-class gloss of the default table; the full per-lease reason is in
+// -o wide and -o json, and the summary explains each class in a sentence.
+func meaning(c lease.Class) string {
+	switch c {
+	case lease.Healthy:
+		return "kubelet heartbeating"
+	case lease.Stale:
+		return "kubelet not renewing, Node exists"
+	case lease.Unowned:
+		return "no ownerReference, to adopt"
+	case lease.StaleOwner:
+		return "Node re-created, upstream GC removes it"
+	case lease.OwnerMissing:
+		return "Node deleted, upstream GC pending"
+	case lease.Zombie:
+		return "no Node, renewed within grace"
+	case lease.Leaked:
+		return "leaked, safe to delete"
+	}
+	return string(c)
+}
+
+// shortUID abbreviates a UID to its first 8 characters (enough to tell a re-created Node apart)
+// except in wide output.
+func shortUID(u types.UID, wide bool) string {
+	s := string(u)
+	if s == "" {
+		return none
+	}
+	if !wide && len(s) > 8 {
+		return s[:8]
+	}
+	return s
+}
+
+func owners(os []Owner, wide bool) string {
+	if len(os) == 0 {
+		return none
+	}
+	parts := make([]string, len(os))
+	for i, o := range os {
+		if o.Kind == "Node" && o.APIVersion == "v1" {
+			parts[i] = "Node uid " + shortUID(o.UID, wide)
+		} else {
+			parts[i] = o.Kind + "/" + o.Name
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// ago is the time since a renewal, kubectl-style ("5s", "3h2m"); "<never>" when never renewed and
+// "in 10m" when the timestamp is in the future (clock skew).
+func ago(t *metav1.MicroTime, now time.Time) string {
+	if t == nil || t.IsZero() {
+		return "<never>"
+	}
+	return humanAge(now.Sub(t.Time))
+}
+
+func age(t time.Time, now time.Time) string {
+	if t.IsZero() {
+		return none
+	}
+	return humanAge(now.Sub(t))
+}
+
+func humanAge(d time.Duration) string {
+	if d < 0 {
+		return "in " + duration.HumanDuration(-d)
+	}
+	return duration.HumanDuration(d)
+}
+
+// changesIn says when the class changes by the clock alone (healthy → stale, zombie → leaked).
+func changesIn(it *Item, now time.Time) string {
+	if it.RecheckAt == nil {
+		return none
+	}
+	d := it.RecheckAt.Sub(now)
+	if d <= 0 {
+		return "now"
+	}
+	return "in " + duration.HumanDuration(d)
+}
+
+func seconds(p *int32) string {
+	if p == nil {
+		return none
+	}
+	return fmt.Sprintf("%ds", *p)
+}
+
+func count(p *int32) string {
+	if p == nil {
+		return "0"
+	}
+	return fmt.Sprint(*p)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return none
+	}
+	return s
+}

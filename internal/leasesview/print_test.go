@@ -1,0 +1,258 @@
+package leasesview
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nodekeeper/nodekeeper/internal/lease"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from the current output")
+
+// golden compares got with testdata/name, or rewrites the file with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run `go test ./internal/leasesview -run %s -update` to create it)", err, t.Name())
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("output differs from %s (rerun with -update if the change is intended)\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+func fixtureReport(opts Options) *Report {
+	all, nodes := fixture()
+	var leases []*coordinationv1.Lease
+	for _, l := range all {
+		if opts.Namespace == "" || l.Namespace == opts.Namespace { // the API server's job in List
+			leases = append(leases, l)
+		}
+	}
+	r := Build(leases, nodes, opts)
+	if opts.Namespace == "" || opts.Namespace == "kube-system" {
+		r.LeaseCandidateAPI = "coordination.k8s.io/v1beta1"
+		r.LeaseCandidates = fixtureCandidates()
+	}
+	return r
+}
+
+func TestGoldenOutput(t *testing.T) {
+	onlyNS := fixedOptions()
+	onlyNS.Namespace = "kube-system"
+	bad := fixedOptions()
+	bad.Classes = []lease.Class{lease.Leaked, lease.Zombie}
+	nothing := fixedOptions()
+	nothing.Classes = []lease.Class{lease.Unowned}
+	nothing.Namespace = "kube-system"
+	tests := []struct {
+		golden string
+		opts   Options
+		print  PrintOptions
+	}{
+		{"table.golden", fixedOptions(), PrintOptions{AllNamespaces: true}},
+		{"wide.golden", fixedOptions(), PrintOptions{Format: FormatWide, AllNamespaces: true}},
+		{"table-kube-system.golden", onlyNS, PrintOptions{}},
+		{"table-leaked-zombie.golden", bad, PrintOptions{AllNamespaces: true}},
+		{"table-no-headers.golden", bad, PrintOptions{AllNamespaces: true, NoHeaders: true}},
+		{"table-empty.golden", nothing, PrintOptions{}},
+		{"report.json.golden", fixedOptions(), PrintOptions{Format: FormatJSON}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.golden, func(t *testing.T) {
+			// Build the report twice: the output must be a pure function of objects and clock.
+			var a, b bytes.Buffer
+			if err := Print(&a, fixtureReport(tt.opts), tt.print); err != nil {
+				t.Fatal(err)
+			}
+			if err := Print(&b, fixtureReport(tt.opts), tt.print); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(a.Bytes(), b.Bytes()) {
+				t.Fatal("two renderings of the same report differ")
+			}
+			golden(t, tt.golden, a.Bytes())
+		})
+	}
+}
+
+// TestTableSortedByClassThenName checks the order on the printed table itself, independently of
+// the golden file: every row's class rank is ≥ the previous one, names ascend within a class.
+func TestTableSortedByClassThenName(t *testing.T) {
+	var out bytes.Buffer
+	if err := Print(&out, fixtureReport(fixedOptions()), PrintOptions{AllNamespaces: true, NoHeaders: true}); err != nil {
+		t.Fatal(err)
+	}
+	lastRank, lastName, rows := -1, "", 0
+	for _, line := range strings.Split(out.String(), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		c, err := lease.ParseClass(f[2])
+		if err != nil {
+			continue // the LeaseCandidate table
+		}
+		rows++
+		r := rank(c)
+		if r < lastRank || (r == lastRank && f[1] < lastName) {
+			t.Errorf("row %q out of order after class rank %d name %s", line, lastRank, lastName)
+		}
+		lastRank, lastName = r, f[1]
+	}
+	if leases, _ := fixture(); rows != len(leases) {
+		t.Errorf("printed %d lease rows, want %d", rows, len(leases))
+	}
+}
+
+// TestFixtureCoversEveryClass guards the golden files: if the taxonomy grows, the fixture must too.
+func TestFixtureCoversEveryClass(t *testing.T) {
+	r := fixtureReport(fixedOptions())
+	for _, cc := range r.Summary.Counts {
+		if cc.Count == 0 {
+			t.Errorf("fixture has no %s lease", cc.Class)
+		}
+	}
+	if a := r.Summary.APIServers; a == nil || a.Live != 1 || a.Stale != 1 {
+		t.Errorf("API servers = %+v, want 1 live, 1 stale", a)
+	}
+}
+
+func TestSummaryCountsAndExplanations(t *testing.T) {
+	opts := fixedOptions()
+	opts.Classes = []lease.Class{lease.Healthy}
+	r := fixtureReport(opts)
+	leases, _ := fixture()
+	if r.Summary.Total != len(leases) {
+		t.Errorf("total = %d, want %d (the summary ignores --class)", r.Summary.Total, len(leases))
+	}
+	if r.Summary.Shown != 1 || len(r.Items) != 1 || r.Items[0].Class != lease.Healthy {
+		t.Errorf("shown %d items %v, want the one healthy lease", r.Summary.Shown, r.Items)
+	}
+	want := map[lease.Class]int{lease.Leaked: 2, lease.Zombie: 1, lease.Healthy: 1, lease.Stale: 1, lease.Unowned: 1,
+		lease.StaleOwner: 1, lease.OwnerMissing: 1, lease.Leader: 2, lease.APIServerIdentity: 2, lease.Other: 2}
+	for c, n := range want {
+		if got := r.Summary.Count(c); got != n {
+			t.Errorf("count(%s) = %d, want %d", c, got, n)
+		}
+	}
+	if r.Summary.Counts[0].Class != lease.Leaked || r.Summary.Counts[1].Class != lease.Zombie {
+		t.Errorf("summary must start with leaked and zombie, got %v", r.Summary.Counts[:2])
+	}
+	var out bytes.Buffer
+	if err := PrintSummary(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range lease.Classes() {
+		line := "  " + string(c) + ": " + c.Explain()
+		has := strings.Contains(out.String(), line)
+		if has != needsExplanation(c) {
+			t.Errorf("explanation line for %s present=%v, want %v:\n%s", c, has, needsExplanation(c), out.String())
+		}
+	}
+	if !strings.HasPrefix(out.String(), "\nSummary: 2 leaked, 1 zombie, ") {
+		t.Errorf("summary line does not start with the leaked and zombie counts:\n%s", out.String())
+	}
+}
+
+// TestJSONRoundTrip decodes -o json and -o yaml output back into a Report and checks that nothing
+// was lost: same objects (semantically: timestamps compare as instants) and byte-identical
+// re-encoding.
+func TestJSONRoundTrip(t *testing.T) {
+	r := fixtureReport(fixedOptions())
+	for _, format := range []string{FormatJSON, FormatYAML} {
+		t.Run(format, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := Print(&out, r, PrintOptions{Format: format}); err != nil {
+				t.Fatal(err)
+			}
+			var back Report
+			var err error
+			if format == FormatJSON {
+				err = json.Unmarshal(out.Bytes(), &back)
+			} else {
+				err = yaml.UnmarshalStrict(out.Bytes(), &back)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !equality.Semantic.DeepEqual(r, &back) {
+				a, _ := json.Marshal(r)
+				b, _ := json.Marshal(&back)
+				t.Fatalf("round trip changed the report:\n%s\n%s", a, b)
+			}
+			var again bytes.Buffer
+			if err := Print(&again, &back, PrintOptions{Format: format}); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(out.Bytes(), again.Bytes()) {
+				t.Errorf("re-encoding differs:\n%s\n%s", out.String(), again.String())
+			}
+			if back.APIVersion != APIVersion || back.Kind != ReportKind {
+				t.Errorf("apiVersion/kind = %s/%s", back.APIVersion, back.Kind)
+			}
+		})
+	}
+}
+
+func TestDeepCopyIsIndependent(t *testing.T) {
+	r := fixtureReport(fixedOptions())
+	c := r.DeepCopyObject().(*Report)
+	if !equality.Semantic.DeepEqual(r, c) {
+		t.Fatal("copy differs")
+	}
+	*c.Items[0].Holder = "changed"
+	c.Items[0].Owners = append(c.Items[0].Owners, Owner{Name: "x"})
+	c.Items[0].RenewTime.Time = fixedNow.Add(99)
+	c.LeaseCandidates[0].RenewTime.Time = fixedNow.Add(99)
+	c.Summary.Counts[0].Count = 99
+	c.Summary.APIServers.StaleIdentities[0] = "changed"
+	if equality.Semantic.DeepEqual(r, c) {
+		t.Fatal("mutating the copy changed the original")
+	}
+	if *r.Items[0].Holder == "changed" || r.Summary.Counts[0].Count == 99 || r.Summary.APIServers.StaleIdentities[0] == "changed" ||
+		r.Items[0].RenewTime.Time.Equal(fixedNow.Add(99)) || r.LeaseCandidates[0].RenewTime.Time.Equal(fixedNow.Add(99)) {
+		t.Fatal("copy shares memory with the original")
+	}
+}
+
+func TestValidation(t *testing.T) {
+	if err := ValidateFormat("csv"); err == nil || !strings.Contains(err.Error(), "wide, json, yaml") {
+		t.Errorf("ValidateFormat(csv) = %v", err)
+	}
+	if err := Print(&bytes.Buffer{}, fixtureReport(fixedOptions()), PrintOptions{Format: "csv"}); err == nil {
+		t.Error("Print accepted -o csv")
+	}
+	if _, err := ParseClasses([]string{"leaked", "leak"}); err == nil {
+		t.Error("ParseClasses accepted leak")
+	}
+	got, err := ParseClasses([]string{"zombie", "leaked", "zombie"})
+	if err != nil || len(got) != 2 || got[0] != lease.Zombie || got[1] != lease.Leaked {
+		t.Errorf("ParseClasses = %v, %v", got, err)
+	}
+	if err := (Options{ChunkSize: -1}).Validate(); err == nil {
+		t.Error("negative chunk size accepted")
+	}
+	if len(ClassNames()) != len(lease.Classes()) || ClassNames()[0] != "leaked" {
+		t.Errorf("ClassNames = %v", ClassNames())
+	}
+}
