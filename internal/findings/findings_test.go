@@ -1,0 +1,195 @@
+package findings
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+var (
+	ruleCap = Define(Rule{Code: "T101", Name: "test-capacity", Section: "nodes", Severity: Error,
+		Title: "max pods above capacity", Remediation: "lower maxPods", DocURL: "https://example.com/t101"})
+	ruleQPS = Define(Rule{Code: "T201", Name: "test-qps", Section: "kubelet", Severity: Warning,
+		Title: "pull QPS too low", Remediation: "raise registryPullQPS", DocURL: "https://example.com/t201"})
+	ruleInfo = Define(Rule{Code: "T202", Name: "test-info", Section: "kubelet", Severity: Info,
+		Title: "serial pulls", Remediation: "set serializeImagePulls false", DocURL: "https://example.com/t202"})
+)
+
+func sample() *Report {
+	r := NewReport("doctor", "https://127.0.0.1:6443", time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC),
+		[2]string{"nodes", "Nodes"}, [2]string{"kubelet", "Kubelet configuration"}, [2]string{"apf", "API priority and fairness"})
+	r.Checked("nodes", 4)
+	r.Checked("kubelet", 4)
+	r.Add(ruleCap.New("node/b", "capacity %d above %d", 110, 20))
+	r.Add(ruleCap.New("node/a", "capacity %d above %d", 110, 29).WithEvidence("maxPods=110 (configz)"))
+	r.Add(ruleQPS.New("node/a", "burst 10 below 110 pods"))
+	r.Add(ruleInfo.New("node/c", "serializeImagePulls true"))
+	r.Add(ruleQPS.Skip("node/d", "needs get on nodes/proxy"))
+	r.Duration = 1500 * time.Millisecond
+	r.AddStat("configzRequests", 4)
+	return r
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	p := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(p, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from golden file (run with -update after checking):\n%s", name, got)
+	}
+}
+
+func TestPrintGolden(t *testing.T) {
+	for _, tc := range []struct {
+		file, format string
+		opts         PrintOptions
+	}{
+		{"report.txt", "text", PrintOptions{}},
+		{"report-color.txt", "text", PrintOptions{Color: true}},
+		{"report-limit.txt", "text", PrintOptions{MaxPerRule: 1}},
+		{"report.json", "json", PrintOptions{}},
+		{"report.xml", "junit", PrintOptions{}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := Print(&buf, sample(), tc.format, tc.opts); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, tc.file, buf.Bytes())
+		})
+	}
+	if err := Print(&bytes.Buffer{}, sample(), "yaml", PrintOptions{}); err == nil {
+		t.Error("unknown format accepted")
+	}
+}
+
+func TestScoresAndExit(t *testing.T) {
+	r := sample()
+	secs := r.Sections()
+	// nodes: 2 of 4 resources have an error -> 50; kubelet: node/a warning -> 75 (info and
+	// skipped do not count); apf checked nothing -> no score.
+	want := map[string]int{"nodes": 50, "kubelet": 75}
+	for _, s := range secs {
+		got, ok := s.Score()
+		if w, has := want[s.Name]; has != ok || got != w {
+			t.Errorf("%s: score %d %v, want %d %v", s.Name, got, ok, w, has)
+		}
+	}
+	if s, _ := r.Score(); s != 62 {
+		t.Errorf("report score %d, want 62", s)
+	}
+	if r.MaxSeverity() != Error || ExitCode(r.MaxSeverity()) != ExitError {
+		t.Errorf("max %v exit %d", r.MaxSeverity(), ExitCode(r.MaxSeverity()))
+	}
+	if err := r.Ignore([]string{"T101", "test-qps"}); err != nil {
+		t.Fatal(err)
+	}
+	if r.MaxSeverity() != Info || ExitCode(r.MaxSeverity()) != ExitOK {
+		t.Errorf("after ignore: max %v", r.MaxSeverity())
+	}
+	if err := r.Ignore([]string{"NOPE"}); err == nil || !strings.Contains(err.Error(), "NOPE") {
+		t.Errorf("unknown code: %v", err)
+	}
+	if ExitCode(Warning) != ExitWarning || ExitCode(Skipped) != ExitOK {
+		t.Error("exit codes")
+	}
+}
+
+func TestJSONAndJUnitRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	if err := PrintJSON(&buf, sample()); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		ExitCode int `json:"exitCode"`
+		Sections []struct {
+			Findings []Finding `json:"findings"`
+		} `json:"sections"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.ExitCode != ExitError || len(doc.Sections) != 3 || doc.Sections[0].Findings[0].Severity != Error {
+		t.Fatalf("%+v", doc)
+	}
+	buf.Reset()
+	if err := PrintJUnit(&buf, sample()); err != nil {
+		t.Fatal(err)
+	}
+	var suites junitSuites
+	if err := xml.Unmarshal(buf.Bytes(), &suites); err != nil {
+		t.Fatal(err)
+	}
+	// 3 failures (2 errors + 1 warning), 1 skipped; cases: nodes 2+1, kubelet 3+1, apf 1.
+	if suites.Failures != 3 || suites.Skipped != 1 || suites.Tests != 8 {
+		t.Fatalf("failures %d skipped %d tests %d", suites.Failures, suites.Skipped, suites.Tests)
+	}
+}
+
+func TestDefineRejects(t *testing.T) {
+	for _, r := range []Rule{
+		{Code: "T101", Name: "other", Section: "s", Title: "t", Remediation: "r", DocURL: "d"},
+		{Code: "T999", Name: "test-qps", Section: "s", Title: "t", Remediation: "r", DocURL: "d"},
+		{Code: "T998", Name: "x", Section: "s"},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Define(%+v) did not panic", r)
+				}
+			}()
+			Define(r)
+		}()
+	}
+}
+
+func TestConcurrentAdd(t *testing.T) {
+	r := NewReport("doctor", "x", time.Now(), [2]string{"nodes", "Nodes"})
+	var wg sync.WaitGroup
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			r.Add(ruleCap.New(fmt.Sprintf("node/%d", i), "x"))
+			r.Checked("nodes", 1)
+			r.AddStat("n", 1)
+		}(i)
+	}
+	wg.Wait()
+	if s := r.Sections()[0]; len(s.Findings) != 50 || s.Checked != 50 || r.Stats["n"] != 50 {
+		t.Fatalf("%d findings, %d checked", len(s.Findings), s.Checked)
+	}
+}
+
+func TestSeverityJSON(t *testing.T) {
+	for _, s := range []Severity{OK, Skipped, Info, Warning, Error} {
+		b, _ := json.Marshal(s)
+		var back Severity
+		if err := json.Unmarshal(b, &back); err != nil || back != s {
+			t.Errorf("%v -> %s -> %v %v", s, b, back, err)
+		}
+	}
+	var s Severity
+	if err := json.Unmarshal([]byte(`"fatal"`), &s); err == nil {
+		t.Error("unknown severity accepted")
+	}
+}

@@ -1,0 +1,334 @@
+package findings
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Formats accepted by Print.
+var Formats = []string{"text", "json", "junit"}
+
+// PrintOptions tune the text printer.
+type PrintOptions struct {
+	// Color uses ANSI colours (the caller decides: a terminal and no NO_COLOR).
+	Color bool
+	// MaxPerRule limits the resources listed under one rule in text output (0 = 20; negative =
+	// all). JSON and JUnit always carry everything.
+	MaxPerRule int
+}
+
+// Print writes the report in format ("text", "json" or "junit").
+func Print(w io.Writer, r *Report, format string, o PrintOptions) error {
+	switch format {
+	case "text", "":
+		return PrintText(w, r, o)
+	case "json":
+		return PrintJSON(w, r)
+	case "junit":
+		return PrintJUnit(w, r)
+	}
+	return fmt.Errorf("unknown output format %q (want one of %s)", format, strings.Join(Formats, ", "))
+}
+
+const (
+	ansiReset  = "\x1b[0m"
+	ansiBold   = "\x1b[1m"
+	ansiRed    = "\x1b[31m"
+	ansiGreen  = "\x1b[32m"
+	ansiYellow = "\x1b[33m"
+	ansiCyan   = "\x1b[36m"
+	ansiGrey   = "\x1b[90m"
+)
+
+func severityStyle(s Severity) (mark, colour string) {
+	switch s {
+	case Error:
+		return "✖", ansiRed
+	case Warning:
+		return "▲", ansiYellow
+	case Info:
+		return "●", ansiCyan
+	case Skipped:
+		return "○", ansiGrey
+	}
+	return "✔", ansiGreen
+}
+
+func scoreColour(score int) string {
+	switch {
+	case score >= 90:
+		return ansiGreen
+	case score >= 70:
+		return ansiYellow
+	}
+	return ansiRed
+}
+
+// PrintText writes the grouped human report: sections, then per rule the resources it hit.
+func PrintText(w io.Writer, r *Report, o PrintOptions) error {
+	paint := func(colour, s string) string {
+		if !o.Color || colour == "" {
+			return s
+		}
+		return colour + s + ansiReset
+	}
+	limit := o.MaxPerRule
+	if limit == 0 {
+		limit = 20
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s  %s\n", paint(ansiBold, "nodekeeper "+r.Tool), r.Target, r.Generated.Format("2006-01-02T15:04:05Z"))
+	total := map[Severity]int{}
+	for _, s := range r.Sections() {
+		for k, v := range s.Counts() {
+			total[k] += v
+		}
+	}
+	if score, ok := r.Score(); ok {
+		fmt.Fprintf(&b, "score %s  ", paint(scoreColour(score), fmt.Sprintf("%d (%s)", score, Grade(score))))
+	}
+	fmt.Fprintf(&b, "errors %d  warnings %d  info %d  skipped %d\n", total[Error], total[Warning], total[Info], total[Skipped])
+
+	for _, s := range r.Sections() {
+		b.WriteString("\n")
+		fmt.Fprintf(&b, "%s", paint(ansiBold, strings.ToUpper(s.Title)))
+		if s.Checked > 0 {
+			fmt.Fprintf(&b, "  %d checked", s.Checked)
+		}
+		if score, ok := s.Score(); ok {
+			fmt.Fprintf(&b, "  score %s", paint(scoreColour(score), fmt.Sprintf("%d (%s)", score, Grade(score))))
+		}
+		b.WriteString("\n")
+		if len(s.Findings) == 0 {
+			mark, colour := severityStyle(OK)
+			fmt.Fprintf(&b, "  %s no findings\n", paint(colour, mark))
+			continue
+		}
+		// Group consecutive findings of one rule and severity (Sections sorts them that way).
+		for i := 0; i < len(s.Findings); {
+			j := i
+			for j < len(s.Findings) && s.Findings[j].Code == s.Findings[i].Code && s.Findings[j].Severity == s.Findings[i].Severity {
+				j++
+			}
+			group := s.Findings[i:j]
+			f := group[0]
+			mark, colour := severityStyle(f.Severity)
+			title := f.Name
+			if rule, ok := LookupRule(f.Code); ok {
+				title = rule.Title
+			}
+			fmt.Fprintf(&b, "  %s %s %s", paint(colour, mark), paint(colour, f.Code), title)
+			if len(group) > 1 {
+				fmt.Fprintf(&b, " (%d)", len(group))
+			}
+			b.WriteString("\n")
+			for k, g := range group {
+				if limit > 0 && k == limit {
+					fmt.Fprintf(&b, "      ... and %d more (-o json lists all)\n", len(group)-limit)
+					break
+				}
+				fmt.Fprintf(&b, "      %s: %s\n", g.Resource, g.Message)
+				for _, e := range g.Evidence {
+					fmt.Fprintf(&b, "        %s\n", paint(ansiGrey, e))
+				}
+			}
+			if f.Remediation != "" {
+				fmt.Fprintf(&b, "      fix: %s\n", f.Remediation)
+			}
+			if f.DocURL != "" {
+				fmt.Fprintf(&b, "      doc: %s\n", paint(ansiGrey, f.DocURL))
+			}
+			i = j
+		}
+	}
+	if len(r.Ignored) > 0 {
+		fmt.Fprintf(&b, "\nignored: %s\n", strings.Join(r.Ignored, ", "))
+	}
+	if len(r.Stats) > 0 || r.Duration > 0 {
+		b.WriteString("\n")
+		var parts []string
+		if r.Duration > 0 {
+			parts = append(parts, fmt.Sprintf("took %.2fs", r.Duration.Seconds()))
+		}
+		keys := make([]string, 0, len(r.Stats))
+		for k := range r.Stats {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			parts = append(parts, fmt.Sprintf("%s %d", k, r.Stats[k]))
+		}
+		fmt.Fprintf(&b, "%s\n", paint(ansiGrey, strings.Join(parts, ", ")))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+type jsonSection struct {
+	Name     string         `json:"name"`
+	Title    string         `json:"title"`
+	Checked  int            `json:"checked"`
+	Score    *int           `json:"score,omitempty"`
+	Grade    string         `json:"grade,omitempty"`
+	Counts   map[string]int `json:"counts"`
+	Findings []Finding      `json:"findings"`
+}
+
+type jsonReport struct {
+	Tool            string           `json:"tool"`
+	Target          string           `json:"target"`
+	Generated       string           `json:"generated"`
+	DurationSeconds float64          `json:"durationSeconds,omitempty"`
+	Score           *int             `json:"score,omitempty"`
+	Grade           string           `json:"grade,omitempty"`
+	MaxSeverity     Severity         `json:"maxSeverity"`
+	ExitCode        int              `json:"exitCode"`
+	Counts          map[string]int   `json:"counts"`
+	Stats           map[string]int64 `json:"stats,omitempty"`
+	Ignored         []string         `json:"ignored,omitempty"`
+	Sections        []jsonSection    `json:"sections"`
+}
+
+// PrintJSON writes the report as one JSON document (indented).
+func PrintJSON(w io.Writer, r *Report) error {
+	out := jsonReport{
+		Tool: r.Tool, Target: r.Target, Generated: r.Generated.Format("2006-01-02T15:04:05Z"),
+		DurationSeconds: r.Duration.Seconds(), MaxSeverity: r.MaxSeverity(), Counts: map[string]int{},
+		Stats: r.Stats, Ignored: r.Ignored,
+	}
+	out.ExitCode = ExitCode(out.MaxSeverity)
+	if score, ok := r.Score(); ok {
+		out.Score, out.Grade = &score, Grade(score)
+	}
+	for _, s := range r.Sections() {
+		js := jsonSection{Name: s.Name, Title: s.Title, Checked: s.Checked, Counts: map[string]int{}, Findings: s.Findings}
+		if js.Findings == nil {
+			js.Findings = []Finding{}
+		}
+		if score, ok := s.Score(); ok {
+			js.Score, js.Grade = &score, Grade(score)
+		}
+		for k, v := range s.Counts() {
+			js.Counts[k.String()] = v
+			out.Counts[k.String()] += v
+		}
+		out.Sections = append(out.Sections, js)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Skipped  int          `xml:"skipped,attr"`
+	Time     string       `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name      string          `xml:"name,attr"`
+	Tests     int             `xml:"tests,attr"`
+	Failures  int             `xml:"failures,attr"`
+	Errors    int             `xml:"errors,attr"`
+	Skipped   int             `xml:"skipped,attr"`
+	Timestamp string          `xml:"timestamp,attr"`
+	Props     *junitPropsList `xml:"properties,omitempty"`
+	Cases     []junitCase     `xml:"testcase"`
+}
+
+type junitPropsList struct {
+	Props []junitProp `xml:"property"`
+}
+
+type junitProp struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Failure   *junitFailure `xml:"failure,omitempty"`
+	Skipped   *junitSkipped `xml:"skipped,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitFailure struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+type junitSkipped struct {
+	Message string `xml:"message,attr"`
+}
+
+// PrintJUnit writes the report as JUnit XML for CI: one test suite per section, one failing test
+// case per warning or error, a skipped case per skipped check, a passing case per info finding,
+// and one passing case per section for the resources without findings.
+func PrintJUnit(w io.Writer, r *Report) error {
+	out := junitSuites{Name: "nodekeeper " + r.Tool, Time: fmt.Sprintf("%.3f", r.Duration.Seconds())}
+	for _, s := range r.Sections() {
+		suite := junitSuite{Name: s.Name, Timestamp: r.Generated.Format("2006-01-02T15:04:05")}
+		if score, ok := s.Score(); ok {
+			suite.Props = &junitPropsList{Props: []junitProp{{Name: "score", Value: fmt.Sprint(score)}, {Name: "grade", Value: Grade(score)}, {Name: "checked", Value: fmt.Sprint(s.Checked)}}}
+		}
+		class := "nodekeeper." + r.Tool + "." + s.Name
+		withFindings := map[string]bool{}
+		for _, f := range s.Findings {
+			withFindings[f.Resource] = true
+			c := junitCase{Name: f.Code + " " + f.Name + " " + f.Resource, Classname: class}
+			text := f.Message
+			if len(f.Evidence) > 0 {
+				text += "\n" + strings.Join(f.Evidence, "\n")
+			}
+			if f.Remediation != "" {
+				text += "\nfix: " + f.Remediation
+			}
+			if f.DocURL != "" {
+				text += "\ndoc: " + f.DocURL
+			}
+			switch f.Severity {
+			case Error, Warning:
+				c.Failure = &junitFailure{Message: f.Message, Type: f.Severity.String(), Text: text}
+				suite.Failures++
+			case Skipped:
+				c.Skipped = &junitSkipped{Message: f.Message}
+				suite.Skipped++
+			default:
+				c.SystemOut = text
+			}
+			suite.Cases = append(suite.Cases, c)
+		}
+		if passed := s.Checked - len(withFindings); passed > 0 || len(s.Findings) == 0 {
+			if passed < 0 {
+				passed = 0
+			}
+			suite.Cases = append(suite.Cases, junitCase{Name: fmt.Sprintf("%d of %d resources without findings", passed, s.Checked), Classname: class})
+		}
+		suite.Tests = len(suite.Cases)
+		out.Tests += suite.Tests
+		out.Failures += suite.Failures
+		out.Skipped += suite.Skipped
+		out.Suites = append(out.Suites, suite)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
