@@ -1,0 +1,433 @@
+package kubeletsim
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/nodekeeper/nodekeeper/internal/testenv"
+)
+
+var env *testenv.Env
+
+// The package shares one control plane with the garbage collector and node lifecycle controller
+// at their default settings, which the capacity benchmark needs to be meaningful.
+func TestMain(m *testing.M) {
+	flag.Parse() // testenv.Main consults testing.Verbose before m.Run parses flags
+	testenv.Main(m, testenv.Options{ControllerManager: true}, &env)
+}
+
+var nameSeq atomic.Int64
+
+// uniqueName gives each test its own node so tests never see each other's objects.
+func uniqueName(t *testing.T) string {
+	return fmt.Sprintf("ip-10-200-%d-%d.us-west-2.compute.internal", nameSeq.Add(1), time.Now().Nanosecond()%250+1)
+}
+
+func newFleet(t *testing.T) *Fleet {
+	f := NewFleet(func(node string) *rest.Config { return env.UserConfig("system:node:"+node, "system:nodes") })
+	t.Cleanup(f.StopAll)
+	return f
+}
+
+func getLease(ctx context.Context, c kubernetes.Interface, name string) (*coordinationv1.Lease, error) {
+	return c.CoordinationV1().Leases(NodeLeaseNamespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// waitLease polls until cond holds for the lease (nil when absent) or the timeout passes.
+func waitLease(t *testing.T, c kubernetes.Interface, name string, timeout time.Duration, what string, cond func(*coordinationv1.Lease) bool) *coordinationv1.Lease {
+	t.Helper()
+	var last *coordinationv1.Lease
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		l, err := getLease(ctx, c, name)
+		if apierrors.IsNotFound(err) {
+			l, err = nil, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		last = l
+		return cond(l), nil
+	})
+	if err != nil {
+		t.Fatalf("lease %s: waiting %s for %s: %v (last: %s)", name, timeout, what, err, describeLease(last))
+	}
+	return last
+}
+
+func describeLease(l *coordinationv1.Lease) string {
+	if l == nil {
+		return "absent"
+	}
+	return fmt.Sprintf("uid=%s owners=%v renew=%v", l.UID, l.OwnerReferences, l.Spec.RenewTime)
+}
+
+func ownedBy(uid string) func(*coordinationv1.Lease) bool {
+	return func(l *coordinationv1.Lease) bool {
+		return l != nil && len(l.OwnerReferences) == 1 && string(l.OwnerReferences[0].UID) == uid
+	}
+}
+
+func TestRegistrationAndLease(t *testing.T) {
+	ctx := context.Background()
+	admin := env.AdminClient()
+	name := uniqueName(t)
+	k, err := newFleet(t).Start(ctx, Config{Name: name, LeaseDurationSeconds: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node.UID != k.NodeUID() {
+		t.Errorf("node UID %s, kubelet says %s", node.UID, k.NodeUID())
+	}
+	// Every label survived NodeRestriction; the stored object has the size of a real one.
+	for key, v := range k.Config().labels() {
+		if node.Labels[key] != v {
+			t.Errorf("label %s = %q, want %q", key, node.Labels[key], v)
+		}
+	}
+	raw, err := admin.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", name).DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) < 10_000 || len(raw) > 20_000 {
+		t.Errorf("stored node is %d bytes, want 10–20 KB", len(raw))
+	}
+	t.Logf("stored node: %d bytes", len(raw))
+
+	l := waitLease(t, admin, name, 10*time.Second, "owner = node", ownedBy(string(node.UID)))
+	ref := l.OwnerReferences[0]
+	if ref.APIVersion != "v1" || ref.Kind != "Node" || ref.Name != name || ref.Controller != nil || ref.BlockOwnerDeletion != nil {
+		t.Errorf("ownerReference %+v, want exactly {v1 Node %s uid} like the kubelet's", ref, name)
+	}
+	if *l.Spec.HolderIdentity != name || *l.Spec.LeaseDurationSeconds != 8 {
+		t.Errorf("lease spec %+v", l.Spec)
+	}
+	// It renews every 2 s (a quarter of 8 s).
+	first := l.Spec.RenewTime.Time
+	waitLease(t, admin, name, 6*time.Second, "renewal", func(l *coordinationv1.Lease) bool {
+		return l != nil && l.Spec.RenewTime.Time.After(first)
+	})
+
+	s := k.Stats()
+	if s.NodeCreate != 1 || s.LeaseCreated != 1 || s.LeaseUpdate < 1 || s.NodeListWatch < 1 || s.Errors != 0 {
+		t.Errorf("stats %+v", s)
+	}
+	// A modern kubelet creates its lease with a POST after looking up its Node, then renews
+	// it with PUTs and nothing else.
+	var leaseReqs []string
+	for _, r := range k.Requests(time.Time{}) {
+		if s := r.String(); strings.Contains(s, "leases") || strings.HasPrefix(s, "GET nodes/") {
+			leaseReqs = append(leaseReqs, strings.ReplaceAll(s, name, "N"))
+		}
+	}
+	want := []string{"GET leases/N 404", "GET nodes/N 200", "POST leases 201", "PUT leases/N 200"}
+	if len(leaseReqs) < len(want) || !slices.Equal(leaseReqs[:len(want)], want) {
+		t.Fatalf("lease requests %q, want them to start with %q", leaseReqs, want)
+	}
+	for _, r := range leaseReqs[len(want):] {
+		if r != "PUT leases/N 200" {
+			t.Errorf("unexpected request %s while renewing", r)
+		}
+	}
+}
+
+// TestNodeGoneRequestSequence pins the exact requests each generation sends after its Node and
+// lease are deleted — the signatures the audit command looks for.
+func TestNodeGoneRequestSequence(t *testing.T) {
+	tests := []struct {
+		mode Mode
+		// want is the first renewal after the deletion, request by request.
+		want []string
+		// steady is one later renewal.
+		steady []string
+		leaseBack bool
+	}{
+		{
+			mode: Legacy,
+			want: []string{
+				"PUT leases/%s 409",  // the cached lease's UID precondition fails
+				"GET leases/%s 404",  // re-read
+				"GET nodes/%s 404",   // no owner → no create
+				"GET nodes/%s 404",   // the owner error is ignored...
+				"PUT leases/%s 201"}, // ...and the lease is created through the update
+			steady:    []string{"GET nodes/%s 404", "PUT leases/%s 200"},
+			leaseBack: true,
+		},
+		{
+			mode: Modern,
+			want: []string{
+				"PUT leases/%s 409", "GET leases/%s 404", "GET nodes/%s 404",
+				"GET nodes/%s 404", "GET nodes/%s 404", "GET nodes/%s 404", "GET nodes/%s 404", // retries, none written
+				"GET leases/%s 404", "GET nodes/%s 404"}, // fallback to ensure lease
+			steady: []string{"GET leases/%s 404", "GET nodes/%s 404"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.mode), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			admin := env.AdminClient()
+			name := uniqueName(t)
+			// Node status syncs only at start, so that only lease traffic follows; 3 s renewals
+			// leave room to delete both objects between two of them.
+			k, err := newFleet(t).Start(ctx, Config{Name: name, Mode: tt.mode, LeaseDurationSeconds: 12, NodeStatusUpdateFrequency: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := waitLease(t, admin, name, 10*time.Second, "owned lease", ownedBy(string(k.NodeUID())))
+			prev := l.Spec.RenewTime.Time
+			waitLease(t, admin, name, 10*time.Second, "a renewal", func(l *coordinationv1.Lease) bool {
+				return l != nil && l.Spec.RenewTime.Time.After(prev)
+			})
+			// Right after a renewal: delete the lease, then the Node (nothing left for the GC).
+			from := time.Now()
+			if err := admin.CoordinationV1().Leases(NodeLeaseNamespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := admin.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			// Two more renewals.
+			time.Sleep(2*k.Config().RenewInterval + k.Config().RenewInterval/2)
+			got := k.Requests(from)
+			var gotS []string
+			for _, r := range got {
+				gotS = append(gotS, r.String())
+			}
+			var want []string
+			for _, w := range append(slices.Clone(tt.want), tt.steady...) {
+				want = append(want, fmt.Sprintf(w, name))
+			}
+			if !slices.Equal(gotS, want) {
+				t.Fatalf("requests after the deletion:\n got %q\nwant %q", gotS, want)
+			}
+			l, err = getLease(ctx, admin, name)
+			switch {
+			case tt.leaseBack && err != nil:
+				t.Fatalf("legacy kubelet should have re-created its lease: %v", err)
+			case tt.leaseBack && len(l.OwnerReferences) != 0:
+				t.Fatalf("re-created lease has owners %v; the pre-1.29 leak has none", l.OwnerReferences)
+			case !tt.leaseBack && !apierrors.IsNotFound(err):
+				t.Fatalf("modern kubelet must not re-create its lease: %v %s", err, describeLease(l))
+			}
+		})
+	}
+}
+
+func TestStopAndRestart(t *testing.T) {
+	ctx := context.Background()
+	admin := env.AdminClient()
+	name := uniqueName(t)
+	k, err := newFleet(t).Start(ctx, Config{Name: name, Mode: Legacy, LeaseDurationSeconds: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldUID := k.NodeUID()
+	waitLease(t, admin, name, 10*time.Second, "owned lease", ownedBy(string(oldUID)))
+
+	k.Stop()
+	k.Stop() // idempotent
+	if k.Running() {
+		t.Fatal("Running after Stop")
+	}
+	stopped := k.Stats()
+	l, err := getLease(ctx, admin, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond) // more than two renew intervals
+	after, err := getLease(ctx, admin, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !after.Spec.RenewTime.Equal(l.Spec.RenewTime) {
+		t.Errorf("a stopped kubelet renewed its lease: %v → %v", l.Spec.RenewTime, after.Spec.RenewTime)
+	}
+	if d := k.Stats().Sub(stopped); d.Total != 0 {
+		t.Errorf("a stopped kubelet sent requests: %+v", d)
+	}
+	if _, err := admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err != nil {
+		t.Errorf("the Node must survive a machine death: %v", err)
+	}
+
+	// While it is down its Node is deleted (the GC takes the lease) and a past leak's ownerless
+	// lease takes the name: a restart re-registers the Node and adopts that lease.
+	if err := admin.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitLease(t, admin, name, 30*time.Second, "GC deletes the lease", func(l *coordinationv1.Lease) bool { return l == nil })
+	seeded, err := SeedLeakedLease(ctx, admin, name, time.Now().Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if k.NodeUID() == oldUID || k.NodeUID() == "" {
+		t.Fatalf("restart should register a new Node, UID %q (old %q)", k.NodeUID(), oldUID)
+	}
+	l = waitLease(t, admin, name, 10*time.Second, "adopted by the new Node", ownedBy(string(k.NodeUID())))
+	if l.UID != seeded.UID {
+		t.Errorf("the kubelet should adopt the existing lease %s, got a new one %s", seeded.UID, l.UID)
+	}
+	if err := k.Restart(ctx); err != nil { // restart of a running kubelet
+		t.Fatal(err)
+	}
+	if !k.Running() {
+		t.Fatal("not running after Restart")
+	}
+}
+
+func TestRecreateNode(t *testing.T) {
+	ctx := context.Background()
+	admin := env.AdminClient()
+	name := uniqueName(t)
+	k, err := newFleet(t).Start(ctx, Config{Name: name, LeaseDurationSeconds: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitLease(t, admin, name, 10*time.Second, "owned lease", ownedBy(string(k.NodeUID())))
+	newUID, err := k.RecreateNode(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if newUID == k.NodeUID() {
+		t.Fatal("re-created node kept its UID")
+	}
+	// The GC deletes the lease that names the old UID; the running kubelet creates a new one
+	// owned by the new Node.
+	waitLease(t, admin, name, 30*time.Second, "owner = re-created node", ownedBy(string(newUID)))
+}
+
+func TestSeedLeakedLease(t *testing.T) {
+	ctx := context.Background()
+	admin := env.AdminClient()
+	name := uniqueName(t)
+	renew := time.Now().Add(-72 * time.Hour).Truncate(time.Microsecond)
+	l, err := SeedLeakedLease(ctx, admin, name, renew)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.OwnerReferences) != 0 || *l.Spec.HolderIdentity != name || *l.Spec.LeaseDurationSeconds != 40 || !l.Spec.RenewTime.Time.Equal(renew) {
+		t.Errorf("seeded lease %+v", l)
+	}
+	if _, err := admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a leaked lease has no Node, got %v", err)
+	}
+	for _, bad := range []struct {
+		name  string
+		renew time.Time
+		want  string
+	}{
+		{"Bad_Name", renew, "lease name"},
+		{"ok-name", time.Time{}, "renewTime is required"},
+		{name, renew, "already exists"},
+	} {
+		if _, err := SeedLeakedLease(ctx, admin, bad.name, bad.renew); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("SeedLeakedLease(%q): error %v, want %q", bad.name, err, bad.want)
+		}
+	}
+}
+
+func TestStartErrors(t *testing.T) {
+	ctx := context.Background()
+	f := newFleet(t)
+	name := uniqueName(t)
+	if _, err := f.Start(ctx, Config{Name: name, LeaseDurationSeconds: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Start(ctx, Config{Name: name}); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("duplicate name: %v", err)
+	}
+	if _, err := f.Start(ctx, Config{Name: "x", InstanceType: "nope"}); err == nil || !strings.Contains(err.Error(), "unknown instance type") {
+		t.Errorf("bad config: %v", err)
+	}
+	if _, err := NewFleet(nil).Start(ctx, Config{Name: "x"}); err == nil {
+		t.Error("a fleet without ConfigFunc must refuse to start kubelets")
+	}
+	// A kubelet with another node's identity is refused by NodeRestriction; Start reports it
+	// once its context ends.
+	wrong := NewFleet(func(string) *rest.Config { return env.UserConfig("system:node:someone-else", "system:nodes") })
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_, err := wrong.Start(short, Config{Name: uniqueName(t)})
+	if err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Errorf("wrong identity: %v", err)
+	}
+	if len(wrong.Kubelets()) != 0 {
+		t.Error("a kubelet that failed to start stays out of the fleet")
+	}
+}
+
+// TestNodeStatusReports checks the status cadence: an unchanged status is patched only after
+// the report frequency, and a condition set by someone else is corrected at the next sync.
+func TestNodeStatusReports(t *testing.T) {
+	ctx := context.Background()
+	admin := env.AdminClient()
+	name := uniqueName(t)
+	k, err := newFleet(t).Start(ctx, Config{Name: name, LeaseDurationSeconds: 40, NodeStatusUpdateFrequency: 500 * time.Millisecond, NodeStatusReportFrequency: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first sync after start reports (lastStatusReport is zero), later ones do not.
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return k.Stats().NodeStatusPatch == 1, nil
+	})
+	if err != nil {
+		t.Fatalf("no status report after start: %+v", k.Stats())
+	}
+	before := k.Stats()
+	time.Sleep(2 * time.Second)
+	if s := k.Stats().Sub(before); s.NodeStatusPatch != 0 || s.NodeGet != 0 {
+		t.Fatalf("an unchanged status within the report period must not be patched or re-read: %+v", s)
+	}
+	// Mark it NotReady as the node lifecycle controller would mark it Unknown.
+	node, err := admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range node.Status.Conditions {
+		if node.Status.Conditions[i].Type == corev1.NodeReady {
+			node.Status.Conditions[i].Status = corev1.ConditionUnknown
+			node.Status.Conditions[i].Reason = "NodeStatusUnknown"
+		}
+	}
+	if _, err := admin.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{FieldManager: "nodekeeper-test"}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		n, err := admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status == corev1.ConditionTrue, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("kubelet did not restore Ready: %v", err)
+	}
+	if s := k.Stats(); s.NodeStatusPatch != 2 {
+		t.Errorf("want exactly one corrective patch, stats %+v", s)
+	}
+}
