@@ -156,7 +156,7 @@ func TestNodeGoneRequestSequence(t *testing.T) {
 		// want is the first renewal after the deletion, request by request.
 		want []string
 		// steady is one later renewal.
-		steady []string
+		steady    []string
 		leaseBack bool
 	}{
 		{
