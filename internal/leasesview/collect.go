@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
@@ -68,16 +69,18 @@ type Options struct {
 	ChunkSize int64
 	// Lease tunes the classification (grace period).
 	Lease lease.Options
-	// Now is the clock; nil means time.Now. Tests inject a fixed time.
-	Now func() time.Time
+	// Clock is the time source; nil means the real clock. Tests inject a fake one.
+	Clock clock.Clock
 }
 
-func (o Options) now() time.Time {
-	if o.Now != nil {
-		return o.Now()
+func (o Options) clock() clock.Clock {
+	if o.Clock != nil {
+		return o.Clock
 	}
-	return time.Now()
+	return clock.RealClock{}
 }
+
+func (o Options) now() time.Time { return o.clock().Now() }
 
 func (o Options) chunk() int64 {
 	if o.ChunkSize <= 0 {
@@ -116,12 +119,12 @@ func newFilter(classes []lease.Class) filter {
 
 func (f filter) keep(c lease.Class) bool { return f == nil || f[c] }
 
-// classify is the one call site of lease.Classify in this package: it looks up the Node named
+// classifyWith is the one call site of lease.Classify in this package: it looks up the Node named
 // like a node lease and turns the verdict into a row.
-func classify(l *coordinationv1.Lease, nodes map[string]types.UID, now time.Time, opts lease.Options) Item {
+func classifyWith(l *coordinationv1.Lease, nodeUID func(name string) (types.UID, bool), now time.Time, opts lease.Options) Item {
 	var ref *lease.NodeRef
 	if l.Namespace == lease.NodeLeaseNamespace {
-		if uid, ok := nodes[l.Name]; ok {
+		if uid, ok := nodeUID(l.Name); ok {
 			ref = &lease.NodeRef{Name: l.Name, UID: uid}
 		}
 	}
@@ -189,8 +192,13 @@ func newBuilder(opts Options, nodes map[string]types.UID, now time.Time) *builde
 	return &builder{opts: opts, nodes: nodes, now: now, keep: newFilter(opts.Classes)}
 }
 
+func (b *builder) nodeUID(name string) (types.UID, bool) {
+	uid, ok := b.nodes[name]
+	return uid, ok
+}
+
 func (b *builder) add(l *coordinationv1.Lease) {
-	it := classify(l, b.nodes, b.now, b.opts.Lease)
+	it := classifyWith(l, b.nodeUID, b.now, b.opts.Lease)
 	b.sum.add(&it)
 	if b.keep.keep(it.Class) {
 		b.items = append(b.items, it)

@@ -6,6 +6,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekeeper/nodekeeper/internal/lease"
@@ -107,5 +108,5 @@ func fixtureCandidates() []Candidate {
 }
 
 func fixedOptions() Options {
-	return Options{Now: func() time.Time { return fixedNow }, Lease: lease.Options{GracePeriod: time.Hour}}
+	return Options{Clock: testingclock.NewFakeClock(fixedNow), Lease: lease.Options{GracePeriod: time.Hour}}
 }

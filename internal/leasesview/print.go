@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/liggitt/tabwriter"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -437,4 +438,79 @@ func orNone(s string) string {
 		return none
 	}
 	return s
+}
+
+// WatchPrinter is the Sink of `leases --watch`: the snapshot as Print prints it, then one line
+// (or one JSON/YAML document) per change.
+type WatchPrinter struct {
+	w       io.Writer
+	o       PrintOptions
+	tw      *tabwriter.Writer
+	headers bool
+	json    printers.ResourcePrinter
+}
+
+// NewWatchPrinter returns a Sink printing to w.
+func NewWatchPrinter(w io.Writer, o PrintOptions) *WatchPrinter {
+	p := &WatchPrinter{w: w, o: o}
+	switch o.Format {
+	case FormatJSON:
+		p.json = &printers.JSONPrinter{}
+	case FormatYAML:
+		p.json = &printers.YAMLPrinter{}
+	default:
+		// kubectl's tab writer remembers column widths across flushes, so streamed rows stay
+		// aligned with the rows before them (columns only ever widen).
+		p.tw = printers.GetNewTabWriter(w)
+	}
+	return p
+}
+
+// Snapshot implements Sink.
+func (p *WatchPrinter) Snapshot(r *Report) error {
+	if p.json != nil {
+		return p.json.PrintObj(r, p.w)
+	}
+	if err := Print(p.w, r, p.o); err != nil {
+		return err
+	}
+	if !p.o.NoHeaders {
+		_, err := io.WriteString(p.w, "\nWatching for new and deleted leases and changes of class, holder or expiry (renewals alone are not shown).\n")
+		return err
+	}
+	return nil
+}
+
+// Change implements Sink.
+func (p *WatchPrinter) Change(c *Change) error {
+	if p.json != nil {
+		return p.json.PrintObj(c, p.w)
+	}
+	wide := p.o.Format == FormatWide
+	if !p.headers && !p.o.NoHeaders {
+		h := []string{"LEASE", "CLASS", "WAS", "RENEWED"}
+		if wide {
+			h = append(h, "HOLDER")
+		}
+		h = append(h, "REASON")
+		p.writeChangeRow("TIME", "EVENT", "NAMESPACE", h)
+	}
+	p.headers = true
+	it := &c.Item
+	was := string(c.From)
+	if was == "" {
+		was = none
+	}
+	cells := []string{it.Name, string(it.Class), was, ago(it.RenewTime, c.Time.Time)}
+	if wide {
+		cells = append(cells, it.holder())
+	}
+	cells = append(cells, it.Reason)
+	p.writeChangeRow(c.Time.Format(time.TimeOnly), c.Type, it.Namespace, cells)
+	return p.tw.Flush()
+}
+
+func (p *WatchPrinter) writeChangeRow(when, typ, ns string, cells []string) {
+	fmt.Fprint(p.tw, when, "\t", typ, "\t")
+	writeRow(p.tw, p.o.AllNamespaces, ns, cells)
 }
