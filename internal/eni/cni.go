@@ -20,6 +20,7 @@ const (
 	EnvIPCooldownPeriod = "IP_COOLDOWN_PERIOD"
 	EnvClusterEndpoint  = "CLUSTER_ENDPOINT"
 	EnvEnableIPv6       = "ENABLE_IPv6"
+	EnvPodENI           = "ENABLE_POD_ENI"
 )
 
 // DefaultWarmENITarget and DefaultIPCooldownPeriod are the CNI's defaults when the variable is unset.
@@ -45,9 +46,11 @@ func (s IntSetting) Positive() bool { return s.Valid && s.Value > 0 }
 
 // Settings are the VPC CNI settings that change IP capacity or allocation behaviour.
 type Settings struct {
-	CustomNetworking bool       `json:"customNetworking"`
-	PrefixDelegation bool       `json:"prefixDelegation"`
-	IPv6             bool       `json:"ipv6"`
+	CustomNetworking bool `json:"customNetworking"`
+	PrefixDelegation bool `json:"prefixDelegation"`
+	IPv6             bool `json:"ipv6"`
+	// PodENI: security groups for pods; on trunking-compatible types one ENI becomes the trunk.
+	PodENI           bool       `json:"podENI"`
 	MaxENI           IntSetting `json:"maxENI"`
 	WarmENITarget    IntSetting `json:"warmENITarget"`
 	WarmIPTarget     IntSetting `json:"warmIPTarget"`
@@ -76,6 +79,7 @@ func ParseSettings(env map[string]string) Settings {
 	s.CustomNetworking = s.boolEnv(env, EnvCustomNetworking)
 	s.PrefixDelegation = s.boolEnv(env, EnvPrefixDelegation)
 	s.IPv6 = s.boolEnv(env, EnvEnableIPv6)
+	s.PodENI = s.boolEnv(env, EnvPodENI)
 	s.MaxENI = intEnv(env, EnvMaxENI)
 	s.WarmENITarget = intEnv(env, EnvWarmENITarget)
 	s.WarmIPTarget = intEnv(env, EnvWarmIPTarget)

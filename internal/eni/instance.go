@@ -36,6 +36,9 @@ type InstanceType struct {
 	// Hypervisor is "nitro", "xen" or "" (bare metal types report none).
 	Hypervisor string `json:"hypervisor"`
 	BareMetal  bool   `json:"bareMetal"`
+	// TrunkingCompatible: security groups for pods (ENABLE_POD_ENI) attach a trunk ENI, which then
+	// carries no pod addresses of its own.
+	TrunkingCompatible bool `json:"trunkingCompatible"`
 	// NetworkCards is the number of network cards; DefaultNetworkCard the index of the default one.
 	NetworkCards       int `json:"networkCards"`
 	DefaultNetworkCard int `json:"defaultNetworkCard"`
@@ -78,6 +81,7 @@ func fromLimits(name string, l *vpc.VPCLimits) (InstanceType, error) {
 		IPv4PerENI:         l.IPv4PerInterface,
 		Hypervisor:         l.Hypervisor,
 		BareMetal:          l.IsBareMetal,
+		TrunkingCompatible: l.IsTrunkingCompatible,
 		NetworkCards:       len(l.NetworkCards),
 		DefaultNetworkCard: l.DefaultNetworkCardIndex,
 	}

@@ -1,0 +1,235 @@
+package doctor
+
+import "github.com/nodekeeper/nodekeeper/internal/findings"
+
+// Section names (stable: they appear in JSON and JUnit output).
+const (
+	SectionNodes      = "nodes"
+	SectionKubelet    = "kubelet"
+	SectionVersions   = "versions"
+	SectionHeartbeats = "heartbeats"
+	SectionAWSNode    = "aws-node"
+	SectionAPF        = "apf"
+)
+
+// Sections lists the doctor's sections in display order with their titles.
+var Sections = [][2]string{
+	{SectionNodes, "Nodes: pod capacity against VPC CNI addresses"},
+	{SectionKubelet, "Kubelet configuration (configz)"},
+	{SectionVersions, "Kubelet versions"},
+	{SectionHeartbeats, "Node heartbeats and leases"},
+	{SectionAWSNode, "aws-node (Amazon VPC CNI) settings"},
+	{SectionAPF, "API priority and fairness"},
+}
+
+const (
+	docMaxPods       = "https://docs.aws.amazon.com/eks/latest/userguide/choosing-instance-type.html#determine-max-pods"
+	docCustomNetwork = "https://docs.aws.amazon.com/eks/latest/userguide/cni-custom-network.html"
+	docPrefix        = "https://docs.aws.amazon.com/eks/latest/userguide/cni-increase-ip-addresses.html"
+	docKubeletConfig = "https://kubernetes.io/docs/reference/config-api/kubelet-config.v1beta1/"
+	docSkew          = "https://kubernetes.io/releases/version-skew-policy/#kubelet"
+	docLeaseLeak     = "https://github.com/kubernetes/kubernetes/pull/119661"
+	docLeases        = "https://kubernetes.io/docs/concepts/architecture/leases/#node-heart-beats"
+	docCNIVars       = "https://github.com/aws/amazon-vpc-cni-k8s/blob/master/README.md#cni-configuration-variables"
+	docCNIBP         = "https://docs.aws.amazon.com/eks/latest/best-practices/vpc-cni.html"
+	docCNIUpdate     = "https://docs.aws.amazon.com/eks/latest/userguide/managing-vpc-cni.html"
+	docAPF           = "https://kubernetes.io/docs/concepts/cluster-administration/flow-control/"
+	docConfigz       = "https://kubernetes.io/docs/tasks/administer-cluster/kubelet-config-file/#viewing-the-kubelet-configuration"
+)
+
+// The doctor's rules. Codes are stable; docs/doctor.md lists them. NK1xx nodes, NK2xx kubelet
+// configuration, NK3xx versions and heartbeats, NK4xx aws-node, NK5xx APF. The bundle command
+// reuses the kubelet and aws-node rules for the same settings read from files.
+var (
+	RuleMaxPodsAboveIPs = findings.Define(findings.Rule{
+		Code: "NK101", Name: "max-pods-above-ip-capacity", Section: SectionNodes, Severity: findings.Error,
+		Title:       "kubelet max pods above the pod addresses the VPC CNI can give",
+		Remediation: "set the kubelet's maxPods to the calculator's value for the CNI mode in use (nodekeeper maxpods TYPE --custom-networking/--prefix-delegation); with Karpenter set reservedENIs, with managed node groups or nodeadm let the AMI compute it; pods beyond the address capacity stay in ContainerCreating",
+		DocURL:      docMaxPods,
+	})
+	RuleMaxPodsBelow = findings.Define(findings.Rule{
+		Code: "NK102", Name: "max-pods-below-recommendation", Section: SectionNodes, Severity: findings.Info,
+		Title:       "kubelet max pods below what the node's addresses allow",
+		Remediation: "raise maxPods to the calculator's value if you want the density (for example after enabling prefix delegation the AMI default stays at the secondary-IP value)",
+		DocURL:      docPrefix,
+	})
+	RuleInstanceUnknown = findings.Define(findings.Rule{
+		Code: "NK103", Name: "instance-type-unknown", Section: SectionNodes, Severity: findings.Info,
+		Title:       "node capacity not checked: instance type missing or unknown",
+		Remediation: "nodes need the node.kubernetes.io/instance-type label (set by the AWS cloud provider); update nodekeeper if the type is new",
+		DocURL:      docMaxPods,
+	})
+	RulePrefixNotNitro = findings.Define(findings.Rule{
+		Code: "NK104", Name: "prefix-delegation-not-nitro", Section: SectionNodes, Severity: findings.Info,
+		Title:       "prefix delegation enabled on a non-Nitro instance (the CNI falls back to secondary IPs)",
+		Remediation: "use Nitro instance types for nodes that should get /28 prefixes, or size maxPods for secondary IP mode",
+		DocURL:      docPrefix,
+	})
+
+	RuleRegistryPullQPS = findings.Define(findings.Rule{
+		Code: "NK201", Name: "registry-pull-qps-low", Section: SectionKubelet, Severity: findings.Warning,
+		Title:       "image pull rate limit below the node's pod density",
+		Remediation: "raise registryPullQPS (for example to 50) and registryBurst to at least the node's max pods in the kubelet configuration, or set registryPullQPS: 0 for no limit; pulls above the limit fail at once with ErrImagePull \"pull QPS exceeded\"",
+		DocURL:      docKubeletConfig,
+	})
+	RuleSerializePulls = findings.Define(findings.Rule{
+		Code: "NK202", Name: "serialized-image-pulls", Section: SectionKubelet, Severity: findings.Info,
+		Title:       "image pulls run one at a time on a dense node",
+		Remediation: "set serializeImagePulls: false (and maxParallelImagePulls) so one slow pull does not hold every other pod back",
+		DocURL:      docKubeletConfig,
+	})
+	RuleKubeAPIQPS = findings.Define(findings.Rule{
+		Code: "NK203", Name: "kube-api-qps-low", Section: SectionKubelet, Severity: findings.Warning,
+		Title:       "kubelet API client rate limit low for the node's pod density",
+		Remediation: "raise kubeAPIQPS/kubeAPIBurst (defaults since Kubernetes 1.27: 50/100) so pod status updates are not throttled on the client side",
+		DocURL:      docKubeletConfig,
+	})
+	RuleMaxPodsMismatch = findings.Define(findings.Rule{
+		Code: "NK204", Name: "max-pods-config-mismatch", Section: SectionKubelet, Severity: findings.Info,
+		Title:       "kubelet configuration maxPods differs from the Node's pod capacity",
+		Remediation: "podsPerCore or a configuration changed without a kubelet restart; make the configuration and the running kubelet agree",
+		DocURL:      docKubeletConfig,
+	})
+	RuleConfigz = findings.Define(findings.Rule{
+		Code: "NK205", Name: "configz-unavailable", Section: SectionKubelet, Severity: findings.Skipped,
+		Title:       "kubelet configuration not readable through the API server",
+		Remediation: "grant get on nodes/proxy to the caller, and make sure the API server reaches the kubelet (kubelet port open from the control plane)",
+		DocURL:      docConfigz,
+	})
+
+	RuleVersionSkew = findings.Define(findings.Rule{
+		Code: "NK301", Name: "kubelet-version-skew", Section: SectionVersions, Severity: findings.Error,
+		Title:       "kubelet version outside the supported skew with the API server",
+		Remediation: "upgrade the node (new AMI / node group version) before the next control plane upgrade; kubelets may be at most three minor versions older than the API server (two before 1.28) and never newer",
+		DocURL:      docSkew,
+	})
+	RuleLegacyLeases = findings.Define(findings.Rule{
+		Code: "NK302", Name: "kubelet-leaks-leases", Section: SectionVersions, Severity: findings.Warning,
+		Title:       "kubelet older than 1.29 re-creates its lease without an owner when its Node is deleted",
+		Remediation: "upgrade to 1.29+; until then run nodekeeper's lease garbage collection (nodekeeper gc / controller)",
+		DocURL:      docLeaseLeak,
+	})
+
+	RuleStaleHeartbeat = findings.Define(findings.Rule{
+		Code: "NK311", Name: "stale-heartbeat", Section: SectionHeartbeats, Severity: findings.Warning,
+		Title:       "node lease not renewed within its duration (kubelet down or cut off)",
+		Remediation: "check the kubelet on the node and its path to the API server; the node lifecycle controller marks the Node Unknown and evicts its pods",
+		DocURL:      docLeases,
+	})
+	RuleZombie = findings.Define(findings.Rule{
+		Code: "NK312", Name: "zombie-kubelet", Section: SectionHeartbeats, Severity: findings.Error,
+		Title:       "a kubelet renews its lease but its Node object is gone",
+		Remediation: "terminate the instance (or restart its kubelet so it re-registers); deleting the lease does not help, the kubelet re-creates it",
+		DocURL:      docLeaseLeak,
+	})
+	RuleLeaked = findings.Define(findings.Rule{
+		Code: "NK313", Name: "leaked-lease", Section: SectionHeartbeats, Severity: findings.Warning,
+		Title:       "node lease without Node or owner, not renewed for longer than the grace period",
+		Remediation: "delete leaked leases safely with nodekeeper gc (or run nodekeeper controller)",
+		DocURL:      docLeaseLeak,
+	})
+	RuleUnowned = findings.Define(findings.Rule{
+		Code: "NK314", Name: "unowned-lease", Section: SectionHeartbeats, Severity: findings.Info,
+		Title:       "node lease without ownerReference (it would outlive its Node)",
+		Remediation: "nodekeeper controller adopts such leases so the garbage collector removes them with their Node",
+		DocURL:      docLeases,
+	})
+	RuleOwnerGone = findings.Define(findings.Rule{
+		Code: "NK315", Name: "lease-owner-gone", Section: SectionHeartbeats, Severity: findings.Info,
+		Title:       "node lease owned by a Node that no longer exists (or by an earlier Node of the same name)",
+		Remediation: "nothing to do if kube-controller-manager's garbage collector runs; it removes the lease",
+		DocURL:      docLeases,
+	})
+	RuleNoLease = findings.Define(findings.Rule{
+		Code: "NK316", Name: "node-without-lease", Section: SectionHeartbeats, Severity: findings.Warning,
+		Title:       "Node without a heartbeat lease",
+		Remediation: "the kubelet has not registered its lease yet or cannot write it; check the kubelet log for lease errors",
+		DocURL:      docLeases,
+	})
+
+	RuleClusterEndpoint = findings.Define(findings.Rule{
+		Code: "NK401", Name: "cluster-endpoint-unset", Section: SectionAWSNode, Severity: findings.Warning,
+		Title:       "CLUSTER_ENDPOINT unset: ipamd reaches the API server through kube-proxy's service rules",
+		Remediation: "set CLUSTER_ENDPOINT on aws-node to the cluster endpoint (VPC CNI 1.12.1+; the managed add-on sets it) so ipamd starts before kube-proxy has programmed iptables; enable private endpoint access",
+		DocURL:      docCNIVars,
+	})
+	RulePDNoTarget = findings.Define(findings.Rule{
+		Code: "NK402", Name: "prefix-delegation-without-target", Section: SectionAWSNode, Severity: findings.Error,
+		Title:       "prefix delegation with WARM_PREFIX_TARGET, WARM_IP_TARGET and MINIMUM_IP_TARGET all unset or 0: aws-node exits",
+		Remediation: "set WARM_PREFIX_TARGET=1 (or WARM_IP_TARGET/MINIMUM_IP_TARGET) together with ENABLE_PREFIX_DELEGATION=true",
+		DocURL:      docPrefix,
+	})
+	RuleTargetIgnored = findings.Define(findings.Rule{
+		Code: "NK403", Name: "warm-target-ignored", Section: SectionAWSNode, Severity: findings.Info,
+		Title:       "a warm pool setting has no effect in this combination",
+		Remediation: "remove the setting that is ignored so the configuration says what the CNI does",
+		DocURL:      docCNIVars,
+	})
+	RuleNoWarmPool = findings.Define(findings.Rule{
+		Code: "NK404", Name: "no-warm-pool", Section: SectionAWSNode, Severity: findings.Warning,
+		Title:       "no warm IP pool: new pods wait for EC2 API calls",
+		Remediation: "keep WARM_ENI_TARGET at 1 or set MINIMUM_IP_TARGET/WARM_IP_TARGET to the expected pods per node so a scale-up does not wait on (and get throttled by) AssignPrivateIpAddresses/CreateNetworkInterface",
+		DocURL:      docCNIBP,
+	})
+	RuleWarmIPLow = findings.Define(findings.Rule{
+		Code: "NK405", Name: "warm-ip-target-churn", Section: SectionAWSNode, Severity: findings.Warning,
+		Title:       "small WARM_IP_TARGET without MINIMUM_IP_TARGET: EC2 API calls on every few pods",
+		Remediation: "set MINIMUM_IP_TARGET to the usual pods per node (pre-scaling) and keep WARM_IP_TARGET for the burst; at fleet scale the churn ends in EC2 RequestLimitExceeded",
+		DocURL:      docCNIBP,
+	})
+	RuleInvalidSetting = findings.Define(findings.Rule{
+		Code: "NK406", Name: "invalid-cni-setting", Section: SectionAWSNode, Severity: findings.Warning,
+		Title:       "a VPC CNI setting is not a valid value and is ignored",
+		Remediation: "write integers for WARM_*/MINIMUM_IP_TARGET/MAX_ENI and true/false for booleans; the CNI silently falls back to its default",
+		DocURL:      docCNIVars,
+	})
+	RuleCooldownInvalid = findings.Define(findings.Rule{
+		Code: "NK407", Name: "ip-cooldown-invalid", Section: SectionAWSNode, Severity: findings.Error,
+		Title:       "IP_COOLDOWN_PERIOD is not a non-negative integer: aws-node exits",
+		Remediation: "set IP_COOLDOWN_PERIOD to a number of seconds (default 30)",
+		DocURL:      docCNIVars,
+	})
+	RuleCooldownZero = findings.Define(findings.Rule{
+		Code: "NK408", Name: "ip-cooldown-zero", Section: SectionAWSNode, Severity: findings.Warning,
+		Title:       "IP_COOLDOWN_PERIOD=0: a deleted pod's address is reused before kube-proxy drops it",
+		Remediation: "keep a cooldown (default 30 s; lower it with care for job-heavy clusters, never to 0)",
+		DocURL:      docCNIVars,
+	})
+	RuleCustomNoMaxPods = findings.Define(findings.Rule{
+		Code: "NK409", Name: "custom-networking-max-pods", Section: SectionAWSNode, Severity: findings.Error,
+		Title:       "custom networking enabled but nodes keep a max pods computed without it",
+		Remediation: "with custom networking one ENI carries no pod addresses: lower max pods (bootstrap --use-max-pods false --kubelet-extra-args --max-pods=N, nodeadm maxPods, Karpenter reservedENIs: 1)",
+		DocURL:      docCustomNetwork,
+	})
+	RuleCNIOld = findings.Define(findings.Rule{
+		Code: "NK410", Name: "cni-version-old", Section: SectionAWSNode, Severity: findings.Warning,
+		Title:       "old VPC CNI version",
+		Remediation: "update the VPC CNI (EKS add-on or manifest) to a release supported with the cluster's Kubernetes version",
+		DocURL:      docCNIUpdate,
+	})
+	RuleAWSNodeMissing = findings.Define(findings.Rule{
+		Code: "NK411", Name: "aws-node-not-found", Section: SectionAWSNode, Severity: findings.Info,
+		Title:       "no aws-node DaemonSet: VPC CNI checks do not apply",
+		Remediation: "nothing to do on clusters without the Amazon VPC CNI; pass --custom-networking/--prefix-delegation to check capacity anyway",
+		DocURL:      docCNIVars,
+	})
+	RuleEnvNotRead = findings.Define(findings.Rule{
+		Code: "NK412", Name: "cni-setting-not-read", Section: SectionAWSNode, Severity: findings.Info,
+		Title:       "a VPC CNI setting comes from a ConfigMap or Secret and was not read",
+		Remediation: "the checks assumed the CNI default for it; pass the mode with flags if it matters",
+		DocURL:      docCNIVars,
+	})
+
+	RuleAPFRejected = findings.Define(findings.Rule{
+		Code: "NK501", Name: "apf-rejected-requests", Section: SectionAPF, Severity: findings.Warning,
+		Title:       "the API server rejected requests (HTTP 429) under API priority and fairness",
+		Remediation: "find the flow schema's clients (audit log, nodekeeper audit) and lower their request rate, or give the priority level more shares; scale-ups of many nodes hit workload-low and global-default first",
+		DocURL:      docAPF,
+	})
+	RuleAPFUnavailable = findings.Define(findings.Rule{
+		Code: "NK502", Name: "apf-metrics-unavailable", Section: SectionAPF, Severity: findings.Skipped,
+		Title:       "API server metrics not readable",
+		Remediation: "grant get on the non-resource URL /metrics (for example the system:monitoring ClusterRole)",
+		DocURL:      docAPF,
+	})
+)
