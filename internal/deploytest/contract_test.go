@@ -1,0 +1,92 @@
+package deploytest
+
+import (
+	"strings"
+
+	"github.com/nodekeeper/nodekeeper/internal/lease"
+)
+
+// The contract between the manifests and `nodekeeper controller` (cmd/nodekeeper/controller.go).
+// docs/metrics.md documents the same lists for operators; TestDocsCoverContract keeps them aligned.
+
+// controllerFlags are the flags the manifests may pass to `nodekeeper controller`.
+var controllerFlags = map[string]bool{
+	"grace-period":              true,
+	"dry-run":                   true,
+	"qps":                       true,
+	"burst":                     true,
+	"workers":                   true,
+	"leader-elect":              true,
+	"leader-election-namespace": true,
+	"leader-election-id":        true,
+	"metrics-bind-address":      true,
+	"health-probe-bind-address": true,
+	"v":                         true,
+}
+
+type metricKind string
+
+const (
+	gauge     metricKind = "gauge"
+	counter   metricKind = "counter"
+	histogram metricKind = "histogram"
+)
+
+// metricSpec is one metric of the contract: its type and its labels, each with the values it may
+// take (nil: any value).
+type metricSpec struct {
+	kind   metricKind
+	labels map[string][]string
+}
+
+func leaseClasses() []string {
+	var out []string
+	for _, c := range lease.Classes() {
+		out = append(out, string(c))
+	}
+	return out
+}
+
+// writeResults are the outcomes of a delete or an adoption: done, only decided (dry-run), refused
+// by the API server because the lease changed since the decision (UID/resourceVersion
+// precondition), or failed.
+var deletionResults = []string{"deleted", "dry_run", "precondition_failed", "error"}
+var adoptionResults = []string{"adopted", "dry_run", "precondition_failed", "error"}
+
+var metricsContract = map[string]metricSpec{
+	"nodekeeper_leases":                    {kind: gauge, labels: map[string][]string{"class": leaseClasses()}},
+	"nodekeeper_lease_deletions_total":     {kind: counter, labels: map[string][]string{"result": deletionResults}},
+	"nodekeeper_lease_adoptions_total":     {kind: counter, labels: map[string][]string{"result": adoptionResults}},
+	"nodekeeper_zombie_kubelets":           {kind: gauge},
+	"nodekeeper_errors_total":              {kind: counter, labels: map[string][]string{"reason": nil}},
+	"nodekeeper_decision_duration_seconds": {kind: histogram},
+	"nodekeeper_is_leader":                 {kind: gauge},
+}
+
+// targetLabels are attached by Prometheus (prometheus-operator's ServiceMonitor relabelling) to
+// every series of a target; expressions may match and group by them.
+var targetLabels = map[string]bool{
+	"namespace": true, "pod": true, "instance": true, "job": true,
+	"service": true, "container": true, "endpoint": true,
+}
+
+// lookupSeries resolves a series name to its contract metric, accepting the _bucket, _sum and
+// _count series of histograms. le is allowed on _bucket only.
+func lookupSeries(series string) (base string, spec metricSpec, extraLabels map[string]bool, ok bool) {
+	if s, found := metricsContract[series]; found && s.kind != histogram {
+		return series, s, nil, true
+	}
+	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+		name, cut := strings.CutSuffix(series, suffix)
+		if !cut {
+			continue
+		}
+		if s, found := metricsContract[name]; found && s.kind == histogram {
+			if suffix == "_bucket" {
+				return name, s, map[string]bool{"le": true}, true
+			}
+			return name, s, nil, true
+		}
+	}
+	return "", metricSpec{}, nil, false
+}

@@ -1,0 +1,256 @@
+package deploytest
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
+)
+
+const modulePath = "github.com/nodekeeper/nodekeeper"
+
+var (
+	rootOnce sync.Once
+	rootDir  string
+	rootErr  error
+)
+
+// repoRoot is the directory of nodekeeper's go.mod, found upwards from the test's directory.
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	rootOnce.Do(func() {
+		dir, err := os.Getwd()
+		if err != nil {
+			rootErr = err
+			return
+		}
+		for {
+			data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+			if err == nil && bytes.HasPrefix(data, []byte("module "+modulePath+"\n")) {
+				rootDir = dir
+				return
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				rootErr = fmt.Errorf("no go.mod of module %s above the test directory", modulePath)
+				return
+			}
+			dir = parent
+		}
+	})
+	if rootErr != nil {
+		t.Fatal(rootErr)
+	}
+	return rootDir
+}
+
+// repoPath joins a slash-separated path inside the repository.
+func repoPath(t testing.TB, rel string) string {
+	return filepath.Join(repoRoot(t), filepath.FromSlash(rel))
+}
+
+func readRepoFile(t testing.TB, rel string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(repoPath(t, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// run executes a command and returns its stdout; a failure carries stderr so that a helm or
+// kubectl error message reaches the test log whole.
+func run(dir string, stdin io.Reader, name string, args ...string) ([]byte, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Stdin = stdin
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.Bytes(), fmt.Errorf("%s %s: %w\n%s", filepath.Base(name), strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.Bytes(), nil
+}
+
+var (
+	helmOnce sync.Once
+	helmPath string
+	helmErr  error
+)
+
+// helm returns bin/helm, built once per test binary by hack/build-helm.sh from the Helm version
+// pinned in tools/helm/go.mod (a warm run only checks the stamp).
+func helm(t testing.TB) string {
+	t.Helper()
+	helmOnce.Do(func() {
+		root := repoRoot(t)
+		if _, err := run(root, nil, "bash", "hack/build-helm.sh"); err != nil {
+			helmErr = fmt.Errorf("building helm: %w", err)
+			return
+		}
+		helmPath = filepath.Join(root, "bin", "helm")
+	})
+	if helmErr != nil {
+		t.Fatal(helmErr)
+	}
+	return helmPath
+}
+
+// kubectl returns the kubectl on PATH, else the one hack/build-controlplane.sh builds.
+func kubectl(t testing.TB) string {
+	t.Helper()
+	if p, err := exec.LookPath("kubectl"); err == nil {
+		return p
+	}
+	p := repoPath(t, "bin/controlplane/kubectl")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("no kubectl on PATH and none built in bin/controlplane (run hack/build-controlplane.sh): %v", err)
+	}
+	return p
+}
+
+const chartDir = "deploy/helm/nodekeeper"
+
+// helmTemplate renders the chart as release in namespace with the given values (YAML, may be
+// empty) and returns the objects.
+func helmTemplate(t testing.TB, release, namespace, values string) []*unstructured.Unstructured {
+	t.Helper()
+	out, err := helmTemplateErr(t, release, namespace, values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := parseManifests(out)
+	if err != nil {
+		t.Fatalf("helm template output: %v", err)
+	}
+	return objs
+}
+
+func helmTemplateErr(t testing.TB, release, namespace, values string) ([]byte, error) {
+	t.Helper()
+	// Values go through stdin: helm splits --values on commas, which test names contain.
+	return run(repoRoot(t), strings.NewReader(values), helm(t), "template", release, chartDir, "--namespace", namespace, "--values", "-")
+}
+
+// kustomize renders a kustomization directory (relative to the repository root).
+func kustomize(t testing.TB, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	out, err := run(repoRoot(t), nil, kubectl(t), "kustomize", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := parseManifests(out)
+	if err != nil {
+		t.Fatalf("kubectl kustomize %s: %v", dir, err)
+	}
+	return objs
+}
+
+// parseManifests splits a multi-document YAML stream into objects. Duplicate keys, documents that
+// are not objects and objects without apiVersion, kind or name are errors; empty documents (Helm
+// leaves them for disabled templates) are skipped.
+func parseManifests(data []byte) ([]*unstructured.Unstructured, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var objs []*unstructured.Unstructured
+	for i := 0; ; i++ {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		var m map[string]any
+		if err := yaml.UnmarshalStrict(doc, &m); err != nil {
+			return nil, fmt.Errorf("document %d: %w\n%s", i, err, doc)
+		}
+		if m == nil {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: m}
+		if u.GetAPIVersion() == "" || u.GetKind() == "" || u.GetName() == "" {
+			return nil, fmt.Errorf("document %d has no apiVersion, kind or metadata.name:\n%s", i, doc)
+		}
+		objs = append(objs, u)
+	}
+}
+
+// strictCodec decodes built-in kinds and rejects unknown or duplicate fields.
+var strictCodec = serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
+
+// typed converts a built-in object to its Go type, strictly.
+func typed(u *unstructured.Unstructured) (runtime.Object, error) {
+	data, err := u.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	obj, _, err := strictCodec.Decode(data, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
+	}
+	return obj, nil
+}
+
+// builtIn reports whether the client-go scheme knows the object's kind (CRDs such as
+// ServiceMonitor are validated by the API server instead).
+func builtIn(u *unstructured.Unstructured) bool {
+	return scheme.Scheme.Recognizes(u.GroupVersionKind())
+}
+
+func find(objs []*unstructured.Unstructured, kind, namespace, name string) *unstructured.Unstructured {
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetNamespace() == namespace && o.GetName() == name {
+			return o
+		}
+	}
+	return nil
+}
+
+func ofKind(objs []*unstructured.Unstructured, kind string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// mustTyped converts an object to T or fails the test.
+func mustTyped[T runtime.Object](t testing.TB, u *unstructured.Unstructured) T {
+	t.Helper()
+	if u == nil {
+		var zero T
+		t.Fatalf("missing object of type %T", zero)
+	}
+	obj, err := typed(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, ok := obj.(T)
+	if !ok {
+		t.Fatalf("%s %s decodes to %T", u.GetKind(), u.GetName(), obj)
+	}
+	return v
+}
+
+func writeFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,19 @@
+package deploytest
+
+import (
+	"flag"
+	"testing"
+
+	"github.com/nodekeeper/nodekeeper/internal/testenv"
+)
+
+var update = flag.Bool("update", false, "rewrite the copies of deploy/prometheus and deploy/grafana that the Helm chart and the kustomize component carry")
+
+// env is one real control plane (etcd + kube-apiserver) shared by the tests that apply manifests.
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	// testenv.Main asks testing.Verbose(), which needs the flags parsed first.
+	flag.Parse()
+	testenv.Main(m, testenv.Options{}, &env)
+}

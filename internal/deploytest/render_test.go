@@ -1,0 +1,585 @@
+package deploytest
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// fullValues turns on every optional object and changes every controller setting, so that each
+// template branch is rendered and checked at least once.
+const fullValues = `
+replicaCount: 3
+image:
+  repository: registry.example/platform/nodekeeper
+  digest: sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+controller:
+  gracePeriod: 2h30m
+  dryRun: true
+  qps: 50.5
+  burst: 100
+  workers: 8
+  leaderElection:
+    enabled: true
+    id: nk-leader
+  logVerbosity: 4
+priorityClassName: system-cluster-critical
+podAnnotations:
+  example.com/owner: platform
+podLabels:
+  team: platform
+nodeSelector:
+  kubernetes.io/os: linux
+tolerations:
+  - key: CriticalAddonsOnly
+    operator: Exists
+metrics:
+  serviceMonitor:
+    enabled: true
+    interval: 1m
+    additionalLabels:
+      release: kube-prometheus-stack
+  prometheusRule:
+    enabled: true
+    additionalLabels:
+      release: kube-prometheus-stack
+    additionalRuleLabels:
+      team: platform
+    disabled:
+      NodekeeperErrors: true
+grafanaDashboard:
+  enabled: true
+  namespace: monitoring
+`
+
+// rendering is one way of producing the manifests; every check below runs over all of them.
+type rendering struct {
+	name      string
+	namespace string // where the controller runs
+	leaderID  string
+	objs      func(t *testing.T) []*unstructured.Unstructured
+}
+
+var renderings = []rendering{
+	{"helm-defaults", "nodekeeper", "nodekeeper-controller", func(t *testing.T) []*unstructured.Unstructured {
+		return helmTemplate(t, "nodekeeper", "nodekeeper", "")
+	}},
+	{"helm-full", "nk-helm", "nk-leader", func(t *testing.T) []*unstructured.Unstructured {
+		return helmTemplate(t, "nk", "nk-helm", fullValues)
+	}},
+	{"kustomize-base", "nodekeeper", "nodekeeper-controller", func(t *testing.T) []*unstructured.Unstructured {
+		return kustomize(t, "deploy/kustomize/base")
+	}},
+	{"kustomize-monitoring", "nodekeeper", "nodekeeper-controller", func(t *testing.T) []*unstructured.Unstructured {
+		return kustomize(t, "deploy/kustomize/overlays/monitoring")
+	}},
+}
+
+func TestHelmLint(t *testing.T) {
+	for _, tc := range []struct{ name, values string }{
+		{"defaults", ""},
+		{"full", fullValues},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := run(repoRoot(t), strings.NewReader(tc.values), helm(t), "lint", "--strict", chartDir, "--values", "-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(out), "0 chart(s) failed") {
+				t.Fatalf("helm lint:\n%s", out)
+			}
+			// --strict turns warnings into failures; INFO lines (a missing icon) remain.
+			for _, line := range strings.Split(string(out), "\n") {
+				if strings.HasPrefix(line, "[WARNING]") || strings.HasPrefix(line, "[ERROR]") {
+					t.Errorf("helm lint: %s", line)
+				}
+			}
+		})
+	}
+}
+
+// Every object of every rendering decodes into its Go type without unknown or duplicate fields,
+// and the set of kinds is the expected one.
+func TestRenderedObjects(t *testing.T) {
+	wantKinds := map[string][]string{
+		"helm-defaults": {"ClusterRole", "ClusterRoleBinding", "Deployment", "PodDisruptionBudget", "Role", "Role", "RoleBinding", "RoleBinding", "Service", "ServiceAccount"},
+		"helm-full": {"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "PodDisruptionBudget", "PrometheusRule", "Role", "Role",
+			"RoleBinding", "RoleBinding", "Service", "ServiceAccount", "ServiceMonitor"},
+		"kustomize-base": {"ClusterRole", "ClusterRoleBinding", "Deployment", "Namespace", "PodDisruptionBudget", "Role", "Role", "RoleBinding", "RoleBinding", "Service", "ServiceAccount"},
+		"kustomize-monitoring": {"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Namespace", "PodDisruptionBudget", "PrometheusRule", "Role", "Role",
+			"RoleBinding", "RoleBinding", "Service", "ServiceAccount", "ServiceMonitor"},
+	}
+	for _, r := range renderings {
+		t.Run(r.name, func(t *testing.T) {
+			objs := r.objs(t)
+			var kinds []string
+			for _, o := range objs {
+				kinds = append(kinds, o.GetKind())
+				if builtIn(o) {
+					if _, err := typed(o); err != nil {
+						t.Error(err)
+					}
+				}
+				if ns := o.GetNamespace(); ns == "" && namespaced(o.GetKind()) {
+					t.Errorf("%s %s has no namespace", o.GetKind(), o.GetName())
+				}
+			}
+			sort.Strings(kinds)
+			if !slices.Equal(kinds, wantKinds[r.name]) {
+				t.Errorf("kinds = %v, want %v", kinds, wantKinds[r.name])
+			}
+		})
+	}
+}
+
+func namespaced(kind string) bool {
+	switch kind {
+	case "Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition":
+		return false
+	}
+	return true
+}
+
+// The controller runs as a non-root user on a read-only root filesystem with every capability
+// dropped, no privilege escalation and the runtime's default seccomp profile, in every rendering.
+func TestSecurityContext(t *testing.T) {
+	for _, r := range renderings {
+		t.Run(r.name, func(t *testing.T) {
+			for _, u := range ofKind(r.objs(t), "Deployment") {
+				checkPodSecurity(t, mustTyped[*appsv1.Deployment](t, u).Spec.Template.Spec)
+			}
+		})
+	}
+}
+
+func checkPodSecurity(t *testing.T, spec corev1.PodSpec) {
+	t.Helper()
+	psc := spec.SecurityContext
+	if psc == nil {
+		t.Fatal("pod has no securityContext")
+	}
+	if psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {
+		t.Error("pod securityContext.runAsNonRoot is not true")
+	}
+	if psc.RunAsUser == nil || *psc.RunAsUser == 0 {
+		t.Error("pod securityContext.runAsUser is unset or root")
+	}
+	if psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Error("pod seccompProfile is not RuntimeDefault")
+	}
+	if spec.HostNetwork || spec.HostPID || spec.HostIPC {
+		t.Error("pod uses a host namespace")
+	}
+	for _, v := range spec.Volumes {
+		if v.HostPath != nil {
+			t.Errorf("volume %s is a hostPath", v.Name)
+		}
+	}
+	if len(spec.Containers) == 0 {
+		t.Fatal("pod has no containers")
+	}
+	for _, c := range append(slices.Clone(spec.InitContainers), spec.Containers...) {
+		sc := c.SecurityContext
+		if sc == nil {
+			t.Errorf("container %s has no securityContext", c.Name)
+			continue
+		}
+		if sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
+			t.Errorf("container %s: runAsNonRoot is not true", c.Name)
+		}
+		if sc.RunAsUser != nil && *sc.RunAsUser == 0 {
+			t.Errorf("container %s runs as root", c.Name)
+		}
+		if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+			t.Errorf("container %s: readOnlyRootFilesystem is not true", c.Name)
+		}
+		if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+			t.Errorf("container %s: allowPrivilegeEscalation is not false", c.Name)
+		}
+		if sc.Privileged != nil && *sc.Privileged {
+			t.Errorf("container %s is privileged", c.Name)
+		}
+		if sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) != 0 {
+			t.Errorf("container %s: capabilities = %+v, want drop [ALL] and no add", c.Name, sc.Capabilities)
+		}
+		if c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
+			t.Errorf("container %s has no memory request or limit", c.Name)
+		}
+	}
+}
+
+// normalizedRBAC is the authorization content of a rendering: every Role, ClusterRole and binding
+// keyed by kind/namespace/name, with labels and other metadata left out.
+func normalizedRBAC(t *testing.T, objs []*unstructured.Unstructured) map[string]any {
+	t.Helper()
+	out := map[string]any{}
+	for _, u := range objs {
+		key := u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName()
+		switch u.GetKind() {
+		case "Role":
+			out[key] = mustTyped[*rbacv1.Role](t, u).Rules
+		case "ClusterRole":
+			out[key] = mustTyped[*rbacv1.ClusterRole](t, u).Rules
+		case "RoleBinding":
+			b := mustTyped[*rbacv1.RoleBinding](t, u)
+			out[key] = [2]any{b.RoleRef, b.Subjects}
+		case "ClusterRoleBinding":
+			b := mustTyped[*rbacv1.ClusterRoleBinding](t, u)
+			out[key] = [2]any{b.RoleRef, b.Subjects}
+		case "ServiceAccount":
+			out[key] = true
+		}
+	}
+	return out
+}
+
+// The Helm chart installed as release "nodekeeper" in namespace "nodekeeper" grants exactly what
+// deploy/kustomize/base/rbac.yaml grants, object for object.
+func TestRBACHelmMatchesKustomize(t *testing.T) {
+	want := normalizedRBAC(t, kustomize(t, "deploy/kustomize/base"))
+	got := normalizedRBAC(t, helmTemplate(t, "nodekeeper", "nodekeeper", ""))
+	if len(want) != 7 {
+		t.Fatalf("kustomize base has %d RBAC objects, want 7 (ServiceAccount, 2 Roles, ClusterRole, 3 bindings)", len(want))
+	}
+	if !reflect.DeepEqual(got, want) {
+		for k := range union(got, want) {
+			if !reflect.DeepEqual(got[k], want[k]) {
+				t.Errorf("%s:\n helm:      %+v\n kustomize: %+v", k, got[k], want[k])
+			}
+		}
+	}
+}
+
+func union(a, b map[string]any) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
+}
+
+// The leader-election Role follows the configured lease name, and disappears with leader election.
+func TestRBACLeaderElection(t *testing.T) {
+	for _, tc := range []struct {
+		name, values string
+		wantID       string // "" = no leader-election Role
+	}{
+		{"default id", "", "nodekeeper-controller"},
+		{"custom id", "controller: {leaderElection: {enabled: true, id: other-lock}}", "other-lock"},
+		{"disabled", "controller: {leaderElection: {enabled: false, id: nodekeeper-controller}}\nreplicaCount: 1", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := helmTemplate(t, "nodekeeper", "ops", tc.values)
+			role := find(objs, "Role", "ops", "nodekeeper-leader-election")
+			args := controllerArgs(t, objs)
+			if tc.wantID == "" {
+				if role != nil || find(objs, "RoleBinding", "ops", "nodekeeper-leader-election") != nil {
+					t.Error("leader-election Role or RoleBinding rendered with leader election disabled")
+				}
+				if args["leader-elect"] != "false" {
+					t.Errorf("--leader-elect=%s, want false", args["leader-elect"])
+				}
+				return
+			}
+			rules := mustTyped[*rbacv1.Role](t, role).Rules
+			want := []rbacv1.PolicyRule{
+				{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{tc.wantID}, Verbs: []string{"get", "update"}},
+				{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+			}
+			if !reflect.DeepEqual(rules, want) {
+				t.Errorf("rules = %+v, want %+v", rules, want)
+			}
+			if args["leader-election-id"] != tc.wantID {
+				t.Errorf("--leader-election-id=%s, want %s", args["leader-election-id"], tc.wantID)
+			}
+		})
+	}
+}
+
+// controllerArgs returns the flags of the only Deployment's controller container as name→value,
+// failing on anything that is not `controller` followed by --name=value flags.
+func controllerArgs(t *testing.T, objs []*unstructured.Unstructured) map[string]string {
+	t.Helper()
+	deps := ofKind(objs, "Deployment")
+	if len(deps) != 1 {
+		t.Fatalf("%d Deployments, want 1", len(deps))
+	}
+	c := controllerContainer(t, mustTyped[*appsv1.Deployment](t, deps[0]))
+	if len(c.Command) != 0 {
+		t.Errorf("container sets command %v; the image's entrypoint must stay", c.Command)
+	}
+	if len(c.Args) == 0 || c.Args[0] != "controller" {
+		t.Fatalf("args %v do not start with the controller subcommand", c.Args)
+	}
+	flags := map[string]string{}
+	for _, a := range c.Args[1:] {
+		name, value, ok := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if !strings.HasPrefix(a, "--") || !ok {
+			t.Errorf("argument %q is not --name=value", a)
+			continue
+		}
+		if _, dup := flags[name]; dup {
+			t.Errorf("flag --%s given twice", name)
+		}
+		flags[name] = value
+	}
+	return flags
+}
+
+func controllerContainer(t *testing.T, d *appsv1.Deployment) corev1.Container {
+	t.Helper()
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == "controller" {
+			return c
+		}
+	}
+	t.Fatalf("Deployment %s has no container named controller", d.Name)
+	return corev1.Container{}
+}
+
+// Each rendering passes only contract flags, with the values it was configured with, and wires
+// ports, probes, the metrics Service and POD_NAMESPACE consistently.
+func TestControllerWiring(t *testing.T) {
+	want := map[string]map[string]string{
+		"helm-defaults": {"grace-period": "1h", "dry-run": "false", "qps": "20", "burst": "50", "workers": "4", "leader-elect": "true",
+			"leader-election-id": "nodekeeper-controller", "metrics-bind-address": ":8080", "health-probe-bind-address": ":8081", "v": "2"},
+		"helm-full": {"grace-period": "2h30m", "dry-run": "true", "qps": "50.5", "burst": "100", "workers": "8", "leader-elect": "true",
+			"leader-election-id": "nk-leader", "metrics-bind-address": ":8080", "health-probe-bind-address": ":8081", "v": "4"},
+	}
+	// The kustomize base runs with the chart's defaults.
+	want["kustomize-base"] = want["helm-defaults"]
+	want["kustomize-monitoring"] = want["helm-defaults"]
+	wantReplicas := map[string]int32{"helm-defaults": 2, "helm-full": 3, "kustomize-base": 2, "kustomize-monitoring": 2}
+
+	for _, r := range renderings {
+		t.Run(r.name, func(t *testing.T) {
+			objs := r.objs(t)
+			args := controllerArgs(t, objs)
+			for name := range args {
+				if !controllerFlags[name] {
+					t.Errorf("flag --%s is not a `nodekeeper controller` flag of the contract", name)
+				}
+			}
+			if !reflect.DeepEqual(args, want[r.name]) {
+				t.Errorf("flags = %v\nwant    %v", args, want[r.name])
+			}
+			d := mustTyped[*appsv1.Deployment](t, ofKind(objs, "Deployment")[0])
+			if got := *d.Spec.Replicas; got != wantReplicas[r.name] {
+				t.Errorf("replicas = %d, want %d", got, wantReplicas[r.name])
+			}
+			c := controllerContainer(t, d)
+			checkEnvFieldRef(t, c, "POD_NAMESPACE", "metadata.namespace")
+			ports := map[string]int32{}
+			for _, p := range c.Ports {
+				ports[p.Name] = p.ContainerPort
+			}
+			if fmt.Sprintf(":%d", ports["metrics"]) != args["metrics-bind-address"] {
+				t.Errorf("metrics port %d does not match --metrics-bind-address=%s", ports["metrics"], args["metrics-bind-address"])
+			}
+			if fmt.Sprintf(":%d", ports["health"]) != args["health-probe-bind-address"] {
+				t.Errorf("health port %d does not match --health-probe-bind-address=%s", ports["health"], args["health-probe-bind-address"])
+			}
+			for probe, path := range map[*corev1.Probe]string{c.LivenessProbe: "/healthz", c.ReadinessProbe: "/readyz"} {
+				if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != path || probe.HTTPGet.Port.String() != "health" {
+					t.Errorf("probe for %s is %+v, want an HTTP GET of %s on port health", path, probe, path)
+				}
+			}
+			spec := d.Spec.Template.Spec
+			if len(spec.TopologySpreadConstraints) == 0 || spec.Affinity == nil || spec.Affinity.PodAntiAffinity == nil {
+				t.Error("no topology spread constraints or pod anti-affinity: replicas may share a node")
+			}
+			for _, tsc := range spec.TopologySpreadConstraints {
+				if !selects(tsc.LabelSelector.MatchLabels, d.Spec.Template.Labels) {
+					t.Errorf("topology spread on %s does not select the pods", tsc.TopologyKey)
+				}
+			}
+
+			svcs := ofKind(objs, "Service")
+			if len(svcs) != 1 {
+				t.Fatalf("%d Services, want 1", len(svcs))
+			}
+			svc := mustTyped[*corev1.Service](t, svcs[0])
+			if !selects(svc.Spec.Selector, d.Spec.Template.Labels) {
+				t.Errorf("Service selector %v does not select the pods %v", svc.Spec.Selector, d.Spec.Template.Labels)
+			}
+			if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Name != "metrics" || svc.Spec.Ports[0].TargetPort.String() != "metrics" {
+				t.Errorf("Service ports = %+v, want one named metrics targeting the metrics port", svc.Spec.Ports)
+			}
+			for _, u := range ofKind(objs, "ServiceMonitor") {
+				sel, _, _ := unstructured.NestedStringMap(u.Object, "spec", "selector", "matchLabels")
+				if !selects(sel, svc.Labels) {
+					t.Errorf("ServiceMonitor selector %v does not select the Service labels %v", sel, svc.Labels)
+				}
+				eps, _, _ := unstructured.NestedSlice(u.Object, "spec", "endpoints")
+				if len(eps) != 1 || eps[0].(map[string]any)["port"] != "metrics" {
+					t.Errorf("ServiceMonitor endpoints = %v, want the metrics port", eps)
+				}
+			}
+			for _, u := range ofKind(objs, "PodDisruptionBudget") {
+				pdb := mustTyped[*policyv1.PodDisruptionBudget](t, u)
+				if !selects(pdb.Spec.Selector.MatchLabels, d.Spec.Template.Labels) {
+					t.Error("PodDisruptionBudget does not select the pods")
+				}
+				if pdb.Spec.MinAvailable == nil || pdb.Spec.MinAvailable.IntValue() >= int(*d.Spec.Replicas) {
+					t.Errorf("PodDisruptionBudget minAvailable %v leaves no room for a voluntary disruption of %d replicas", pdb.Spec.MinAvailable, *d.Spec.Replicas)
+				}
+			}
+			if d.Spec.Template.Spec.ServiceAccountName == "" || d.Spec.Template.Spec.ServiceAccountName == "default" {
+				t.Error("the controller runs as the default service account")
+			}
+		})
+	}
+}
+
+func checkEnvFieldRef(t *testing.T, c corev1.Container, name, fieldPath string) {
+	t.Helper()
+	for _, e := range c.Env {
+		if e.Name == name {
+			if e.ValueFrom == nil || e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != fieldPath {
+				t.Errorf("env %s = %+v, want the downward API field %s", name, e, fieldPath)
+			}
+			return
+		}
+	}
+	t.Errorf("no env %s", name)
+}
+
+// selects reports whether a non-empty selector matches labels.
+func selects(selector, labels map[string]string) bool {
+	if len(selector) == 0 {
+		return false
+	}
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Chart options beyond the controller flags render as documented.
+func TestHelmValues(t *testing.T) {
+	const ns = "ops"
+	for _, tc := range []struct {
+		name, values string
+		check        func(t *testing.T, objs []*unstructured.Unstructured)
+	}{
+		{"image tag defaults to the app version", "", func(t *testing.T, objs []*unstructured.Unstructured) {
+			img := controllerContainer(t, mustTyped[*appsv1.Deployment](t, ofKind(objs, "Deployment")[0])).Image
+			if img != "ghcr.io/nodekeeper/nodekeeper:v"+chartAppVersion(t) {
+				t.Errorf("image = %s", img)
+			}
+		}},
+		{"digest wins over tag", "image: {tag: v9, digest: sha256:" + strings.Repeat("ab", 32) + "}", func(t *testing.T, objs []*unstructured.Unstructured) {
+			img := controllerContainer(t, mustTyped[*appsv1.Deployment](t, ofKind(objs, "Deployment")[0])).Image
+			if img != "ghcr.io/nodekeeper/nodekeeper@sha256:"+strings.Repeat("ab", 32) {
+				t.Errorf("image = %s", img)
+			}
+		}},
+		{"single replica has no PDB", "replicaCount: 1", func(t *testing.T, objs []*unstructured.Unstructured) {
+			if len(ofKind(objs, "PodDisruptionBudget")) != 0 {
+				t.Error("a PodDisruptionBudget with one replica blocks every node drain")
+			}
+		}},
+		{"extra args are appended", "controller: {extraArgs: [--v=6]}", func(t *testing.T, objs []*unstructured.Unstructured) {
+			c := controllerContainer(t, mustTyped[*appsv1.Deployment](t, ofKind(objs, "Deployment")[0]))
+			if last := c.Args[len(c.Args)-1]; last != "--v=6" {
+				t.Errorf("last argument = %q, want --v=6", last)
+			}
+		}},
+		{"existing service account, no RBAC", "serviceAccount: {create: false, name: existing}\nrbac: {create: false}", func(t *testing.T, objs []*unstructured.Unstructured) {
+			for _, k := range []string{"ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"} {
+				if n := len(ofKind(objs, k)); n != 0 {
+					t.Errorf("%d %s rendered", n, k)
+				}
+			}
+			d := mustTyped[*appsv1.Deployment](t, ofKind(objs, "Deployment")[0])
+			if d.Spec.Template.Spec.ServiceAccountName != "existing" {
+				t.Errorf("serviceAccountName = %s", d.Spec.Template.Spec.ServiceAccountName)
+			}
+		}},
+		{"dashboard in another namespace", "grafanaDashboard: {enabled: true, namespace: monitoring, labels: {grafana_dashboard: \"1\", team: x}}", func(t *testing.T, objs []*unstructured.Unstructured) {
+			cm := mustTyped[*corev1.ConfigMap](t, find(objs, "ConfigMap", "monitoring", "nodekeeper-dashboard"))
+			if cm.Labels["grafana_dashboard"] != "1" || cm.Labels["team"] != "x" {
+				t.Errorf("labels = %v", cm.Labels)
+			}
+			if cm.Data["nodekeeper.json"] != string(readRepoFile(t, "deploy/grafana/nodekeeper.json")) {
+				t.Error("the dashboard ConfigMap does not carry deploy/grafana/nodekeeper.json")
+			}
+		}},
+		{"alert labels and disabled alerts", "metrics: {prometheusRule: {enabled: true, additionalRuleLabels: {team: x}, disabled: {NodekeeperErrors: true, NodekeeperDown: false}}}", func(t *testing.T, objs []*unstructured.Unstructured) {
+			groups, _, _ := unstructured.NestedSlice(find(objs, "PrometheusRule", ns, "nodekeeper").Object, "spec", "groups")
+			var names []string
+			for _, g := range groups {
+				for _, r := range g.(map[string]any)["rules"].([]any) {
+					rule := r.(map[string]any)
+					names = append(names, rule["alert"].(string))
+					if rule["labels"].(map[string]any)["team"] != "x" {
+						t.Errorf("%s has labels %v", rule["alert"], rule["labels"])
+					}
+				}
+			}
+			if slices.Contains(names, "NodekeeperErrors") || !slices.Contains(names, "NodekeeperDown") {
+				t.Errorf("alerts = %v", names)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.check(t, helmTemplate(t, "nodekeeper", ns, tc.values))
+		})
+	}
+}
+
+func chartAppVersion(t *testing.T) string {
+	t.Helper()
+	for _, line := range strings.Split(string(readRepoFile(t, chartDir+"/Chart.yaml")), "\n") {
+		if v, ok := strings.CutPrefix(line, "appVersion:"); ok {
+			return strings.Trim(strings.TrimSpace(v), `"`)
+		}
+	}
+	t.Fatal("Chart.yaml has no appVersion")
+	return ""
+}
+
+// Bad values fail at install time with a message that names the value, instead of rendering a
+// controller that crash-loops on a bad flag.
+func TestHelmRejectsBadValues(t *testing.T) {
+	for _, tc := range []struct{ name, values, wantErr string }{
+		{"grace period not a duration", "controller: {gracePeriod: one-hour}", "/controller/gracePeriod"},
+		{"grace period without unit", "controller: {gracePeriod: \"3600\"}", "/controller/gracePeriod"},
+		{"zero replicas", "replicaCount: 0", "/replicaCount"},
+		{"qps zero", "controller: {qps: 0}", "/controller/qps"},
+		{"workers not a number", "controller: {workers: many}", "/controller/workers"},
+		{"dry-run as string", "controller: {dryRun: \"yes\"}", "/controller/dryRun"},
+		{"unknown top-level value", "gracePeriod: 1h", "additional properties 'gracePeriod' not allowed"},
+		{"misspelt controller value", "controller: {gracePeriods: 1h}", "additional properties 'gracePeriods' not allowed"},
+		{"bad digest", "image: {digest: latest}", "/image/digest"},
+		{"bad leader-election id", "controller: {leaderElection: {enabled: true, id: Not_A_Name}}", "/controller/leaderElection/id"},
+		{"extra arg not a flag", "controller: {extraArgs: [gc]}", "/controller/extraArgs/0"},
+		{"service account name required", "serviceAccount: {create: false}", "serviceAccount.name is required"},
+		{"unknown alert disabled", "metrics: {prometheusRule: {enabled: true, disabled: {NodekeeperTypo: true}}}", `no alert named "NodekeeperTypo"`},
+		{"service monitor without service", "metrics: {service: {enabled: false}, serviceMonitor: {enabled: true}}", "needs metrics.service.enabled"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := helmTemplateErr(t, "nodekeeper", "nodekeeper", tc.values)
+			if err == nil {
+				t.Fatalf("helm template succeeded:\n%.300s", out)
+			}
+			if !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error does not mention %q:\n%v", tc.wantErr, err)
+			}
+		})
+	}
+}
