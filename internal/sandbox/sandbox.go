@@ -1,0 +1,188 @@
+// Package sandbox runs the whole product's playground: a real local control plane (internal/testenv)
+// with simulated EKS kubelets (internal/kubeletsim) in a chosen mix of healthy nodes, stopped
+// machines, zombie kubelets and leases leaked in the past, so that every nodekeeper command has
+// something true to find without a cloud account.
+package sandbox
+
+import (
+	"context"
+
+	"fmt"
+	"github.com/go-logr/logr"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
+	"github.com/nodekeeper/nodekeeper/internal/testenv"
+)
+
+// Mix says how many simulated nodes of each kind to start.
+type Mix struct {
+	// Healthy modern kubelets that heartbeat normally.
+	Healthy int
+	// Stopped machines: the Node stays, its lease stops being renewed (class stale).
+	Stopped int
+	// LegacyZombies are pre-1.29 kubelets whose Node was deleted while they run: they re-create an
+	// ownerless lease and keep renewing it (class zombie; the leak of seed 000).
+	LegacyZombies int
+	// ModernZombies are 1.29+ kubelets whose Node was deleted while they run: the garbage
+	// collector removes the lease and the kubelet keeps GETting lease and Node every 10 s.
+	ModernZombies int
+	// Leaked leases left behind by legacy kubelets whose machines died long ago (class leaked).
+	Leaked int
+	// LeakedAge is how long ago the leaked leases were last renewed.
+	LeakedAge time.Duration
+	// LeaseDurationSeconds for every simulated kubelet (default 40, the kubelet's).
+	LeaseDurationSeconds int32
+}
+
+// DefaultMix is a small cluster with a little of everything.
+func DefaultMix() Mix {
+	return Mix{Healthy: 20, Stopped: 1, LegacyZombies: 2, ModernZombies: 1, Leaked: 5, LeakedAge: 6 * time.Hour}
+}
+
+// Sandbox is a running control plane with its simulated kubelets.
+type Sandbox struct {
+	Env   *testenv.Env
+	Fleet *kubeletsim.Fleet
+}
+
+// AuditPolicy records who touched leases and nodes (with the object on lease writes, so the audit
+// command can see missing owner references) and metadata for everything else.
+const AuditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Request
+  resources:
+  - group: coordination.k8s.io
+    resources: ["leases"]
+  verbs: ["create", "update", "patch"]
+- level: Metadata
+`
+
+// Start brings up the control plane and the simulated kubelets, then arranges the mix. progress
+// receives one line per step (nil for none); quiet silences the simulated kubelets' own logs.
+func Start(ctx context.Context, mix Mix, quiet bool, progress func(string)) (_ *Sandbox, err error) {
+	say := func(format string, args ...any) {
+		if progress != nil {
+			progress(fmt.Sprintf(format, args...))
+		}
+	}
+	if mix.LeaseDurationSeconds == 0 {
+		mix.LeaseDurationSeconds = 40
+	}
+	start := time.Now()
+	say("starting etcd, kube-apiserver and kube-controller-manager on 127.0.0.1")
+	env, err := testenv.Start(ctx, testenv.Options{ControllerManager: true, AuditPolicy: AuditPolicy})
+	if err != nil {
+		return nil, err
+	}
+	if quiet {
+		// The simulated kubelets log like real ones (every failed owner-reference GET of a zombie);
+		// in the sandbox that is noise on the user's terminal.
+		ctx = klog.NewContext(ctx, logr.Discard())
+	}
+	fleet := kubeletsim.NewFleet(func(node string) *rest.Config { return env.UserConfig("system:node:"+node, "system:nodes") })
+	sb := &Sandbox{Env: env, Fleet: fleet}
+	defer func() {
+		if err != nil {
+			sb.Stop()
+		}
+	}()
+	say("control plane ready in %s at %s", time.Since(start).Round(100*time.Millisecond), env.APIServerURL())
+
+	var cfgs []kubeletsim.Config
+	index := 0
+	add := func(n int, mode kubeletsim.Mode) []int {
+		var idx []int
+		for range n {
+			idx = append(idx, len(cfgs))
+			cfgs = append(cfgs, kubeletsim.Config{Name: kubeletsim.NodeName(index), Mode: mode, LeaseDurationSeconds: mix.LeaseDurationSeconds})
+			index++
+		}
+		return idx
+	}
+	add(mix.Healthy, kubeletsim.Modern)
+	stopped := add(mix.Stopped, kubeletsim.Modern)
+	legacy := add(mix.LegacyZombies, kubeletsim.Legacy)
+	modern := add(mix.ModernZombies, kubeletsim.Modern)
+	say("registering %d simulated kubelets", len(cfgs))
+	kubelets, err := fleet.StartAll(ctx, cfgs, 16)
+	if err != nil {
+		return nil, fmt.Errorf("start simulated kubelets: %w", err)
+	}
+	admin := env.AdminClient()
+	// Every kubelet holds an owned lease before the mix is arranged, as on a cluster that has run
+	// for a while; only then do machines die and Nodes get deleted.
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, k := range kubelets {
+			l, err := admin.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, k.Name(), metav1.GetOptions{})
+			if err != nil || len(l.OwnerReferences) == 0 {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("simulated kubelets did not all create their leases: %w", err)
+	}
+	for _, i := range stopped {
+		kubelets[i].Stop()
+	}
+	if len(stopped) > 0 {
+		say("stopped %d machine(s): their Nodes stay, their leases go stale after %ds", len(stopped), mix.LeaseDurationSeconds)
+	}
+	zombies := append(append([]int{}, legacy...), modern...)
+	for _, i := range zombies {
+		if err := admin.CoreV1().Nodes().Delete(ctx, kubelets[i].Name(), metav1.DeleteOptions{}); err != nil {
+			return nil, fmt.Errorf("delete node %s: %w", kubelets[i].Name(), err)
+		}
+	}
+	if len(zombies) > 0 {
+		say("deleted the Nodes of %d running kubelet(s) (%d legacy, %d modern): zombies", len(zombies), len(legacy), len(modern))
+	}
+	for i := range mix.Leaked {
+		name := kubeletsim.NodeName(index + i)
+		if _, err := kubeletsim.SeedLeakedLease(ctx, admin, name, time.Now().Add(-mix.LeakedAge)); err != nil {
+			return nil, fmt.Errorf("seed leaked lease %s: %w", name, err)
+		}
+	}
+	if mix.Leaked > 0 {
+		say("seeded %d ownerless leases left by machines that died %s ago: leaked", mix.Leaked, mix.LeakedAge)
+	}
+	// The legacy zombies' leases come back once the garbage collector has removed the originals
+	// and each kubelet has renewed; wait for that so the first report already shows them.
+	if len(legacy) > 0 {
+		say("waiting for the garbage collector and the legacy kubelets to re-create their leases")
+		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			for _, i := range legacy {
+				l, err := admin.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, kubelets[i].Name(), metav1.GetOptions{})
+				if err != nil || len(l.OwnerReferences) > 0 {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+		if err != nil {
+			klog.InfoS("legacy zombie leases not re-created yet; they will appear shortly", "err", err)
+		}
+	}
+	say("sandbox ready in %s", time.Since(start).Round(100*time.Millisecond))
+	return sb, nil
+}
+
+// Stop stops every simulated kubelet and the control plane.
+func (s *Sandbox) Stop() {
+	if s.Fleet != nil {
+		s.Fleet.StopAll()
+	}
+	if s.Env != nil {
+		s.Env.Stop()
+	}
+}
