@@ -173,7 +173,7 @@ func Start(ctx context.Context, mix Mix, quiet bool, progress func(string)) (_ *
 			klog.InfoS("legacy zombie leases not re-created yet; they will appear shortly", "err", err)
 		}
 	}
-	say("sandbox ready in %s", time.Since(start).Round(100*time.Millisecond))
+	say("ready in %s", time.Since(start).Round(100*time.Millisecond))
 	return sb, nil
 }
 
