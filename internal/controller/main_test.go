@@ -1,0 +1,340 @@
+package controller
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodekeeper/nodekeeper/internal/deleter"
+	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
+	"github.com/nodekeeper/nodekeeper/internal/lease"
+	"github.com/nodekeeper/nodekeeper/internal/testenv"
+)
+
+var env *testenv.Env
+
+// auditPolicy records what the audit assertions need: every write to a node lease with its
+// request and response (so the exact lease version a DELETE's preconditions named can be found),
+// and the metadata of every other lease and Node request (who, what, when, result) for Node
+// timelines and LIST counts.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: RequestResponse
+  verbs: ["create", "update", "patch", "delete"]
+  namespaces: ["kube-node-lease"]
+  resources:
+  - group: coordination.k8s.io
+    resources: ["leases"]
+- level: Metadata
+  resources:
+  - group: coordination.k8s.io
+    resources: ["leases"]
+  - group: ""
+    resources: ["nodes"]
+- level: None
+`
+
+func TestMain(m *testing.M) {
+	if os.Getenv(replicaEnv) != "" {
+		os.Exit(replicaMain())
+	}
+	flag.Parse() // testenv.Main consults testing.Verbose before m.Run parses flags
+	testenv.Main(m, testenv.Options{ControllerManager: true, AuditPolicy: auditPolicy}, &env)
+}
+
+var userSeq atomic.Int64
+
+// controllerUser returns a distinct system:masters identity per test, so that the audit log
+// tells this test's controller's requests apart from everything else.
+func controllerUser(t *testing.T) (string, *rest.Config) {
+	user := fmt.Sprintf("nodekeeper-controller-%d-%s", userSeq.Add(1), strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")))
+	if len(user) > 60 {
+		user = user[:60]
+	}
+	return user, env.UserConfig(user, "system:masters")
+}
+
+// reset removes every Node and node lease so each test starts from an empty kube-node-lease.
+func reset(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	admin := env.AdminClient()
+	if err := admin.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.CoordinationV1().Leases(lease.NodeLeaseNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// harness runs one controller in-process for a test.
+type harness struct {
+	t      *testing.T
+	c      *Controller
+	user   string
+	cancel context.CancelFunc
+	done   chan error
+
+	mu        sync.Mutex
+	decisions []Decision
+	hookMu    sync.Mutex
+	hook      func(l *coordinationv1.Lease)
+}
+
+func startController(t *testing.T, opts Options) *harness {
+	t.Helper()
+	user, cfg := controllerUser(t)
+	return startControllerAs(t, user, cfg, opts)
+}
+
+func startControllerAs(t *testing.T, user string, cfg *rest.Config, opts Options) *harness {
+	t.Helper()
+	h := &harness{t: t, user: user, done: make(chan error, 1)}
+	opts.OnDecision = h.record
+	c, err := New(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.beforeAction = h.runHook
+	h.c = c
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	go func() { h.done <- c.Run(ctx) }()
+	t.Cleanup(func() { h.stop() })
+	if err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 30*time.Second, true,
+		func(context.Context) (bool, error) {
+			select {
+			case err := <-h.done:
+				h.done <- err
+				return false, fmt.Errorf("controller exited: %v", err)
+			default:
+			}
+			return c.Synced() && (!opts.LeaderElection.Enabled || c.Leading()), nil
+		}); err != nil {
+		t.Fatalf("controller did not start: %v", err)
+	}
+	return h
+}
+
+func (h *harness) stop() error {
+	h.cancel()
+	select {
+	case err := <-h.done:
+		h.done <- err
+		return err
+	case <-time.After(30 * time.Second):
+		h.t.Error("controller did not stop within 30s")
+		return nil
+	}
+}
+
+func (h *harness) record(d Decision) {
+	h.mu.Lock()
+	h.decisions = append(h.decisions, d)
+	h.mu.Unlock()
+}
+
+// setHook runs f after a lease was classified for an action and before the action starts.
+func (h *harness) setHook(f func(l *coordinationv1.Lease)) {
+	h.hookMu.Lock()
+	h.hook = f
+	h.hookMu.Unlock()
+}
+
+func (h *harness) runHook(l *coordinationv1.Lease) {
+	h.hookMu.Lock()
+	f := h.hook
+	h.hookMu.Unlock()
+	if f != nil {
+		f(l)
+	}
+}
+
+func (h *harness) outcomes(name string) []deleter.Outcome {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []deleter.Outcome
+	for _, d := range h.decisions {
+		if d.Lease == name {
+			out = append(out, d.Outcome)
+		}
+	}
+	return out
+}
+
+func (h *harness) count(o deleter.Outcome) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, d := range h.decisions {
+		if d.Outcome == o {
+			n++
+		}
+	}
+	return n
+}
+
+// metric reads one sample of the controller's registry, e.g. ("nodekeeper_leases", "class", "zombie").
+func (h *harness) metric(name string, labels ...string) float64 {
+	h.t.Helper()
+	mfs, err := h.c.Registry().Gather()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.Metric {
+			for i := 0; i+1 < len(labels); i += 2 {
+				found := false
+				for _, lp := range m.Label {
+					if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
+						found = true
+					}
+				}
+				if !found {
+					continue next
+				}
+			}
+			switch {
+			case m.Gauge != nil:
+				return m.Gauge.GetValue()
+			case m.Counter != nil:
+				return m.Counter.GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		ok, err := cond()
+		if err != nil {
+			last = err
+			return false, nil
+		}
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, last)
+	}
+}
+
+func getLease(name string) (*coordinationv1.Lease, error) {
+	return env.AdminClient().CoordinationV1().Leases(lease.NodeLeaseNamespace).Get(context.Background(), name, metav1.GetOptions{})
+}
+
+func leaseGone(name string) func() (bool, error) {
+	return func() (bool, error) {
+		_, err := getLease(name)
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	}
+}
+
+// seedLeaked creates n leaked leases (no Node, no owner, renewed `idle` ago).
+func seedLeaked(t testing.TB, prefix string, n int, idle time.Duration) []string {
+	t.Helper()
+	admin := env.AdminClient()
+	names := make([]string, n)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	sem := make(chan struct{}, 32)
+	for i := range n {
+		names[i] = fmt.Sprintf("%s-%d.ec2.internal", prefix, i)
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if _, err := kubeletsim.SeedLeakedLease(context.Background(), admin, names[i], time.Now().Add(-idle)); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// createLease writes a kubelet-shaped lease (holder = name) renewed at renewTime.
+func createLease(t *testing.T, name string, renewTime time.Time, owners ...metav1.OwnerReference) *coordinationv1.Lease {
+	t.Helper()
+	l, err := env.AdminClient().CoordinationV1().Leases(lease.NodeLeaseNamespace).Create(context.Background(), &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: owners},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity:       ptr.To(name),
+			LeaseDurationSeconds: ptr.To[int32](40),
+			RenewTime:            ptr.To(metav1.NewMicroTime(renewTime)),
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func createNode(t *testing.T, name string) *corev1.Node {
+	t.Helper()
+	n, err := env.AdminClient().CoreV1().Nodes().Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func renewLease(t *testing.T, name string) {
+	t.Helper()
+	c := env.AdminClient().CoordinationV1().Leases(lease.NodeLeaseNamespace)
+	l, err := c.Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	l.Spec.RenewTime = ptr.To(metav1.NowMicro())
+	if _, err := c.Update(context.Background(), l, metav1.UpdateOptions{}); err != nil {
+		t.Error(err)
+	}
+}
+
+func newFleet(t *testing.T) *kubeletsim.Fleet {
+	f := kubeletsim.NewFleet(func(node string) *rest.Config {
+		return env.UserConfig("system:node:"+node, "system:nodes")
+	})
+	t.Cleanup(f.StopAll)
+	return f
+}
+
+func adminClient() kubernetes.Interface { return env.AdminClient() }
+
+func nsObject(name string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }

@@ -1,0 +1,130 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/url"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/nodekeeper/nodekeeper/internal/lease"
+)
+
+// metrics are the controller's Prometheus metrics. They live in their own registry (never the
+// global default one) so that nothing else linked into the binary leaks into /metrics.
+type metrics struct {
+	registry   *prometheus.Registry
+	deletions  *prometheus.CounterVec
+	adoptions  *prometheus.CounterVec
+	skips      *prometheus.CounterVec
+	errors     *prometheus.CounterVec
+	zombies    prometheus.Counter
+	decisions  *prometheus.HistogramVec
+	leader     prometheus.Gauge
+	synced     prometheus.Gauge
+	apiWrites  prometheus.Counter
+	apiReads   prometheus.Counter
+	classifier *classCollector
+}
+
+func newMetrics(reg *prometheus.Registry, c *Controller) *metrics {
+	m := &metrics{
+		registry: reg,
+		deletions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nodekeeper_lease_deletions_total",
+			Help: "Leaked leases deleted (dry_run=\"true\": would have been deleted).",
+		}, []string{"dry_run"}),
+		adoptions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nodekeeper_lease_adoptions_total",
+			Help: "Unowned leases given their Node's ownerReference (dry_run=\"true\": would have been).",
+		}, []string{"dry_run"}),
+		skips: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nodekeeper_lease_skips_total",
+			Help: "Deletes or adoptions a safety check stopped, by reason (precondition-failed, node-exists, node-missing, gone).",
+		}, []string{"reason"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nodekeeper_errors_total",
+			Help: "API errors by step (get node, delete lease, patch lease, ...) and reason (Forbidden, Timeout, ...).",
+		}, []string{"step", "reason"}),
+		zombies: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "nodekeeper_zombie_kubelets_detected_total",
+			Help: "Leases found renewed by a kubelet whose Node does not exist (counted once per lease).",
+		}),
+		decisions: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "nodekeeper_decision_duration_seconds",
+			Help:    "Time to classify one lease and carry out the decision (API calls included), by class.",
+			Buckets: []float64{0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
+		}, []string{"class"}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "nodekeeper_leader",
+			Help: "1 while this replica holds the leader lease and acts on leases, else 0.",
+		}),
+		synced: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "nodekeeper_cache_synced",
+			Help: "1 once the lease and Node caches have synced.",
+		}),
+		apiWrites: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "nodekeeper_api_write_requests_total",
+			Help: "DELETE and PATCH requests sent for leases.",
+		}),
+		apiReads: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "nodekeeper_api_node_gets_total",
+			Help: "Live Node GETs sent to confirm a decision.",
+		}),
+		classifier: &classCollector{c: c, desc: prometheus.NewDesc(
+			"nodekeeper_leases",
+			"Leases in kube-node-lease by class, classified at scrape time from the controller's cache.",
+			[]string{"class"}, nil)},
+	}
+	reg.MustRegister(m.deletions, m.adoptions, m.skips, m.errors, m.zombies, m.decisions,
+		m.leader, m.synced, m.apiWrites, m.apiReads, m.classifier,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, v := range []string{"true", "false"} {
+		m.deletions.WithLabelValues(v)
+		m.adoptions.WithLabelValues(v)
+	}
+	return m
+}
+
+// classCollector computes the per-class gauge when scraped, from the informer caches and the
+// controller's clock, so it is exact at scrape time on every replica (leader or not) and needs no
+// bookkeeping that could drift from the cache.
+type classCollector struct {
+	c    *Controller
+	desc *prometheus.Desc
+}
+
+func (cc *classCollector) Describe(ch chan<- *prometheus.Desc) { ch <- cc.desc }
+
+func (cc *classCollector) Collect(ch chan<- prometheus.Metric) {
+	counts := cc.c.classCounts()
+	for _, class := range lease.Classes() {
+		ch <- prometheus.MustNewConstMetric(cc.desc, prometheus.GaugeValue, float64(counts[class]), string(class))
+	}
+}
+
+// errorReason turns an API error into a short, bounded label value.
+func errorReason(err error) string {
+	if err == nil {
+		return "none"
+	}
+	if r := apierrors.ReasonForError(err); r != "" {
+		return string(r)
+	}
+	var ne net.Error
+	var ue *url.Error
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "Canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "Timeout"
+	case errors.As(err, &ne) && ne.Timeout():
+		return "Timeout"
+	case errors.As(err, &ue):
+		return "ConnectionError"
+	}
+	return "Unknown"
+}
