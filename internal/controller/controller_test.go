@@ -548,4 +548,3 @@ func TestNoPeriodicList(t *testing.T) {
 		t.Errorf("%d LIST requests after the initial sync", lists)
 	}
 }
-
