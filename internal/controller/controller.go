@@ -238,6 +238,11 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 		c.nodeInformer = f.ForResource(deleter.NodesResource).Informer()
 		c.nodeStarter, c.nodeShutdown = f, f.Shutdown
 	}
+	for _, inf := range []cache.SharedIndexInformer{c.leaseInformer, c.nodeInformer} {
+		if err := inf.SetWatchErrorHandlerWithContext(c.watchError); err != nil {
+			return nil, err
+		}
+	}
 	if _, err := c.leaseInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.enqueueObj(obj) },
 		UpdateFunc: func(_, obj any) { c.enqueueObj(obj) },
@@ -395,7 +400,7 @@ func (c *Controller) sync(ctx context.Context, name string) (result, error) {
 	v := lease.Classify(l, node, now, c.classify)
 	logger := klog.FromContext(ctx).WithValues("lease", klog.KRef(l.Namespace, l.Name), "class", v.Class)
 	st := c.noteClass(logger, l, v)
-	defer func() { c.metrics.decisions.WithLabelValues(string(v.Class)).Observe(time.Since(start).Seconds()) }()
+	defer func() { c.metrics.decisions.Observe(time.Since(start).Seconds()) }()
 
 	switch v.Class {
 	case lease.Leaked:
@@ -431,21 +436,23 @@ func (c *Controller) handleLeaked(ctx context.Context, logger klog.Logger, l *co
 	switch r.Outcome {
 	case deleter.Deleted:
 		logger.Info("Deleted leaked lease", kv...)
-		c.metrics.deletions.WithLabelValues("false").Inc()
+		c.metrics.deletions.WithLabelValues(resultDeleted).Inc()
 		c.recorder.Event(l, corev1.EventTypeNormal, ReasonDeleted, "Deleted leaked node lease: "+r.Verdict.Reason)
 	case deleter.WouldDelete:
 		logger.Info("Dry run: would delete leaked lease", kv...)
-		c.metrics.deletions.WithLabelValues("true").Inc()
+		c.metrics.deletions.WithLabelValues(resultDryRun).Inc()
 		c.recorder.Event(l, corev1.EventTypeNormal, ReasonWouldDelete, "Dry run, not deleted: "+r.Verdict.Reason)
 		c.setDryRunRV(l)
 	case deleter.NodeExists, deleter.PreconditionFailed:
 		logger.Info("Safety check stopped a delete; re-classifying", kv...)
+		c.metrics.deletions.WithLabelValues(resultPrecondition).Inc()
 		c.metrics.skips.WithLabelValues(string(r.Outcome)).Inc()
 		return result{retry: true}, nil
 	case deleter.Gone, deleter.NotLeaked:
 		logger.V(2).Info("Nothing to delete", kv...)
 		c.metrics.skips.WithLabelValues(string(r.Outcome)).Inc()
 	case deleter.Failed:
+		c.metrics.deletions.WithLabelValues(resultError).Inc()
 		return c.failed(logger, l, r)
 	}
 	return result{}, nil
@@ -468,21 +475,23 @@ func (c *Controller) handleUnowned(ctx context.Context, logger klog.Logger, l *c
 	switch r.Outcome {
 	case deleter.Adopted:
 		logger.Info("Adopted unowned lease", kv...)
-		c.metrics.adoptions.WithLabelValues("false").Inc()
+		c.metrics.adoptions.WithLabelValues(resultAdopted).Inc()
 		c.recorder.Event(l, corev1.EventTypeNormal, ReasonAdopted, r.Reason)
 	case deleter.WouldAdopt:
 		logger.Info("Dry run: would adopt unowned lease", kv...)
-		c.metrics.adoptions.WithLabelValues("true").Inc()
+		c.metrics.adoptions.WithLabelValues(resultDryRun).Inc()
 		c.recorder.Event(l, corev1.EventTypeNormal, ReasonWouldAdopt, r.Reason)
 		c.setDryRunRV(l)
 	case deleter.NodeMissing, deleter.PreconditionFailed:
 		logger.Info("Safety check stopped an adoption; re-classifying", kv...)
+		c.metrics.adoptions.WithLabelValues(resultPrecondition).Inc()
 		c.metrics.skips.WithLabelValues(string(r.Outcome)).Inc()
 		return result{retry: true}, nil
 	case deleter.Gone, deleter.NotUnowned:
 		logger.V(2).Info("Nothing to adopt", kv...)
 		c.metrics.skips.WithLabelValues(string(r.Outcome)).Inc()
 	case deleter.Failed:
+		c.metrics.adoptions.WithLabelValues(resultError).Inc()
 		return c.failed(logger, l, r)
 	}
 	return result{}, nil
@@ -517,7 +526,7 @@ func (c *Controller) handleZombie(logger klog.Logger, l *coordinationv1.Lease, v
 
 func (c *Controller) failed(logger klog.Logger, l *coordinationv1.Lease, r deleter.Result) (result, error) {
 	reason := errorReason(r.Err)
-	c.metrics.errors.WithLabelValues(r.Step, reason).Inc()
+	c.metrics.errors.WithLabelValues(reason).Inc()
 	msg := r.Reason
 	if apierrors.IsForbidden(r.Err) {
 		msg = fmt.Sprintf("%s; the controller's RBAC lacks this permission (see deploy/kustomize/base/rbac.yaml)", r.Reason)
@@ -601,19 +610,25 @@ func (c *Controller) nodeRef(name string) *lease.NodeRef {
 	return &lease.NodeRef{Name: m.GetName(), UID: m.GetUID()}
 }
 
-// classCounts classifies every cached lease now (for the per-class gauge).
-func (c *Controller) classCounts() map[lease.Class]int {
+// classCounts classifies every cached lease now (for the per-class gauge), and counts the
+// zombie leases that are still renewed (live zombie kubelets).
+func (c *Controller) classCounts() (map[lease.Class]int, int) {
 	counts := map[lease.Class]int{}
+	live := 0
 	if !c.synced.Load() {
-		return counts
+		return counts, 0
 	}
 	now := c.clock.Now()
 	for _, obj := range c.leaseInformer.GetIndexer().List() {
 		if l, ok := obj.(*coordinationv1.Lease); ok {
-			counts[lease.Classify(l, c.nodeRef(l.Name), now, c.classify).Class]++
+			v := lease.Classify(l, c.nodeRef(l.Name), now, c.classify)
+			counts[v.Class]++
+			if v.Class == lease.Zombie && !v.Expired {
+				live++
+			}
 		}
 	}
-	return counts
+	return counts, live
 }
 
 func (c *Controller) enqueue(name string) {
@@ -649,6 +664,12 @@ func (c *Controller) nodeChanged(obj any) {
 	if _, exists, _ := c.leaseInformer.GetIndexer().GetByKey(lease.NodeLeaseNamespace + "/" + key); exists {
 		c.enqueue(key)
 	}
+}
+
+// watchError counts a failed cache list or watch and logs it the way client-go would.
+func (c *Controller) watchError(ctx context.Context, r *cache.Reflector, err error) {
+	c.metrics.errors.WithLabelValues("list_watch").Inc()
+	cache.DefaultWatchErrorHandler(ctx, r, err)
 }
 
 // stripLease drops managedFields, the largest part of a lease that nodekeeper never reads.

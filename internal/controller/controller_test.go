@@ -156,8 +156,8 @@ func TestEveryClassEndToEnd(t *testing.T) {
 		labels []string
 		want   float64
 	}{
-		{"nodekeeper_lease_deletions_total", []string{"dry_run", "false"}, 1},
-		{"nodekeeper_lease_adoptions_total", []string{"dry_run", "false"}, 1},
+		{"nodekeeper_lease_deletions_total", []string{"result", "deleted"}, 1},
+		{"nodekeeper_lease_adoptions_total", []string{"result", "adopted"}, 1},
 		{"nodekeeper_zombie_kubelets_detected_total", nil, 1},
 		{"nodekeeper_leases", []string{"class", "zombie"}, 1},
 		{"nodekeeper_leases", []string{"class", "stale"}, 1},
@@ -165,7 +165,8 @@ func TestEveryClassEndToEnd(t *testing.T) {
 		{"nodekeeper_leases", []string{"class", "leaked"}, 0},
 		{"nodekeeper_leases", []string{"class", "unowned"}, 0},
 		{"nodekeeper_cache_synced", nil, 1},
-		{"nodekeeper_leader", nil, 1},
+		{"nodekeeper_is_leader", nil, 1},
+		{"nodekeeper_zombie_kubelets", nil, 1},
 	}
 	for _, c := range checks {
 		if got := h.metric(c.metric, c.labels...); got != c.want {
@@ -376,7 +377,10 @@ func TestLegacyZombieNotFought(t *testing.T) {
 		t.Errorf("zombies detected = %v, want 1 (reported once)", got)
 	}
 	if got := h.metric("nodekeeper_leases", "class", "zombie"); got != 1 {
-		t.Errorf("zombie gauge = %v, want 1", got)
+		t.Errorf("zombie class gauge = %v, want 1", got)
+	}
+	if got := h.metric("nodekeeper_zombie_kubelets"); got != 1 {
+		t.Errorf("zombie kubelets gauge = %v, want 1", got)
 	}
 	k.Stop()
 	stopped := time.Now()
@@ -457,7 +461,7 @@ func TestDryRun(t *testing.T) {
 			t.Errorf("dry run sent %d lease %s requests", n, verb)
 		}
 	}
-	if got := h.metric("nodekeeper_lease_deletions_total", "dry_run", "true"); got != 3 {
+	if got := h.metric("nodekeeper_lease_deletions_total", "result", "dry_run"); got != 3 {
 		t.Errorf("dry-run deletions metric = %v, want 3", got)
 	}
 }

@@ -22,7 +22,7 @@ type metrics struct {
 	skips      *prometheus.CounterVec
 	errors     *prometheus.CounterVec
 	zombies    prometheus.Counter
-	decisions  *prometheus.HistogramVec
+	decisions  prometheus.Histogram
 	leader     prometheus.Gauge
 	synced     prometheus.Gauge
 	apiWrites  prometheus.Counter
@@ -35,31 +35,31 @@ func newMetrics(reg *prometheus.Registry, c *Controller) *metrics {
 		registry: reg,
 		deletions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "nodekeeper_lease_deletions_total",
-			Help: "Leaked leases deleted (dry_run=\"true\": would have been deleted).",
-		}, []string{"dry_run"}),
+			Help: "Delete decisions for leaked leases by result: deleted, dry_run, precondition_failed (the lease changed or the live GET found its Node), error.",
+		}, []string{"result"}),
 		adoptions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "nodekeeper_lease_adoptions_total",
-			Help: "Unowned leases given their Node's ownerReference (dry_run=\"true\": would have been).",
-		}, []string{"dry_run"}),
+			Help: "Adoptions of unowned leases by result: adopted, dry_run, precondition_failed (the lease changed or its Node is gone), error.",
+		}, []string{"result"}),
 		skips: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "nodekeeper_lease_skips_total",
 			Help: "Deletes or adoptions a safety check stopped, by reason (precondition-failed, node-exists, node-missing, gone).",
 		}, []string{"reason"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "nodekeeper_errors_total",
-			Help: "API errors by step (get node, delete lease, patch lease, ...) and reason (Forbidden, Timeout, ...).",
-		}, []string{"step", "reason"}),
+			Help: "Errors by reason: the API status reason of a failed request (Forbidden, Timeout, ...) or list_watch for a failed cache list or watch.",
+		}, []string{"reason"}),
 		zombies: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "nodekeeper_zombie_kubelets_detected_total",
 			Help: "Leases found renewed by a kubelet whose Node does not exist (counted once per lease).",
 		}),
-		decisions: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		decisions: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "nodekeeper_decision_duration_seconds",
-			Help:    "Time to classify one lease and carry out the decision (API calls included), by class.",
+			Help:    "Time from taking a lease off the work queue to finishing its decision (classification, live Node GET, delete or patch).",
 			Buckets: []float64{0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
-		}, []string{"class"}),
+		}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "nodekeeper_leader",
+			Name: "nodekeeper_is_leader",
 			Help: "1 while this replica holds the leader lease and acts on leases, else 0.",
 		}),
 		synced: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -74,36 +74,57 @@ func newMetrics(reg *prometheus.Registry, c *Controller) *metrics {
 			Name: "nodekeeper_api_node_gets_total",
 			Help: "Live Node GETs sent to confirm a decision.",
 		}),
-		classifier: &classCollector{c: c, desc: prometheus.NewDesc(
-			"nodekeeper_leases",
-			"Leases in kube-node-lease by class, classified at scrape time from the controller's cache.",
-			[]string{"class"}, nil)},
+		classifier: &classCollector{c: c,
+			desc: prometheus.NewDesc("nodekeeper_leases",
+				"Leases in kube-node-lease by class, classified at scrape time from the controller's cache.",
+				[]string{"class"}, nil),
+			zombies: prometheus.NewDesc("nodekeeper_zombie_kubelets",
+				"Leases renewed within their duration by a kubelet whose Node does not exist (zombie leases that are not expired).",
+				nil, nil),
+		},
 	}
 	reg.MustRegister(m.deletions, m.adoptions, m.skips, m.errors, m.zombies, m.decisions,
 		m.leader, m.synced, m.apiWrites, m.apiReads, m.classifier,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	for _, v := range []string{"true", "false"} {
-		m.deletions.WithLabelValues(v)
-		m.adoptions.WithLabelValues(v)
+	// Every series exists from the start, so rates and alerts see 0 rather than nothing.
+	for _, r := range []string{resultDeleted, resultDryRun, resultPrecondition, resultError} {
+		m.deletions.WithLabelValues(r)
+	}
+	for _, r := range []string{resultAdopted, resultDryRun, resultPrecondition, resultError} {
+		m.adoptions.WithLabelValues(r)
 	}
 	return m
 }
+
+// Values of the result label (docs/metrics.md is the contract with the dashboard and alerts).
+const (
+	resultDeleted      = "deleted"
+	resultAdopted      = "adopted"
+	resultDryRun       = "dry_run"
+	resultPrecondition = "precondition_failed"
+	resultError        = "error"
+)
 
 // classCollector computes the per-class gauge when scraped, from the informer caches and the
 // controller's clock, so it is exact at scrape time on every replica (leader or not) and needs no
 // bookkeeping that could drift from the cache.
 type classCollector struct {
-	c    *Controller
-	desc *prometheus.Desc
+	c       *Controller
+	desc    *prometheus.Desc
+	zombies *prometheus.Desc
 }
 
-func (cc *classCollector) Describe(ch chan<- *prometheus.Desc) { ch <- cc.desc }
+func (cc *classCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- cc.desc
+	ch <- cc.zombies
+}
 
 func (cc *classCollector) Collect(ch chan<- prometheus.Metric) {
-	counts := cc.c.classCounts()
+	counts, live := cc.c.classCounts()
 	for _, class := range lease.Classes() {
 		ch <- prometheus.MustNewConstMetric(cc.desc, prometheus.GaugeValue, float64(counts[class]), string(class))
 	}
+	ch <- prometheus.MustNewConstMetric(cc.zombies, prometheus.GaugeValue, float64(live))
 }
 
 // errorReason turns an API error into a short, bounded label value.
