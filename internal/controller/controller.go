@@ -40,14 +40,11 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -134,8 +131,8 @@ type Controller struct {
 	leaseInformer cache.SharedIndexInformer
 	nodeInformer  cache.SharedIndexInformer
 
-	broadcaster record.EventBroadcaster
-	recorder    record.EventRecorder
+	events   *eventEmitter // events.k8s.io Events about leases (paced, bounded)
+	evClient kubernetes.Interface
 
 	queue   atomic.Pointer[workqueue.TypedRateLimitingInterface[string]]
 	synced  atomic.Bool
@@ -217,9 +214,8 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.broadcaster = record.NewBroadcaster()
-	c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: evClient.CoreV1().Events("")})
-	c.recorder = c.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: eventComponentSource})
+	c.evClient = evClient
+	c.events = newEventEmitter(evClient, c.metrics.eventsDropped)
 
 	c.leaseFactory = informers.NewSharedInformerFactoryWithOptions(c.leases, 0,
 		informers.WithNamespace(lease.NodeLeaseNamespace),
@@ -274,10 +270,14 @@ func (c *Controller) Leading() bool { return c.leading.Load() }
 // releases the leader lease, so no successor acts while this replica still does.
 func (c *Controller) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
-	defer c.broadcaster.Shutdown()
 	if err := c.preflight(ctx); err != nil {
 		return err
 	}
+	evCtx, stopEvents := context.WithCancel(ctx)
+	var evWG sync.WaitGroup
+	evWG.Go(func() { c.events.run(evCtx) })
+	defer evWG.Wait()
+	defer stopEvents()
 	c.leaseFactory.Start(ctx.Done())
 	c.nodeStarter.Start(ctx.Done())
 	defer c.nodeShutdown()
@@ -437,11 +437,11 @@ func (c *Controller) handleLeaked(ctx context.Context, logger klog.Logger, l *co
 	case deleter.Deleted:
 		logger.Info("Deleted leaked lease", kv...)
 		c.metrics.deletions.WithLabelValues(resultDeleted).Inc()
-		c.recorder.Event(l, corev1.EventTypeNormal, ReasonDeleted, "Deleted leaked node lease: "+r.Verdict.Reason)
+		c.events.emit(l, corev1.EventTypeNormal, ReasonDeleted, "Delete", "Deleted leaked node lease: %s", r.Verdict.Reason)
 	case deleter.WouldDelete:
 		logger.Info("Dry run: would delete leaked lease", kv...)
 		c.metrics.deletions.WithLabelValues(resultDryRun).Inc()
-		c.recorder.Event(l, corev1.EventTypeNormal, ReasonWouldDelete, "Dry run, not deleted: "+r.Verdict.Reason)
+		c.events.emit(l, corev1.EventTypeNormal, ReasonWouldDelete, "Delete", "Dry run, not deleted: %s", r.Verdict.Reason)
 		c.setDryRunRV(l)
 	case deleter.NodeExists, deleter.PreconditionFailed:
 		logger.Info("Safety check stopped a delete; re-classifying", kv...)
@@ -476,11 +476,11 @@ func (c *Controller) handleUnowned(ctx context.Context, logger klog.Logger, l *c
 	case deleter.Adopted:
 		logger.Info("Adopted unowned lease", kv...)
 		c.metrics.adoptions.WithLabelValues(resultAdopted).Inc()
-		c.recorder.Event(l, corev1.EventTypeNormal, ReasonAdopted, r.Reason)
+		c.events.emit(l, corev1.EventTypeNormal, ReasonAdopted, "Adopt", "%s", r.Reason)
 	case deleter.WouldAdopt:
 		logger.Info("Dry run: would adopt unowned lease", kv...)
 		c.metrics.adoptions.WithLabelValues(resultDryRun).Inc()
-		c.recorder.Event(l, corev1.EventTypeNormal, ReasonWouldAdopt, r.Reason)
+		c.events.emit(l, corev1.EventTypeNormal, ReasonWouldAdopt, "Adopt", "%s", r.Reason)
 		c.setDryRunRV(l)
 	case deleter.NodeMissing, deleter.PreconditionFailed:
 		logger.Info("Safety check stopped an adoption; re-classifying", kv...)
@@ -518,7 +518,7 @@ func (c *Controller) handleZombie(logger klog.Logger, l *coordinationv1.Lease, v
 	logger.Info("Zombie kubelet: lease renewed without a Node; not deleting it while it is renewed",
 		"reason", v.Reason, "renewAge", v.RenewAge.Round(time.Second), "leakedAt", v.RecheckAt)
 	c.metrics.zombies.Inc()
-	c.recorder.Eventf(l, corev1.EventTypeWarning, ReasonZombie,
+	c.events.emit(l, corev1.EventTypeWarning, ReasonZombie, "Report",
 		"Kubelet %s renews its lease but its Node does not exist (renewed %s ago); the lease is kept while it is renewed and deleted after %s without renewal",
 		l.Name, v.RenewAge.Round(time.Second), c.effectiveGrace())
 	return result{after: after}
@@ -533,7 +533,7 @@ func (c *Controller) failed(logger klog.Logger, l *coordinationv1.Lease, r delet
 	}
 	logger.Error(r.Err, "Lease action failed; will retry with backoff", "step", r.Step, "errorReason", reason, "reason", msg)
 	if reason != "Canceled" {
-		c.recorder.Event(l, corev1.EventTypeWarning, ReasonActionFailed, msg)
+		c.events.emit(l, corev1.EventTypeWarning, ReasonActionFailed, r.Step, "%s", msg)
 	}
 	return result{}, r.Err
 }

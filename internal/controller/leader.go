@@ -7,11 +7,15 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 )
 
@@ -101,9 +105,15 @@ func (c *Controller) runElected(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Leadership changes are recorded as core Events on the election Lease, through client-go's
+	// own recorder interface (the lock cannot use the events.k8s.io recorder).
+	leEvents := record.NewBroadcaster(record.WithContext(ctx))
+	leEvents.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.evClient.CoreV1().Events("")})
+	defer leEvents.Shutdown()
+	recorder := leEvents.NewRecorder(scheme.Scheme, corev1.EventSource{Component: eventComponentSource})
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.Namespace, o.Name,
 		client.CoreV1(), client.CoordinationV1(),
-		resourcelock.ResourceLockConfig{Identity: o.Identity, EventRecorder: c.recorder})
+		resourcelock.ResourceLockConfig{Identity: o.Identity, EventRecorder: recorder})
 	if err != nil {
 		return err
 	}

@@ -16,18 +16,19 @@ import (
 // metrics are the controller's Prometheus metrics. They live in their own registry (never the
 // global default one) so that nothing else linked into the binary leaks into /metrics.
 type metrics struct {
-	registry   *prometheus.Registry
-	deletions  *prometheus.CounterVec
-	adoptions  *prometheus.CounterVec
-	skips      *prometheus.CounterVec
-	errors     *prometheus.CounterVec
-	zombies    prometheus.Counter
-	decisions  prometheus.Histogram
-	leader     prometheus.Gauge
-	synced     prometheus.Gauge
-	apiWrites  prometheus.Counter
-	apiReads   prometheus.Counter
-	classifier *classCollector
+	registry      *prometheus.Registry
+	deletions     *prometheus.CounterVec
+	adoptions     *prometheus.CounterVec
+	skips         *prometheus.CounterVec
+	errors        *prometheus.CounterVec
+	zombies       prometheus.Counter
+	decisions     prometheus.Histogram
+	leader        prometheus.Gauge
+	synced        prometheus.Gauge
+	apiWrites     prometheus.Counter
+	apiReads      prometheus.Counter
+	eventsDropped prometheus.Counter
+	classifier    *classCollector
 }
 
 func newMetrics(reg *prometheus.Registry, c *Controller) *metrics {
@@ -74,6 +75,10 @@ func newMetrics(reg *prometheus.Registry, c *Controller) *metrics {
 			Name: "nodekeeper_api_node_gets_total",
 			Help: "Live Node GETs sent to confirm a decision.",
 		}),
+		eventsDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "nodekeeper_events_dropped_total",
+			Help: "Events not recorded because more were pending than the paced event queue holds (logs and metrics still have them).",
+		}),
 		classifier: &classCollector{c: c,
 			desc: prometheus.NewDesc("nodekeeper_leases",
 				"Leases in kube-node-lease by class, classified at scrape time from the controller's cache.",
@@ -84,7 +89,7 @@ func newMetrics(reg *prometheus.Registry, c *Controller) *metrics {
 		},
 	}
 	reg.MustRegister(m.deletions, m.adoptions, m.skips, m.errors, m.zombies, m.decisions,
-		m.leader, m.synced, m.apiWrites, m.apiReads, m.classifier,
+		m.leader, m.synced, m.apiWrites, m.apiReads, m.eventsDropped, m.classifier,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every series exists from the start, so rates and alerts see 0 rather than nothing.
 	for _, r := range []string{resultDeleted, resultDryRun, resultPrecondition, resultError} {

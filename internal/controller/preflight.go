@@ -54,9 +54,10 @@ func RequiredPermissions(le LeaderElectionOptions) []Permission {
 		{Verb: "list", Resource: "nodes"},
 		{Verb: "watch", Resource: "nodes"},
 		{Verb: "get", Resource: "nodes"},
-		// Events about a lease go to the lease's namespace; leader election events to its own.
-		{Verb: "create", Resource: "events", Namespace: ns},
-		{Verb: "patch", Resource: "events", Namespace: ns},
+		// Events about a lease (events.k8s.io, which patches a repeated event into a series) go
+		// to the lease's namespace; leader election's core Events to the election namespace.
+		{Verb: "create", Group: "events.k8s.io", Resource: "events", Namespace: ns},
+		{Verb: "patch", Group: "events.k8s.io", Resource: "events", Namespace: ns},
 	}
 	if le.Enabled {
 		perms = append(perms,
@@ -64,6 +65,7 @@ func RequiredPermissions(le LeaderElectionOptions) []Permission {
 			Permission{Verb: "create", Group: coord, Resource: "leases", Namespace: le.Namespace},
 			Permission{Verb: "update", Group: coord, Resource: "leases", Namespace: le.Namespace, Name: le.Name},
 			Permission{Verb: "create", Resource: "events", Namespace: le.Namespace},
+			Permission{Verb: "patch", Resource: "events", Namespace: le.Namespace},
 		)
 	}
 	return perms
