@@ -1,0 +1,619 @@
+package bundle
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nodekeeper/nodekeeper/internal/doctor"
+	"github.com/nodekeeper/nodekeeper/internal/eni"
+	"github.com/nodekeeper/nodekeeper/internal/findings"
+)
+
+// Options tune an analysis.
+type Options struct {
+	Limits
+	// InstanceType overrides the type found in the bundle (ipamd.log); needed when it is absent.
+	InstanceType string
+	// ReservedENIs are ENIs kept from pods besides custom networking and the trunk ENI.
+	ReservedENIs int
+	// IODelayThreshold is the aggregated block IO delay from which a process is reported
+	// (default 10 s).
+	IODelayThreshold time.Duration
+	// MinCNIVersion is the VPC CNI version below which a warning is given (zero: doctor's default).
+	MinCNIVersion eni.Version
+	// Now stamps the report (default time.Now).
+	Now time.Time
+}
+
+// DefaultIODelayThreshold: ten seconds of a process's life spent waiting for block IO.
+const DefaultIODelayThreshold = 10 * time.Second
+
+// smallFileCap bounds the members read whole (configuration, environment, /proc/stat copies).
+const smallFileCap = 16 << 20
+
+// Member paths inside a bundle (after the optional top directory).
+const (
+	pKubeletLog     = "kubelet/kubelet.log"
+	pKubeletService = "kubelet/kubelet_service.txt"
+	pIOThrottling   = "system/io_throttling.txt"
+	pInstanceID     = "system/instance-id.txt"
+	pProcStat       = "system/procstat.txt"
+	pCloudInitOut   = "var_log/cloud-init-output.log"
+	pUserData       = "var_log/user-data.log"
+	pIPAMDEnv       = "ipamd/ipamd-env-settings.json"
+	pCNIVarsCtrd    = "cni/cni-configuration-variables-containerd.json"
+	pCNIVarsDocker  = "cni/cni-configuration-variables-dockerd.txt"
+	pCNILogDir      = "var_log/aws-routed-eni/"
+)
+
+// kubelet configuration files, by AMI: nodeadm (AL2023) and bootstrap.sh (AL2).
+var kubeletConfigFiles = []string{"kubelet/config.json", "kubelet/kubelet-config.json"}
+
+// AnalyzeFile opens a bundle and analyses it. Nothing is ever written to disk.
+func AnalyzeFile(file string, o Options) (*findings.Report, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", file)
+	}
+	return Analyze(f, filepath.Base(file), o)
+}
+
+// Analyze reads a bundle from r (gzip-compressed tar) and returns its findings. name labels the
+// report.
+func Analyze(r io.Reader, name string, o Options) (*findings.Report, error) {
+	if o.Now.IsZero() {
+		o.Now = time.Now()
+	}
+	if o.IODelayThreshold <= 0 {
+		o.IODelayThreshold = DefaultIODelayThreshold
+	}
+	a := newAnalysis(o)
+	if err := walk(r, o.Limits, a.visit); err != nil {
+		return nil, err
+	}
+	rep := findings.NewReport("bundle", name, o.Now, Sections...)
+	a.report(rep)
+	return rep, nil
+}
+
+// analysis gathers facts while members stream by; checks that combine members run at the end.
+type analysis struct {
+	o Options
+
+	kubeletLog *scanner
+	cniLog     *scanner
+	bootstrap  *scanner
+
+	instanceID     string
+	instanceType   string
+	instanceSource string
+	cniVersion     string
+	cniVersionFrom string
+	vcpus          int
+
+	configs     map[string]doctor.KubeletConfig // base files by path
+	dropins     map[string]doctor.KubeletConfig
+	configErrs  []string
+	flags       doctor.KubeletConfig
+	flagsSeen   bool
+	runtimeHint []string // evidence that containerd is the runtime
+
+	env       map[string]string
+	envSource string
+	envFull   bool
+	envErrs   []string
+
+	ioRead bool
+	ioTop  []ioProc
+}
+
+type ioProc struct {
+	pid   int
+	name  string
+	delay time.Duration
+}
+
+var (
+	reHostname = regexp.MustCompile(`(?:^|[\s;&|(+'"])(?:hostnamectl\s+(?:--\S+\s+)*set-hostname\s+\S+|hostname\s+(?:-b\s+)?[A-Za-z0-9][A-Za-z0-9.-]*\s*$|--hostname-override[= ]\S+|>\s*/etc/hostname\b)`)
+	reFlush    = regexp.MustCompile(`(?:^|[\s;&|(+])ip6?tables(?:-legacy|-nft)?\s(?:[^|;&]*\s)?(?:-F|--flush|-X|--delete-chain)(?:\s|$)`)
+	reDocker   = regexp.MustCompile(`(?:^|[\s;&|(+])(?:systemctl\s+(?:--\S+\s+)*(?:start|restart|enable|reload|stop|disable|daemon-reload\s.*)(?:\s+--now)?\s+docker(?:\.service|\.socket)?\b|service\s+docker\s+(?:start|restart|stop|reload)\b)`)
+	reIPAMDVer = regexp.MustCompile(`Starting L-IPAMD (v?\d+\.\d+\.\d+\S*)`)
+	reInstType = regexp.MustCompile(`Found instance-type: ([a-z0-9-]+\.[a-z0-9-]+)`)
+	reFlag     = regexp.MustCompile(`--(max-pods|registry-qps|registry-burst|serialize-image-pulls|kube-api-qps|kube-api-burst|container-runtime-endpoint|container-runtime)(?:=|\s+)([^\s'"\\]+)`)
+	reCPU      = regexp.MustCompile(`^cpu\d+\s`)
+)
+
+func newAnalysis(o Options) *analysis {
+	return &analysis{
+		o: o,
+		kubeletLog: newScanner(
+			&pattern{rule: RulePullQPS, all: bs("pull QPS exceeded"), what: `"pull QPS exceeded"`},
+			&pattern{rule: RuleLeaseOwner, all: bs("Failed to get node when trying to set owner ref to the node lease"), what: "lease owner reference failures"},
+			&pattern{rule: RuleNodeStatus, all: bs("Unable to update node status"), what: "node status update failures"},
+		),
+		cniLog: newScanner(
+			&pattern{rule: RuleIPAMDRefused, all: bs("connection refused"), any: bs("127.0.0.1:50051", "ipamd.sock"), what: "connection refused to ipamd"},
+			&pattern{rule: RuleIPAMDAPIServer, all: bs("Unable to reach API Server"), what: `"Unable to reach API Server"`},
+			&pattern{rule: RuleEC2Throttle, any: bs("RequestLimitExceeded", "ThrottlingException", "Throttling: Rate exceeded"), what: "EC2 throttling errors"},
+		),
+		bootstrap: newScanner(
+			&pattern{rule: RuleHostname, re: reHostname, what: "hostname changes"},
+			&pattern{rule: RuleIptablesFlush, re: reFlush, what: "iptables flushes"},
+			&pattern{rule: RuleDocker, re: reDocker, what: "Docker service commands"},
+		),
+		configs: map[string]doctor.KubeletConfig{},
+		dropins: map[string]doctor.KubeletConfig{},
+	}
+}
+
+func (a *analysis) visit(m Member, r io.Reader) error {
+	name := m.Name
+	switch {
+	case name == pKubeletLog:
+		return a.kubeletLog.scan(name, r, nil)
+	case strings.HasPrefix(name, pCNILogDir) && isCNILog(path.Base(name)):
+		return a.cniLog.scan(name, r, func(_ int, line []byte) {
+			if a.instanceType == "" {
+				if mm := reInstType.FindSubmatch(line); mm != nil {
+					a.instanceType, a.instanceSource = string(mm[1]), name
+				}
+			}
+			if mm := reIPAMDVer.FindSubmatch(line); mm != nil {
+				// The last start wins: a log may span an upgrade.
+				a.cniVersion, a.cniVersionFrom = string(mm[1]), name
+			}
+		})
+	case name == pCloudInitOut || name == pUserData:
+		return a.bootstrap.scan(name, r, nil)
+	case name == pIOThrottling:
+		return a.readIO(r)
+	}
+
+	// Everything else that is read is small and read whole.
+	want := name == pInstanceID || name == pProcStat || name == pKubeletService || name == pIPAMDEnv ||
+		name == pCNIVarsCtrd || name == pCNIVarsDocker || isKubeletConfig(name) ||
+		name == "containerd/containerd-version.txt" || name == "containerd/containerd-config.txt"
+	if !want {
+		return nil
+	}
+	if m.Size > smallFileCap {
+		return unsafeErr("member %q is %d bytes, more than %d for a file of its kind", name, m.Size, smallFileCap)
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return unsafeErr("reading %q: %v", name, err)
+	}
+	switch {
+	case name == pInstanceID:
+		a.instanceID = strings.TrimSpace(string(data))
+	case name == pProcStat:
+		for _, l := range bytes.Split(data, []byte("\n")) {
+			if reCPU.Match(l) {
+				a.vcpus++
+			}
+		}
+	case name == pKubeletService:
+		a.readFlags(data)
+	case name == pIPAMDEnv:
+		a.readIPAMDEnv(data)
+	case name == pCNIVarsCtrd, name == pCNIVarsDocker:
+		a.readContainerEnv(name, data)
+	case isKubeletConfig(name):
+		c, err := doctor.ParseKubeletConfigFile(data)
+		if err != nil {
+			a.configErrs = append(a.configErrs, fmt.Sprintf("%s: %v", name, err))
+			return nil
+		}
+		var rt struct {
+			Endpoint string `json:"containerRuntimeEndpoint"`
+		}
+		if json.Unmarshal(data, &rt) == nil && strings.Contains(rt.Endpoint, "containerd") {
+			a.runtimeHint = append(a.runtimeHint, name+": containerRuntimeEndpoint "+rt.Endpoint)
+		}
+		if strings.HasPrefix(name, "kubelet/config.json.d/") {
+			a.dropins[name] = c
+		} else {
+			a.configs[name] = c
+		}
+	case strings.HasPrefix(name, "containerd/"):
+		if len(bytes.TrimSpace(data)) > 0 {
+			a.runtimeHint = append(a.runtimeHint, name+" present (containerd running when collected)")
+		}
+	}
+	return nil
+}
+
+func isCNILog(base string) bool {
+	return (strings.HasPrefix(base, "ipamd") || strings.HasPrefix(base, "plugin")) && strings.HasSuffix(base, ".log")
+}
+
+func isKubeletConfig(name string) bool {
+	for _, f := range kubeletConfigFiles {
+		if name == f {
+			return true
+		}
+	}
+	return strings.HasPrefix(name, "kubelet/config.json.d/") && strings.HasSuffix(name, ".conf")
+}
+
+// readFlags picks the kubelet flags that override configuration from `systemctl cat kubelet`.
+func (a *analysis) readFlags(data []byte) {
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "#") {
+			continue
+		}
+		for _, m := range reFlag.FindAllStringSubmatch(line, -1) {
+			flag, val := m[1], m[2]
+			a.flagsSeen = true
+			switch flag {
+			case "max-pods":
+				setInt(&a.flags.MaxPods, val)
+			case "registry-qps":
+				setInt(&a.flags.RegistryPullQPS, val)
+			case "registry-burst":
+				setInt(&a.flags.RegistryBurst, val)
+			case "kube-api-qps":
+				setInt(&a.flags.KubeAPIQPS, val)
+			case "kube-api-burst":
+				setInt(&a.flags.KubeAPIBurst, val)
+			case "serialize-image-pulls":
+				if b, err := strconv.ParseBool(val); err == nil {
+					a.flags.SerializeImagePulls = &b
+				}
+			case "container-runtime-endpoint":
+				if strings.Contains(val, "containerd") {
+					a.runtimeHint = append(a.runtimeHint, pKubeletService+": --container-runtime-endpoint "+val)
+				}
+			}
+		}
+	}
+}
+
+func setInt(dst **int32, val string) {
+	if n, err := strconv.ParseInt(val, 10, 32); err == nil {
+		v := int32(n)
+		*dst = &v
+	}
+}
+
+// readIPAMDEnv reads ipamd's introspection answer: a few settings, already parsed by ipamd.
+func (a *analysis) readIPAMDEnv(data []byte) {
+	if a.envFull {
+		return
+	}
+	var m map[string]any
+	if err := json.Unmarshal(bytes.TrimSpace(data), &m); err != nil {
+		a.envErrs = append(a.envErrs, fmt.Sprintf("%s: %v (introspection was off or ipamd down when collected)", pIPAMDEnv, err))
+		return
+	}
+	env := map[string]string{}
+	for k, v := range m {
+		switch x := v.(type) {
+		case float64:
+			// ipamd reports 0 for an unset WARM_IP_TARGET/MINIMUM_IP_TARGET.
+			if x == 0 && (k == eni.EnvWarmIPTarget || k == eni.EnvMinimumIPTarget) {
+				continue
+			}
+			env[k] = strconv.FormatInt(int64(x), 10)
+		case bool:
+			env[k] = strconv.FormatBool(x)
+		case string:
+			env[k] = x
+		}
+	}
+	a.env, a.envSource = env, pIPAMDEnv
+}
+
+// readContainerEnv reads the aws-node container's full environment and image from
+// `ctr container info` (JSON objects, one per container) or `docker container inspect` (a JSON
+// array). The collector redirects errors into the same file, so decoding stops at the first
+// non-JSON text.
+func (a *analysis) readContainerEnv(name string, data []byte) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			break
+		}
+		var objs []json.RawMessage
+		if len(raw) > 0 && raw[0] == '[' {
+			if json.Unmarshal(raw, &objs) != nil {
+				continue
+			}
+		} else {
+			objs = []json.RawMessage{raw}
+		}
+		for _, o := range objs {
+			var c struct {
+				Image string `json:"Image"`
+				Spec  struct {
+					Process struct {
+						Env []string `json:"env"`
+					} `json:"process"`
+				} `json:"Spec"`
+				Config struct {
+					Image string   `json:"Image"`
+					Env   []string `json:"Env"`
+				} `json:"Config"`
+			}
+			if json.Unmarshal(o, &c) != nil {
+				continue
+			}
+			image, envList := c.Image, c.Spec.Process.Env
+			if envList == nil {
+				image, envList = c.Config.Image, c.Config.Env
+			}
+			if !strings.Contains(image, "amazon-k8s-cni:") || strings.Contains(image, "amazon-k8s-cni-init") {
+				continue
+			}
+			env := map[string]string{}
+			for _, kv := range envList {
+				k, v, _ := strings.Cut(kv, "=")
+				env[k] = v
+			}
+			a.env, a.envSource, a.envFull = env, name, true
+			if v, err := eni.VersionFromImage(image); err == nil {
+				a.cniVersion, a.cniVersionFrom = v.String(), name
+			}
+			return
+		}
+	}
+	a.envErrs = append(a.envErrs, fmt.Sprintf("%s: no amazon-k8s-cni container found", name))
+}
+
+// readIO parses io_throttling.txt: "PID Name Block IO Delay (centisconds)" then "pid (comm) ticks".
+func (a *analysis) readIO(r io.Reader) error {
+	a.ioRead = true
+	return eachLine(r, func(n int, line []byte) {
+		f := strings.Fields(string(line))
+		if len(f) < 3 {
+			return
+		}
+		pid, err1 := strconv.Atoi(f[0])
+		ticks, err2 := strconv.ParseInt(f[len(f)-1], 10, 64)
+		if err1 != nil || err2 != nil || ticks <= 0 {
+			return // the header, or a line without delay
+		}
+		name := strings.Trim(strings.Join(f[1:len(f)-1], " "), "()")
+		a.ioTop = append(a.ioTop, ioProc{pid: pid, name: name, delay: time.Duration(ticks) * 10 * time.Millisecond})
+	})
+}
+
+// criticalProcs run the node: IO delay there delays pods directly.
+var criticalProcs = map[string]bool{
+	"kubelet": true, "containerd": true, "dockerd": true, "aws-k8s-agent": true, "aws-vpc-cni": true,
+	"aws-cni": true, "kube-proxy": true, "containerd-shim": true, "containerd-shim-runc-v2": true,
+}
+
+func (a *analysis) report(rep *findings.Report) {
+	target := rep.Target
+	if a.instanceID != "" {
+		rep.Target = target + " (" + a.instanceID + ")"
+	}
+	a.reportLogs(rep, a.kubeletLog, SectionKubeletLog, "kubelet/kubelet.log")
+	a.reportLogs(rep, a.cniLog, SectionCNILog, pCNILogDir+"ipamd.log")
+	a.reportLogs(rep, a.bootstrap, SectionBootstrap, pCloudInitOut+" or "+pUserData)
+	a.reportBootstrapRuntime(rep)
+	a.reportIO(rep)
+	a.reportConfig(rep)
+}
+
+func missing(sec, file string, rule findings.Rule) findings.Finding {
+	f := rule.Skip(file, "not in the bundle")
+	f.Section = sec
+	return f
+}
+
+func (a *analysis) reportLogs(rep *findings.Report, s *scanner, sec, want string) {
+	if len(s.files) == 0 {
+		rep.Add(missing(sec, want, RuleMissing))
+		return
+	}
+	rep.Checked(sec, len(s.files))
+	for _, h := range s.hits {
+		if h.count == 0 || (h.p.rule.Code == RuleDocker.Code) {
+			continue
+		}
+		rep.Add(h.p.rule.New(fileList(h.files), "%d %s", h.count, h.p.what).WithEvidence(h.evidence()...))
+	}
+}
+
+func fileList(files map[string]int) string {
+	names := make([]string, 0, len(files))
+	for f := range files {
+		names = append(names, f)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ",")
+}
+
+// reportBootstrapRuntime reports Docker commands only on nodes where containerd is the runtime.
+func (a *analysis) reportBootstrapRuntime(rep *findings.Report) {
+	for _, h := range a.bootstrap.hits {
+		if h.p.rule.Code != RuleDocker.Code || h.count == 0 {
+			continue
+		}
+		if len(a.runtimeHint) == 0 {
+			rep.Add(RuleDocker.At(findings.Info, fileList(h.files),
+				"%d %s; the bundle does not show which runtime the kubelet uses", h.count, h.p.what).WithEvidence(h.evidence()...))
+			continue
+		}
+		ev := append(h.evidence(), "containerd is the runtime: "+a.runtimeHint[0])
+		rep.Add(RuleDocker.New(fileList(h.files), "%d %s while containerd is the container runtime", h.count, h.p.what).WithEvidence(ev...))
+	}
+}
+
+func (a *analysis) reportIO(rep *findings.Report) {
+	if !a.ioRead {
+		rep.Add(missing(SectionIO, pIOThrottling, RuleMissing))
+		return
+	}
+	rep.Checked(SectionIO, 1)
+	sort.SliceStable(a.ioTop, func(i, j int) bool { return a.ioTop[i].delay > a.ioTop[j].delay })
+	var over []ioProc
+	critical := false
+	for _, p := range a.ioTop {
+		if p.delay >= a.o.IODelayThreshold {
+			over = append(over, p)
+			critical = critical || criticalProcs[p.name]
+		}
+	}
+	if len(over) == 0 {
+		return
+	}
+	var ev []string
+	for i, p := range over {
+		if i == 5 {
+			ev = append(ev, fmt.Sprintf("... and %d more", len(over)-5))
+			break
+		}
+		ev = append(ev, fmt.Sprintf("pid %d (%s): %s waiting for block IO", p.pid, p.name, p.delay))
+	}
+	msg := fmt.Sprintf("%d processes waited %s or more for block IO; most: %s (%s)", len(over), a.o.IODelayThreshold, over[0].name, over[0].delay)
+	if critical {
+		msg += "; node agents (kubelet, containerd, VPC CNI) are among them"
+	}
+	rep.Add(RuleIODelay.New(pIOThrottling, "%s", msg).WithEvidence(ev...))
+}
+
+// kubeletConfig merges what the bundle says about the kubelet's configuration: base file, drop-ins
+// in name order, then command-line flags (which win, as in the kubelet).
+func (a *analysis) kubeletConfig() (doctor.KubeletConfig, string, bool) {
+	var c doctor.KubeletConfig
+	var srcs []string
+	for _, f := range kubeletConfigFiles {
+		if cfg, ok := a.configs[f]; ok {
+			c = c.Merge(cfg)
+			srcs = append(srcs, f)
+		}
+	}
+	names := make([]string, 0, len(a.dropins))
+	for n := range a.dropins {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		c = c.Merge(a.dropins[n])
+		srcs = append(srcs, n)
+	}
+	if a.flagsSeen {
+		c = c.Merge(a.flags)
+		srcs = append(srcs, pKubeletService+" flags")
+	}
+	return c, strings.Join(srcs, " + "), len(srcs) > 0
+}
+
+func (a *analysis) reportConfig(rep *findings.Report) {
+	cfg, src, ok := a.kubeletConfig()
+	for _, e := range a.configErrs {
+		f := RuleMissing.Skip("kubelet/config", e)
+		f.Section = doctor.SectionKubelet
+		rep.Add(f)
+	}
+	node := "node"
+	if a.instanceID != "" {
+		node = "node/" + a.instanceID
+	}
+	if !ok {
+		f := RuleMissing.Skip("kubelet/config.json", "no kubelet configuration (kubelet/config.json, kubelet/kubelet-config.json) or kubelet flags in the bundle")
+		f.Section = doctor.SectionKubelet
+		rep.Add(f)
+	} else {
+		rep.Checked(doctor.SectionKubelet, 1)
+		rep.Add(doctor.CheckKubeletConfig(node, src, cfg, cfg.EffectiveMaxPods())...)
+	}
+
+	// aws-node settings.
+	var settings eni.Settings
+	switch {
+	case a.env != nil:
+		settings = eni.ParseSettings(a.env)
+		rep.Checked(doctor.SectionAWSNode, 1)
+		in := doctor.CNIInput{Resource: a.envSource, Env: a.env, MinVersion: a.o.MinCNIVersion}
+		if v, err := eni.ParseVersion(a.cniVersion); err == nil && a.cniVersion != "" {
+			in.Version = &v
+		}
+		fs := doctor.CheckCNISettings(in)
+		if !a.envFull {
+			// ipamd's introspection lists only a few settings: absence proves nothing there.
+			kept := fs[:0]
+			for _, f := range fs {
+				if f.Code != doctor.RuleClusterEndpoint.Code {
+					kept = append(kept, f)
+				}
+			}
+			fs = kept
+		}
+		rep.Add(fs...)
+	default:
+		reason := "no aws-node environment in the bundle (" + pCNIVarsCtrd + ", " + pIPAMDEnv + ")"
+		if len(a.envErrs) > 0 {
+			reason += ": " + strings.Join(a.envErrs, "; ")
+		}
+		f := RuleMissing.Skip(pCNIVarsCtrd, reason)
+		f.Section = doctor.SectionAWSNode
+		rep.Add(f)
+	}
+
+	// Pod capacity: configured max pods against the instance type's addresses.
+	itype, isrc := a.instanceType, a.instanceSource
+	if a.o.InstanceType != "" {
+		itype, isrc = a.o.InstanceType, "--instance-type"
+	}
+	switch {
+	case !ok:
+		f := RuleMissing.Skip(node, "max pods unknown: no kubelet configuration in the bundle")
+		f.Section = doctor.SectionNodes
+		rep.Add(f)
+	case itype == "":
+		id := ""
+		if a.instanceID != "" {
+			id = " (" + pInstanceID + " has " + a.instanceID + ", which does not name the type)"
+		}
+		f := RuleMissing.Skip(node, "instance type unknown: no \"Found instance-type\" line in ipamd.log"+id+"; pass --instance-type")
+		f.Section = doctor.SectionNodes
+		rep.Add(f)
+	default:
+		n := doctor.NodeCapacity{Resource: node, InstanceType: itype, CapacityPods: cfg.EffectiveMaxPods()}
+		if a.vcpus > 0 {
+			n.VCPUs, n.VCPUSource = a.vcpus, pProcStat
+		}
+		res := doctor.CheckPodCapacity(n, doctor.CNIMode{Settings: settings, Version: a.cniVersion, ReservedENIs: a.o.ReservedENIs})
+		if res.Evaluated {
+			rep.Checked(doctor.SectionNodes, 1)
+		}
+		for i := range res.Findings {
+			res.Findings[i] = res.Findings[i].WithEvidence(fmt.Sprintf("instance type %s from %s; max pods %d from %s", itype, isrc, cfg.EffectiveMaxPods(), maxPodsSource(cfg, src)))
+			if res.Findings[i].Code == doctor.RuleMaxPodsAboveIPs.Code && settings.CustomNetworking {
+				// The seed's configuration: custom networking with the bootstrap default max pods.
+				res.Findings[i] = res.Findings[i].WithEvidence("custom networking is on: bootstrap.sh needs --use-max-pods false and --kubelet-extra-args '--max-pods=N'; Karpenter needs reservedENIs: 1")
+			}
+		}
+		rep.Add(res.Findings...)
+	}
+}
+
+func maxPodsSource(c doctor.KubeletConfig, src string) string {
+	if c.MaxPods == nil {
+		return "the kubelet default (not set in " + src + ")"
+	}
+	return src
+}

@@ -1,0 +1,452 @@
+package bundle
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodekeeper/nodekeeper/internal/findings"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+var testNow = time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC)
+
+// member is one tar entry of a test archive.
+type member struct {
+	name     string
+	body     string
+	typeflag byte
+	link     string
+	size     int64 // declared size when > 0 and body is empty (for caps)
+}
+
+// tarGz builds a gzip-compressed tar in memory, as eks-log-collector.sh does: packed from inside
+// the collection directory, so names start with "./" and directories come first.
+func tarGz(t testing.TB, ms []member) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for _, m := range ms {
+		h := &tar.Header{Name: m.name, Mode: 0o644, ModTime: testNow, Typeflag: m.typeflag, Linkname: m.link}
+		switch m.typeflag {
+		case 0, tar.TypeReg:
+			h.Typeflag = tar.TypeReg
+			h.Size = int64(len(m.body))
+		case tar.TypeDir:
+			h.Mode = 0o755
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			if _, err := tw.Write([]byte(m.body)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// collectorLayout wraps files in the collector's directory entries with "./" names.
+func collectorLayout(files map[string]string) []member {
+	dirs := map[string]bool{}
+	var names []string
+	for n := range files {
+		names = append(names, n)
+		for d := filepath.Dir(n); d != "."; d = filepath.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	sort.Strings(names)
+	ms := []member{{name: "./", typeflag: tar.TypeDir}}
+	var dl []string
+	for d := range dirs {
+		dl = append(dl, d)
+	}
+	sort.Strings(dl)
+	for _, d := range dl {
+		ms = append(ms, member{name: "./" + d + "/", typeflag: tar.TypeDir})
+	}
+	for _, n := range names {
+		ms = append(ms, member{name: "./" + n, body: files[n]})
+	}
+	return ms
+}
+
+// seedFiles reproduces the node of seed 002 (the AWS support case): custom networking with the
+// bootstrap default of 110 pods on an m5.large, default image pull limits, a self-managed VPC
+// CNI 1.12.0 without CLUSTER_ENDPOINT, EC2 throttling, IO delay and a user data script that
+// overrides the hostname, flushes iptables and restarts Docker on a containerd node.
+func seedFiles() map[string]string {
+	j := func(level, caller, msg string) string {
+		return `{"level":"` + level + `","ts":"2024-03-04T09:11:31.512Z","caller":"` + caller + `","msg":"` + msg + `"}` + "\n"
+	}
+	return map[string]string{
+		"system/instance-id.txt": "i-0123456789abcdef0\n",
+		"system/procstat.txt":    "cpu  1 2 3 4\ncpu0 1 1 1 1\ncpu1 1 1 1 1\nintr 12345\nctxt 999\n",
+		"system/io_throttling.txt": "PID Name Block IO Delay (centisconds)\n" +
+			"3121 (kubelet) 4521\n2890 (containerd) 3012\n4100 (aws-k8s-agent) 1505\n612 (journal d) 1200\n1 (systemd) 12\n",
+		"kubelet/kubelet.log": "" +
+			"Mar 04 09:11:40 ip-10-0-12-34.ec2.internal kubelet[3121]: E0304 09:11:40.114 3121 nodelease.go:49] \"Failed to get node when trying to set owner ref to the node lease\" err=\"nodes \\\"ip-10-0-12-34.ec2.internal\\\" not found\" node=\"ip-10-0-12-34.ec2.internal\"\n" +
+			"Mar 04 09:11:41 ip-10-0-12-34.ec2.internal kubelet[3121]: I0304 09:11:41.000 3121 kubelet_node_status.go:73] \"Attempting to register node\"\n" +
+			"Mar 04 09:12:01 ip-10-0-12-34.ec2.internal kubelet[3121]: E0304 09:12:01.123 3121 pod_workers.go:1301] \"Error syncing pod, skipping\" err=\"failed to \\\"StartContainer\\\" for \\\"app\\\" with ErrImagePull: \\\"pull QPS exceeded\\\"\" pod=\"default/app-7d9c-abcde\"\n" +
+			"Mar 04 09:12:01 ip-10-0-12-34.ec2.internal kubelet[3121]: E0304 09:12:01.124 3121 pod_workers.go:1301] \"Error syncing pod, skipping\" err=\"failed to \\\"StartContainer\\\" for \\\"app\\\" with ErrImagePull: \\\"pull QPS exceeded\\\"\" pod=\"default/app-7d9c-fghij\"\n" +
+			"Mar 04 09:15:00 ip-10-0-12-34.ec2.internal kubelet[3121]: E0304 09:15:00.000 3121 kubelet_node_status.go:535] \"Unable to update node status\" err=\"update node status exceeds retry count\"\n",
+		"kubelet/kubelet-config.json": `{"kind":"KubeletConfiguration","apiVersion":"kubelet.config.k8s.io/v1beta1","maxPods":110,` +
+			`"containerRuntimeEndpoint":"unix:///run/containerd/containerd.sock","serializeImagePulls":false,"kubeAPIQPS":10,"kubeAPIBurst":20}`,
+		"kubelet/kubelet_service.txt": "# /etc/systemd/system/kubelet.service\n[Service]\nExecStart=/usr/bin/kubelet --config /etc/kubernetes/kubelet/kubelet-config.json $KUBELET_ARGS $KUBELET_EXTRA_ARGS\n" +
+			"# /etc/systemd/system/kubelet.service.d/10-kubelet-args.conf\n[Service]\nEnvironment='KUBELET_ARGS=--node-ip=10.0.12.34 --pod-infra-container-image=602401143452.dkr.ecr.us-east-1.amazonaws.com/eks/pause:3.5 --v=2'\n",
+		"var_log/aws-routed-eni/ipamd.log": j("info", "aws-k8s-agent/main.go:105", "Starting L-IPAMD v1.12.0  ...") +
+			j("debug", "awsutils/awsutils.go:582", "Found instance-type: m5.large ") +
+			j("error", "k8sapi/k8sutils.go:180", `Unable to reach API Server, Get \"https://172.20.0.1:443/version?timeout=32s\": net/http: request canceled while waiting for connection (Client.Timeout exceeded while awaiting headers)`) +
+			j("error", "ipamd/ipamd.go:936", `Failed to increase pool size due to not able to allocate ENI AllocENI: error attaching ENI: attachENI: failed to attach ENI:RequestLimitExceeded: Request limit exceeded.`),
+		"var_log/aws-routed-eni/plugin.log": j("error", "routed-eni-cni-plugin/cni.go:283", `Error received from AddNetwork gRPC call for container 5f3c: rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing dial tcp 127.0.0.1:50051: connect: connection refused\"`),
+		"var_log/cloud-init-output.log": "Cloud-init v. 19.3-46.amzn2 running 'modules:final'\n" +
+			"+ hostnamectl set-hostname app-node-01\n+ iptables -F\n+ iptables -t nat -F\n+ systemctl restart docker\n" +
+			"+ /etc/eks/bootstrap.sh prod-cluster --use-max-pods true --b64-cluster-ca xxx --apiserver-endpoint https://ABC.gr7.us-east-1.eks.amazonaws.com\n" +
+			"Using containerd as the container runtime\n",
+		"ipamd/ipamd-env-settings.json": `{"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG":true,"WARM_ENI_TARGET":1,"WARM_IP_TARGET":0,"MANAGE_ENIS_NON_SCHEDULABLE":false,"SUBNET_DISCOVERY":true}`,
+		"cni/cni-configuration-variables-containerd.json": `{"ID":"4b1d","Image":"602401143452.dkr.ecr.us-east-1.amazonaws.com/amazon-k8s-cni:v1.12.0-eksbuild.1",` +
+			`"Spec":{"process":{"env":["PATH=/usr/bin","AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG=true","WARM_ENI_TARGET=1","IP_COOLDOWN_PERIOD=30","AWS_VPC_K8S_CNI_LOGLEVEL=DEBUG"]}}}` + "\n",
+		"containerd/containerd-version.txt": "Client:\n  Version:  1.7.11\nServer:\n  Version:  1.7.11\n",
+	}
+}
+
+func analyzeBytes(t *testing.T, data []byte, o Options) (*findings.Report, error) {
+	t.Helper()
+	if o.Now.IsZero() {
+		o.Now = testNow
+	}
+	return Analyze(bytes.NewReader(data), "eks_i-0123456789abcdef0_2024-03-04_0915-UTC_0.7.8.tar.gz", o)
+}
+
+func reportCodes(r *findings.Report) []string {
+	var out []string
+	for _, f := range r.Findings() {
+		out = append(out, f.Code+":"+f.Severity.String())
+	}
+	sort.Strings(out)
+	return out
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	p := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (check, then run with -update):\n%s", name, got)
+	}
+}
+
+func TestSeedBundle(t *testing.T) {
+	rep, err := analyzeBytes(t, tarGz(t, collectorLayout(seedFiles())), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"NK101:error",   // 110 pods on an m5.large with custom networking (20 addresses)
+		"NK201:warning", // registryPullQPS 5 / burst 10 for 110 pods
+		"NK401:warning", // no CLUSTER_ENDPOINT
+		"NK410:error",   // VPC CNI 1.12.0
+		"NK601:warning", "NK602:warning", "NK603:warning",
+		"NK611:error", "NK612:error", "NK613:warning",
+		"NK621:warning",
+		"NK631:warning", "NK632:error", "NK633:warning",
+	}
+	if got := reportCodes(rep); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("findings:\n got %v\nwant %v", got, want)
+	}
+	if findings.ExitCode(rep.MaxSeverity()) != findings.ExitError {
+		t.Errorf("exit code %d", findings.ExitCode(rep.MaxSeverity()))
+	}
+	for _, f := range rep.Findings() {
+		if f.Code == "NK632" && !strings.Contains(f.Message, "2 iptables flushes") {
+			t.Errorf("iptables flushes counted wrong: %s", f.Message)
+		}
+		if f.Code == "NK601" && !strings.Contains(f.Message, "2 ") {
+			t.Errorf("pull QPS lines: %s", f.Message)
+		}
+	}
+	var buf bytes.Buffer
+	if err := findings.PrintText(&buf, rep, findings.PrintOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "seed002.txt", buf.Bytes())
+	buf.Reset()
+	if err := findings.PrintJSON(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "seed002.json", buf.Bytes())
+}
+
+func TestCleanBundle(t *testing.T) {
+	files := map[string]string{
+		"system/instance-id.txt":           "i-0fedcba9876543210\n",
+		"system/procstat.txt":              "cpu 1\ncpu0 1\ncpu1 1\n",
+		"system/io_throttling.txt":         "PID Name Block IO Delay (centisconds)\n3121 (kubelet) 20\n",
+		"kubelet/kubelet.log":              "Mar 04 09:11:41 ip-10-0-1-2 kubelet[1]: I0304 \"Successfully registered node\"\n",
+		"kubelet/config.json":              `{"maxPods":29,"registryPullQPS":0,"serializeImagePulls":false,"kubeAPIQPS":10}`,
+		"var_log/aws-routed-eni/ipamd.log": `{"msg":"Starting L-IPAMD v1.20.1  ..."}` + "\n" + `{"msg":"Found instance-type: m5.large "}` + "\n",
+		"var_log/cloud-init-output.log":    "+ /usr/bin/nodeadm init\n",
+		"cni/cni-configuration-variables-containerd.json": `{"Image":"amazon-k8s-cni:v1.20.1-eksbuild.1","Spec":{"process":{"env":["CLUSTER_ENDPOINT=https://x.eks.amazonaws.com","WARM_ENI_TARGET=1"]}}}`,
+	}
+	rep, err := analyzeBytes(t, tarGz(t, collectorLayout(files)), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := reportCodes(rep); len(got) != 0 {
+		t.Fatalf("clean bundle has findings %v", got)
+	}
+	for _, s := range rep.Sections() {
+		if score, ok := s.Score(); !ok || score != 100 {
+			t.Errorf("section %s: score %d %v", s.Name, score, ok)
+		}
+	}
+}
+
+func TestPartialBundles(t *testing.T) {
+	t.Run("only ipamd env settings", func(t *testing.T) {
+		files := seedFiles()
+		delete(files, "cni/cni-configuration-variables-containerd.json")
+		rep, err := analyzeBytes(t, tarGz(t, collectorLayout(files)), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Join(reportCodes(rep), " ")
+		// The introspection endpoint lists a few settings only: no CLUSTER_ENDPOINT verdict, but
+		// custom networking is still known, so the capacity error stays.
+		if strings.Contains(got, "NK401") || !strings.Contains(got, "NK101:error") {
+			t.Fatalf("got %s", got)
+		}
+	})
+	t.Run("missing inputs are skipped, not failed", func(t *testing.T) {
+		rep, err := analyzeBytes(t, tarGz(t, collectorLayout(map[string]string{"system/instance-id.txt": "i-1\n"})), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range rep.Findings() {
+			if f.Severity != findings.Skipped {
+				t.Errorf("unexpected %s %s: %s", f.Code, f.Severity, f.Message)
+			}
+		}
+		if len(rep.Findings()) < 5 || findings.ExitCode(rep.MaxSeverity()) != 0 {
+			t.Errorf("%d findings, exit %d", len(rep.Findings()), findings.ExitCode(rep.MaxSeverity()))
+		}
+	})
+	t.Run("instance type from the flag", func(t *testing.T) {
+		files := seedFiles()
+		files["var_log/aws-routed-eni/ipamd.log"] = "{}\n"
+		rep, err := analyzeBytes(t, tarGz(t, collectorLayout(files)), Options{InstanceType: "m5.24xlarge"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 110 fits an m5.24xlarge even with custom networking.
+		if got := strings.Join(reportCodes(rep), " "); strings.Contains(got, "NK101") {
+			t.Fatalf("got %s", got)
+		}
+	})
+	t.Run("wrapped in a top directory", func(t *testing.T) {
+		var ms []member
+		for _, m := range collectorLayout(seedFiles()) {
+			m.name = "eks_i-0123/" + strings.TrimPrefix(m.name, "./")
+			ms = append(ms, m)
+		}
+		rep, err := analyzeBytes(t, tarGz(t, ms), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(reportCodes(rep)); n != 14 {
+			t.Fatalf("%d findings, want the seed's 14: %v", n, reportCodes(rep))
+		}
+	})
+	t.Run("long lines do not break the scan", func(t *testing.T) {
+		files := seedFiles()
+		files["kubelet/kubelet.log"] = strings.Repeat("x", 3*maxLine) + "\n" + "E0304 \"pull QPS exceeded\"\n" + strings.Repeat("y", maxLine+5)
+		rep, err := analyzeBytes(t, tarGz(t, collectorLayout(files)), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, f := range rep.Findings() {
+			if f.Code == "NK601" {
+				found = strings.Contains(f.Evidence[0], "kubelet.log:2:")
+			}
+		}
+		if !found {
+			t.Fatal("pull QPS line after a long line not found on line 2")
+		}
+	})
+}
+
+func TestBootstrapPatterns(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		re   string
+		want bool
+	}{
+		{"+ hostnamectl set-hostname foo", "host", true},
+		{"hostname my-node", "host", true},
+		{"echo worker-1 > /etc/hostname", "host", true},
+		{"--kubelet-extra-args '--hostname-override=foo'", "host", true},
+		{"Setting hostname from instance metadata", "host", false},
+		{"+ iptables -F", "flush", true},
+		{"+ iptables -t nat -F", "flush", true},
+		{"iptables --flush INPUT", "flush", true},
+		{"ip6tables-legacy -X", "flush", true},
+		{"iptables -A INPUT -j ACCEPT", "flush", false},
+		{"iptables-save > /tmp/rules -F", "flush", false},
+		{"+ systemctl restart docker", "docker", true},
+		{"systemctl enable --now docker.service", "docker", true},
+		{"service docker start", "docker", true},
+		{"systemctl restart containerd", "docker", false},
+		{"docker info", "docker", false},
+	} {
+		re := map[string]interface{ MatchString(string) bool }{"host": reHostname, "flush": reFlush, "docker": reDocker}[tc.re]
+		if got := re.MatchString(tc.line); got != tc.want {
+			t.Errorf("%s %q: %v, want %v", tc.re, tc.line, got, tc.want)
+		}
+	}
+}
+
+// TestHostileArchives: every malformed or hostile archive is a clear error, and nothing is
+// written anywhere (the test runs in an empty directory and checks it stays empty).
+func TestHostileArchives(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	ok := []member{{name: "./", typeflag: tar.TypeDir}, {name: "./system/instance-id.txt", body: "i-1\n"}}
+	big := strings.Repeat("A", 4096)
+	tests := []struct {
+		name   string
+		data   []byte
+		limits Limits
+		want   string
+	}{
+		{name: "dotdot", data: tarGz(t, append(ok, member{name: "../../etc/cron.d/evil", body: "x"})), want: `escapes the archive with ".."`},
+		{name: "dotdot inside", data: tarGz(t, append(ok, member{name: "./kubelet/../../evil", body: "x"})), want: `".."`},
+		{name: "backslash dotdot", data: tarGz(t, append(ok, member{name: `kubelet\..\..\evil`, body: "x"})), want: `".."`},
+		{name: "absolute", data: tarGz(t, append(ok, member{name: "/etc/passwd", body: "x"})), want: "absolute path"},
+		{name: "drive letter", data: tarGz(t, append(ok, member{name: `C:\evil`, body: "x"})), want: "absolute path"},
+		{name: "symlink", data: tarGz(t, append(ok, member{name: "./kubelet/kubelet.log", typeflag: tar.TypeSymlink, link: "/etc/shadow"})), want: "symbolic link"},
+		{name: "hardlink", data: tarGz(t, append(ok, member{name: "./kubelet/kubelet.log", typeflag: tar.TypeLink, link: "system/instance-id.txt"})), want: "hard link"},
+		{name: "device", data: tarGz(t, append(ok, member{name: "./dev/sda", typeflag: tar.TypeBlock})), want: "device, FIFO"},
+		{name: "fifo", data: tarGz(t, append(ok, member{name: "./fifo", typeflag: tar.TypeFifo})), want: "device, FIFO"},
+		{name: "duplicate", data: tarGz(t, append(ok, member{name: "system/instance-id.txt", body: "i-2"})), want: "appears twice"},
+		{name: "member above cap", data: tarGz(t, append(ok, member{name: "./kubelet/kubelet.log", body: big})), limits: Limits{MaxMemberSize: 1024}, want: "above the cap of 1024"},
+		{name: "archive inflates past cap", data: tarGz(t, append(ok, member{name: "./a", body: big}, member{name: "./b", body: big})), limits: Limits{MaxTotalSize: 6000}, want: "inflates past 6000 bytes"},
+		{name: "too many members", data: tarGz(t, append(ok, member{name: "./a", body: "1"}, member{name: "./b", body: "2"})), limits: Limits{MaxMembers: 2}, want: "more than 2 members"},
+		{name: "oversized config", data: tarGz(t, append(ok, member{name: "./kubelet/config.json", body: big})), limits: Limits{}, want: ""},
+		{name: "not gzip", data: []byte("just some text, not an archive\n"), want: "not a gzip file"},
+		{name: "plain tar", data: plainTar(t), want: "not a gzip file"},
+		{name: "empty file", data: nil, want: "not a gzip file"},
+		{name: "gzip of garbage", data: gz(t, []byte(strings.Repeat("garbage ", 200))), want: "reading the archive"},
+		{name: "truncated", data: tarGz(t, collectorLayout(seedFiles()))[:300], want: "unexpected EOF"},
+		{name: "empty archive", data: tarGz(t, nil), want: "no members"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := analyzeBytes(t, tc.data, Options{Limits: tc.limits})
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("unexpected error %v", err)
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, ErrUnsafeArchive) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want ErrUnsafeArchive containing %q", err, tc.want)
+			}
+		})
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 0 {
+		t.Fatalf("the analysis wrote %d entries into the working directory", len(entries))
+	}
+	for _, p := range []string{filepath.Join(dir, "..", "evil"), filepath.Join(filepath.Dir(dir), "etc", "cron.d", "evil")} {
+		if _, err := os.Stat(p); err == nil {
+			t.Fatalf("%s exists", p)
+		}
+	}
+}
+
+func TestSmallFileCap(t *testing.T) {
+	data := tarGz(t, collectorLayout(map[string]string{"kubelet/config.json": strings.Repeat(" ", smallFileCap+1)}))
+	if _, err := analyzeBytes(t, data, Options{}); err == nil || !strings.Contains(err.Error(), "for a file of its kind") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func plainTar(t *testing.T) []byte {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	_ = tw.WriteHeader(&tar.Header{Name: "a", Size: 1, Mode: 0o644, Typeflag: tar.TypeReg})
+	_, _ = tw.Write([]byte("x"))
+	_ = tw.Close()
+	return buf.Bytes()
+}
+
+func gz(t *testing.T, b []byte) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	_, _ = zw.Write(b)
+	_ = zw.Close()
+	return buf.Bytes()
+}
+
+func TestAnalyzeFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "bundle.tar.gz")
+	if err := os.WriteFile(p, tarGz(t, collectorLayout(seedFiles())), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := AnalyzeFile(p, Options{Now: testNow})
+	if err != nil || !strings.Contains(rep.Target, "i-0123456789abcdef0") {
+		t.Fatalf("%v %v", rep, err)
+	}
+	if _, err := AnalyzeFile(filepath.Dir(p), Options{}); err == nil {
+		t.Error("a directory was accepted")
+	}
+	if _, err := AnalyzeFile(p+".missing", Options{}); err == nil {
+		t.Error("a missing file was accepted")
+	}
+}
+
+// FuzzAnalyze feeds arbitrary bytes (seeded with real and hostile archives) to the reader: it
+// must return a report or an error, never panic or hang.
+func FuzzAnalyze(f *testing.F) {
+	f.Add(tarGz(f, collectorLayout(seedFiles())))
+	f.Add(tarGz(f, []member{{name: "../x", body: "x"}}))
+	f.Add(tarGz(f, []member{{name: "./l", typeflag: tar.TypeSymlink, link: "/"}}))
+	f.Add([]byte{0x1f, 0x8b, 0x08, 0x00})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, _ = Analyze(bytes.NewReader(data), "fuzz", Options{Limits: Limits{MaxMemberSize: 1 << 20, MaxTotalSize: 4 << 20, MaxMembers: 1000}, Now: testNow})
+	})
+}

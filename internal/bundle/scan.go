@@ -1,0 +1,164 @@
+package bundle
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"regexp"
+
+	"github.com/nodekeeper/nodekeeper/internal/findings"
+)
+
+// maxLine is the longest line prefix a pattern sees; longer lines (a JSON blob in a journal) are
+// cut there rather than failing the scan.
+const maxLine = 64 << 10
+
+// evidenceWidth cuts evidence lines for output.
+const evidenceWidth = 300
+
+// eachLine calls fn for every line of r (without its line ending), numbering from 1.
+func eachLine(r io.Reader, fn func(n int, line []byte)) error {
+	br := bufio.NewReaderSize(r, maxLine)
+	n := 0
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			n++
+			fn(n, line)
+			for err == bufio.ErrBufferFull {
+				_, err = br.ReadSlice('\n')
+			}
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if len(line) > 0 {
+			n++
+			fn(n, bytes.TrimRight(line, "\r\n"))
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// pattern recognises one kind of log line: it must contain every string of all and, when any is
+// set, at least one string of any (or match re).
+type pattern struct {
+	rule findings.Rule
+	all  [][]byte
+	any  [][]byte
+	re   *regexp.Regexp
+	// what names the match in messages ("\"pull QPS exceeded\" errors").
+	what string
+}
+
+func (p *pattern) matches(line []byte) bool {
+	for _, s := range p.all {
+		if !bytes.Contains(line, s) {
+			return false
+		}
+	}
+	if len(p.any) > 0 {
+		ok := false
+		for _, s := range p.any {
+			if bytes.Contains(line, s) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	if p.re != nil && !p.re.Match(line) {
+		return false
+	}
+	return true
+}
+
+func bs(s ...string) [][]byte {
+	out := make([][]byte, len(s))
+	for i, v := range s {
+		out[i] = []byte(v)
+	}
+	return out
+}
+
+// hits accumulates the matches of one pattern over one or more files.
+type hits struct {
+	p       *pattern
+	count   int
+	files   map[string]int
+	samples []string
+	last    string
+}
+
+const maxSamples = 3
+
+func (h *hits) add(file string, n int, line []byte) {
+	h.count++
+	if h.files == nil {
+		h.files = map[string]int{}
+	}
+	h.files[file]++
+	ev := evidence(file, n, line)
+	if len(h.samples) < maxSamples {
+		h.samples = append(h.samples, ev)
+	} else {
+		h.last = ev
+	}
+}
+
+func (h *hits) evidence() []string {
+	out := append([]string(nil), h.samples...)
+	if h.last != "" {
+		out = append(out, "...", h.last)
+	}
+	return out
+}
+
+func evidence(file string, n int, line []byte) string {
+	text := string(line)
+	if len(text) > evidenceWidth {
+		text = text[:evidenceWidth] + "..."
+	}
+	return fmt.Sprintf("%s:%d: %s", file, n, text)
+}
+
+// scanner runs several patterns over files of one kind.
+type scanner struct {
+	patterns []*pattern
+	hits     []*hits
+	files    []string
+}
+
+func newScanner(ps ...*pattern) *scanner {
+	s := &scanner{patterns: ps}
+	for _, p := range ps {
+		s.hits = append(s.hits, &hits{p: p})
+	}
+	return s
+}
+
+func (s *scanner) scan(file string, r io.Reader, extra func(n int, line []byte)) error {
+	s.files = append(s.files, file)
+	return eachLine(r, func(n int, line []byte) {
+		for i, p := range s.patterns {
+			if p.matches(line) {
+				s.hits[i].add(file, n, line)
+			}
+		}
+		if extra != nil {
+			extra(n, line)
+		}
+	})
+}
