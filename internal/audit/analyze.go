@@ -1,0 +1,589 @@
+package audit
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+)
+
+// Options control an analysis.
+type Options struct {
+	ReadOptions
+	// Report filters: they narrow what is reported, not what is analysed (a zombie still needs
+	// the deletion of its Node by someone else to be recognised).
+	Node  string // node name: its deletions, lease, zombie episodes, leaks, and its requests
+	Lease string // lease name or namespace/name
+	User  string // actor: lifecycle events, deletions, leaks, zombies and requests by this user
+	// Top is how many rows the ranked tables keep; 0 means 10.
+	Top int
+	// ZombieMinDuration is how long a kubelet must keep calling after its Node was deleted to
+	// be reported as a zombie (a machine that is shutting down makes a few calls, a zombie
+	// keeps going); 0 means one minute.
+	ZombieMinDuration time.Duration
+	// EventsPerLease bounds the events kept per lease (half first, half last); 0 means 40.
+	EventsPerLease int
+}
+
+const kubeNodeLease = "kube-node-lease"
+
+// Analyze reads the inputs and builds the report. Errors reading one input (a truncated
+// gzip stream, an unreadable file) do not stop the others: they are listed in Report.Errors
+// and returned joined, after everything readable was counted.
+func Analyze(inputs []Input, opts Options) (*Report, error) {
+	if opts.Top <= 0 {
+		opts.Top = 10
+	}
+	if opts.ZombieMinDuration <= 0 {
+		opts.ZombieMinDuration = time.Minute
+	}
+	if opts.EventsPerLease <= 0 {
+		opts.EventsPerLease = 40
+	}
+	in := newInterner()
+	p := newPipeline(inputs, opts.ReadOptions, in)
+	a := newAnalyzer(in, opts, p)
+	p.run(a.process)
+	return a.report()
+}
+
+// AnalyzeReader analyses one stream (for tests and standard input).
+func AnalyzeReader(name string, r io.Reader, opts Options) (*Report, error) {
+	return Analyze([]Input{{Name: name, Open: func() (io.ReadCloser, error) { return io.NopCloser(r), nil }}}, opts)
+}
+
+type talkerKey struct {
+	user, ua, res uint32
+	verb          Verb
+}
+
+type talkerStat struct {
+	requests, throttled, serverErrors int64
+	latSum, latMax                    int64
+	latN                              int64
+	apfN, apfSum, apfMax              int64 // µs
+	hist                              latHist
+}
+
+type lcEvent struct {
+	rec  record
+	aux  recordAux
+	kind string
+}
+
+// eventRing keeps the first and the last events of a long history.
+type eventRing struct {
+	first   []lcEvent
+	last    []lcEvent // ring
+	lastPos int
+	total   int64
+	half    int
+}
+
+func (r *eventRing) add(e lcEvent) {
+	r.total++
+	if len(r.first) < r.half {
+		r.first = append(r.first, e)
+		return
+	}
+	if len(r.last) < r.half {
+		r.last = append(r.last, e)
+		return
+	}
+	r.last[r.lastPos] = e
+	r.lastPos = (r.lastPos + 1) % len(r.last)
+}
+
+func (r *eventRing) all() ([]lcEvent, int64) {
+	out := append([]lcEvent(nil), r.first...)
+	out = append(out, r.last[r.lastPos:]...)
+	out = append(out, r.last[:r.lastPos]...)
+	return out, r.total - int64(len(out))
+}
+
+type nodeDeletion struct {
+	ev             lcEvent
+	leaseDeleted   *followUp
+	leaseRecreated *followUp
+	nodeRecreated  *followUp
+	requests       int64
+	first, last    int64
+}
+
+type followUp struct {
+	rec record
+	how string
+}
+
+type episode struct {
+	node             uint32
+	del              *nodeDeletion // nil: the Node was already gone when the log starts
+	first, last      int64
+	requests         int64
+	calls            map[callKey]int64
+	ips, idents, uas []uint32
+	leaseRecreations int64
+	selfNotFound     int64
+	ended            *followUp
+}
+
+type callKey struct {
+	verb Verb
+	res  uint32
+	code int16
+}
+
+type nodeState struct {
+	name      uint32
+	seen      bool // a lifecycle event or a successful request on the Node was seen
+	deleted   bool // deleted and not seen again
+	deletedAt int64
+	del       *nodeDeletion
+	missing   bool // the kubelet's GET of its own Node answered 404 with no deletion seen
+	ep        *episode
+}
+
+type leaseState struct {
+	ns, name                        uint32
+	ring                            eventRing
+	creates, deletes, updateCreates int64
+	leaks                           []*leakState
+}
+
+type leakState struct {
+	ns, name uint32
+	cause    string
+	created  lcEvent
+	deletion *lcEvent
+	status   string
+	statusEv *followUp
+}
+
+type analyzer struct {
+	in   *interner
+	opts Options
+	p    *pipeline
+
+	from, to int64
+	totals   Totals
+
+	nodes     map[uint32]*nodeState
+	leases    map[[2]uint32]*leaseState
+	deletions []*nodeDeletion
+	episodes  []*episode
+	leaks     []*leakState
+
+	uaMinor map[uint32]int // kubelet minor version by user agent, -1 if not a kubelet
+
+	talkers   map[talkerKey]*talkerStat
+	series    tseries
+	userThrot map[uint32]*tseries
+
+	// IDs of interned strings the hot path compares against.
+	idNodeLeaseNS, idLeasesRes, idNodesRes uint32
+	fNode, fLease, fLeaseNS, fUser         uint32
+	fNodeSet, fLeaseSet, fUserSet          bool
+}
+
+func newAnalyzer(in *interner, opts Options, p *pipeline) *analyzer {
+	a := &analyzer{in: in, opts: opts, p: p,
+		from: math.MaxInt64, to: math.MinInt64,
+		nodes: map[uint32]*nodeState{}, leases: map[[2]uint32]*leaseState{},
+		talkers: map[talkerKey]*talkerStat{}, userThrot: map[uint32]*tseries{}, uaMinor: map[uint32]int{}}
+	a.idNodeLeaseNS = in.intern([]byte(kubeNodeLease))
+	a.idLeasesRes = in.intern([]byte("leases"))
+	a.idNodesRes = in.intern([]byte("nodes"))
+	if opts.Node != "" {
+		a.fNode, a.fNodeSet = in.intern([]byte(opts.Node)), true
+	}
+	if opts.Lease != "" {
+		ns, name := splitLease(opts.Lease)
+		a.fLease, a.fLeaseSet = in.intern([]byte(name)), true
+		if ns != "" {
+			a.fLeaseNS = in.intern([]byte(ns))
+		}
+	}
+	if opts.User != "" {
+		a.fUser, a.fUserSet = in.intern([]byte(opts.User)), true
+	}
+	return a
+}
+
+func splitLease(s string) (ns, name string) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' {
+			return s[:i], s[i+1:]
+		}
+	}
+	return "", s
+}
+
+func is2xx(code int16) bool { return code >= 200 && code < 300 }
+
+// process is called for every record in stageTimestamp order.
+func (a *analyzer) process(r *record) {
+	if r.Recv < a.from {
+		a.from = r.Recv
+	}
+	if r.Recv > a.to {
+		a.to = r.Recv
+	}
+	if r.Code == 429 {
+		a.totals.Throttled++
+	}
+	if r.NodeOf != 0 {
+		a.totals.NodeRequests++
+	}
+	if a.talkerMatch(r) {
+		a.countTalker(r)
+	}
+	if r.Flags&flagNode != 0 && r.Name != 0 {
+		a.nodeEvent(r)
+	}
+	if r.Flags&flagLease != 0 && r.Name != 0 {
+		a.leaseEvent(r)
+	}
+	if r.NodeOf != 0 {
+		a.nodeRequest(r)
+	}
+}
+
+// talkerMatch applies the report filters to the request tables.
+func (a *analyzer) talkerMatch(r *record) bool {
+	if a.fUserSet && r.User != a.fUser {
+		return false
+	}
+	if a.fNodeSet && r.NodeOf != a.fNode && !(r.Flags&(flagNode|flagLease) != 0 && r.Name == a.fNode) {
+		return false
+	}
+	if a.fLeaseSet && !(r.Flags&flagLease != 0 && r.Name == a.fLease && (a.fLeaseNS == 0 || r.NS == a.fLeaseNS)) {
+		return false
+	}
+	return true
+}
+
+func (a *analyzer) countTalker(r *record) {
+	k := talkerKey{user: r.User, ua: r.UA, res: r.Res, verb: r.Verb}
+	t := a.talkers[k]
+	if t == nil {
+		t = &talkerStat{}
+		a.talkers[k] = t
+	}
+	t.requests++
+	b := a.series.at(r.Recv)
+	b.Requests++
+	if r.Code == 429 {
+		t.throttled++
+		b.Throttled++
+		us := a.userThrot[r.User]
+		if us == nil {
+			us = &tseries{}
+			a.userThrot[r.User] = us
+		}
+		us.at(r.Recv).Throttled++
+	} else if r.Code >= 500 {
+		t.serverErrors++
+	}
+	if r.Verb != VerbWatch && r.Verb != VerbOther {
+		d := r.Done - r.Recv
+		t.latSum += d
+		t.latN++
+		if d > t.latMax {
+			t.latMax = d
+		}
+		t.hist.add(d)
+	}
+	if r.APFWaitUS > 0 {
+		w := int64(r.APFWaitUS)
+		t.apfN++
+		t.apfSum += w
+		if w > t.apfMax {
+			t.apfMax = w
+		}
+		b.APFWaitUS += w
+		b.APFWaited++
+	}
+}
+
+func (a *analyzer) node(name uint32) *nodeState {
+	n := a.nodes[name]
+	if n == nil {
+		n = &nodeState{name: name}
+		a.nodes[name] = n
+	}
+	return n
+}
+
+func actionOf(r *record) string {
+	switch r.Verb {
+	case VerbCreate:
+		return "create"
+	case VerbDelete:
+		return "delete"
+	case VerbUpdate:
+		return "update-created"
+	case VerbPatch:
+		return "patch-created"
+	}
+	return r.Verb.String()
+}
+
+func mkEvent(r *record) lcEvent {
+	e := lcEvent{rec: *r, kind: actionOf(r)}
+	if r.Aux != nil {
+		e.aux = *r.Aux
+	}
+	e.rec.Aux = nil
+	return e
+}
+
+func (a *analyzer) nodeEvent(r *record) {
+	n := a.node(r.Name)
+	switch {
+	case r.Verb == VerbDelete && r.Aux != nil:
+		if !is2xx(r.Code) {
+			return
+		}
+		a.totals.NodeDeletions++
+		a.endEpisode(n, r, "Node deleted again")
+		d := &nodeDeletion{ev: mkEvent(r)}
+		a.deletions = append(a.deletions, d)
+		n.seen, n.deleted, n.missing = true, true, false
+		n.deletedAt, n.del = r.Done, d
+	case r.Verb == VerbCreate && r.Aux != nil:
+		if is2xx(r.Code) {
+			a.nodeBack(n, r, "Node re-created")
+		}
+	case is2xx(r.Code) && r.Verb != VerbDelete && r.Verb != VerbDeleteCollection && r.Recv > n.deletedAt:
+		// Any successful read or write of the Node proves it exists again (its creation
+		// may be in a file that was not given).
+		if n.deleted || n.missing {
+			a.nodeBack(n, r, "Node seen again")
+		}
+		n.seen = true
+	}
+}
+
+// nodeBack records that Node n exists (again) as of r.
+func (a *analyzer) nodeBack(n *nodeState, r *record, how string) {
+	if n.del != nil && n.deleted && n.del.nodeRecreated == nil {
+		n.del.nodeRecreated = &followUp{rec: *r, how: how}
+	}
+	a.endEpisode(n, r, how)
+	n.seen, n.deleted, n.missing = true, false, false
+	// Leases leaked while the Node was gone will be adopted by its kubelet now.
+	if ls := a.leases[[2]uint32{a.idNodeLeaseNS, n.name}]; ls != nil {
+		for _, l := range ls.leaks {
+			if l.status == LeakLeaked {
+				l.status, l.statusEv = LeakNodeRecreated, &followUp{rec: *r, how: how}
+			}
+		}
+	}
+}
+
+func (a *analyzer) endEpisode(n *nodeState, r *record, how string) {
+	if n.ep != nil {
+		n.ep.ended = &followUp{rec: *r, how: how}
+		n.ep = nil
+	}
+}
+
+func (a *analyzer) leaseEvent(r *record) {
+	key := [2]uint32{r.NS, r.Name}
+	if r.Aux == nil {
+		// Not a lifecycle event; a successful write that shows an owner adopts a leak.
+		if r.Flags&flagOwnerPresent != 0 && is2xx(r.Code) {
+			if ls := a.leases[key]; ls != nil {
+				a.resolveLeaks(ls, r, LeakAdopted, "ownerReference set")
+			}
+		}
+		if r.Verb == VerbUpdate && is2xx(r.Code) {
+			a.totals.LeaseRenewals++
+		}
+		return
+	}
+	ls := a.leases[key]
+	if ls == nil {
+		ls = &leaseState{ns: r.NS, name: r.Name}
+		ls.ring.half = max(1, a.opts.EventsPerLease/2)
+		a.leases[key] = ls
+	}
+	ev := mkEvent(r)
+	ls.ring.add(ev)
+	if !is2xx(r.Code) {
+		return
+	}
+	isNodeLease := r.NS == a.idNodeLeaseNS
+	switch r.Verb {
+	case VerbDelete:
+		ls.deletes++
+		a.totals.LeaseDeletions++
+		a.resolveLeaks(ls, r, LeakDeleted, "lease deleted")
+		if isNodeLease {
+			if n := a.nodes[r.Name]; n != nil && n.deleted && n.del != nil && n.del.leaseDeleted == nil {
+				n.del.leaseDeleted = &followUp{rec: *r}
+			}
+		}
+		return
+	case VerbCreate:
+		ls.creates++
+	default:
+		ls.updateCreates++
+	}
+	a.totals.LeaseCreations++
+	if !isNodeLease {
+		return
+	}
+	n := a.nodes[r.Name]
+	if n != nil && (n.deleted || n.missing) && r.Verb == VerbCreate && r.NodeOf == r.Name && a.kubeletMinor(r.UA) >= 29 {
+		// A kubelet of 1.29 or later creates its lease only after a successful GET of its
+		// Node (the GET may be outside the audit policy): the Node existed again.
+		a.nodeBack(n, r, "kubelet >= 1.29 created its lease, so its Node existed")
+	}
+	l := &leakState{ns: r.NS, name: r.Name, created: ev, status: LeakLeaked}
+	switch {
+	case n != nil && n.deleted && r.Recv >= n.deletedAt:
+		l.cause = CauseAfterNodeDeletion
+		de := n.del.ev
+		l.deletion = &de
+		if n.del.leaseRecreated == nil {
+			n.del.leaseRecreated = &followUp{rec: *r, how: ev.kind}
+		}
+	case n != nil && n.missing && r.NodeOf == r.Name:
+		l.cause = CauseNodeMissing
+	case r.Flags&flagOwnerNone != 0:
+		l.cause = CauseNoOwner
+	default:
+		if r.Flags&flagOwnerPresent != 0 {
+			a.resolveLeaks(ls, r, LeakAdopted, "re-created with an ownerReference")
+		}
+		return
+	}
+	if n != nil && n.ep != nil && r.NodeOf == r.Name {
+		n.ep.leaseRecreations++
+	}
+	// One open leak per lease: a re-creation supersedes the previous one.
+	a.resolveLeaks(ls, r, LeakDeleted, "lease re-created")
+	ls.leaks = append(ls.leaks, l)
+	a.leaks = append(a.leaks, l)
+}
+
+func (a *analyzer) resolveLeaks(ls *leaseState, r *record, status, how string) {
+	for _, l := range ls.leaks {
+		if l.status == LeakLeaked {
+			l.status, l.statusEv = status, &followUp{rec: *r, how: how}
+		}
+	}
+	if len(ls.leaks) > 0 && ls.leaks[len(ls.leaks)-1].status != LeakLeaked {
+		// Keep only the history that is reported; resolved leaks stay in a.leaks.
+		ls.leaks = ls.leaks[:0]
+	}
+}
+
+// nodeRequest follows the requests of kubelet identities (system:node:<name>).
+func (a *analyzer) nodeRequest(r *record) {
+	n := a.node(r.NodeOf)
+	selfGet404 := r.Flags&flagNode != 0 && r.Name == r.NodeOf && r.Verb == VerbGet && r.Code == 404
+	switch {
+	case n.deleted && r.Recv >= n.deletedAt:
+	case n.missing:
+	case !n.seen && selfGet404:
+		n.missing = true
+	default:
+		return
+	}
+	ep := n.ep
+	if ep == nil {
+		ep = &episode{node: n.name, first: r.Recv, calls: map[callKey]int64{}}
+		if n.deleted {
+			ep.del = n.del
+		}
+		n.ep = ep
+		a.episodes = append(a.episodes, ep)
+	}
+	ep.requests++
+	if r.Recv < ep.first {
+		ep.first = r.Recv
+	}
+	if r.Recv > ep.last {
+		ep.last = r.Recv
+	}
+	if selfGet404 {
+		ep.selfNotFound++
+	}
+	if len(ep.calls) < 64 {
+		ep.calls[callKey{verb: r.Verb, res: r.Res, code: r.Code}]++
+	} else if _, ok := ep.calls[callKey{verb: r.Verb, res: r.Res, code: r.Code}]; ok {
+		ep.calls[callKey{verb: r.Verb, res: r.Res, code: r.Code}]++
+	}
+	ep.ips = addSmall(ep.ips, r.IP, 8)
+	ep.idents = addSmall(ep.idents, r.Ident, 8)
+	ep.uas = addSmall(ep.uas, r.UA, 4)
+	if d := ep.del; d != nil {
+		d.requests++
+		if d.first == 0 || r.Recv < d.first {
+			d.first = r.Recv
+		}
+		if r.Recv > d.last {
+			d.last = r.Recv
+		}
+	}
+}
+
+func addSmall(s []uint32, v uint32, limit int) []uint32 {
+	if v == 0 {
+		return s
+	}
+	for _, x := range s {
+		if x == v {
+			return s
+		}
+	}
+	if len(s) < limit {
+		s = append(s, v)
+	}
+	return s
+}
+
+func (a *analyzer) where(r *record) string {
+	src := r.source()
+	name := "?"
+	unit := "line"
+	if src < len(a.p.sources) {
+		s := a.p.sources[src]
+		name = s.in.Name
+		if !s.stats.unitIsLines {
+			unit = "record"
+		}
+	}
+	return fmt.Sprintf("%s:%s %d", name, unit, r.locator())
+}
+
+// kubeletMinor returns the minor version of a "kubelet/v1.29.0 (linux/amd64) ..." user agent,
+// or -1 when the agent is not a kubelet of major version 1.
+func (a *analyzer) kubeletMinor(ua uint32) int {
+	if m, ok := a.uaMinor[ua]; ok {
+		return m
+	}
+	m := parseKubeletMinor(a.in.str(ua))
+	a.uaMinor[ua] = m
+	return m
+}
+
+func parseKubeletMinor(ua string) int {
+	rest, ok := strings.CutPrefix(ua, "kubelet/v1.")
+	if !ok {
+		return -1
+	}
+	m := 0
+	n := 0
+	for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' && n < 4 {
+		m = m*10 + int(rest[n]-'0')
+		n++
+	}
+	if n == 0 {
+		return -1
+	}
+	return m
+}

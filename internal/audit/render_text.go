@@ -1,0 +1,356 @@
+package audit
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+const timeLayout = "2006-01-02T15:04:05.000Z"
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(timeLayout)
+}
+
+// fmtDur prints a duration compactly at a precision that suits its size.
+func fmtDur(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "-" + fmtDur(-d)
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond).String()
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(10 * time.Millisecond).String()
+	case d < time.Hour:
+		return d.Round(time.Second).String()
+	case d < 48*time.Hour:
+		return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
+	}
+	days := d / (24 * time.Hour)
+	return fmt.Sprintf("%dd%s", days, strings.TrimSuffix((d-days*24*time.Hour).Round(time.Minute).String(), "0s"))
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// WriteText writes the report for people.
+func WriteText(w io.Writer, r *Report) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
+
+	if r.From.IsZero() {
+		p("AUDIT LOG  no events\n")
+	} else {
+		p("AUDIT LOG  %s → %s  (%s)\n", fmtTime(r.From), fmtTime(r.To), fmtDur(r.To.Sub(r.From)))
+	}
+	if f := r.Filters; f.Node != "" || f.Lease != "" || f.User != "" || !f.Since.IsZero() || !f.Until.IsZero() {
+		var parts []string
+		for _, kv := range [][2]string{{"node", f.Node}, {"lease", f.Lease}, {"user", f.User}} {
+			if kv[1] != "" {
+				parts = append(parts, kv[0]+"="+kv[1])
+			}
+		}
+		if !f.Since.IsZero() {
+			parts = append(parts, "since="+fmtTime(f.Since))
+		}
+		if !f.Until.IsZero() {
+			parts = append(parts, "until="+fmtTime(f.Until))
+		}
+		p("filters: %s\n", strings.Join(parts, " "))
+	}
+	for _, in := range r.Inputs {
+		gz := ""
+		if in.Gzip {
+			gz = ", gzip"
+		}
+		unit := "lines"
+		if in.Format != formatJSONLines.String() {
+			unit = "records"
+		}
+		p("input %s (%s%s): %d %s, %d events, %d skipped stages", in.Name, orDash(in.Format), gz, in.Lines, unit, in.Events, in.SkipStage)
+		if in.Salvaged > 0 {
+			p(", %d truncated messages salvaged", in.Salvaged)
+		}
+		p("\n")
+		for _, b := range in.Bad {
+			var where []string
+			for _, e := range b.Examples {
+				if e.Line > 0 {
+					where = append(where, fmt.Sprintf("line %d", e.Line))
+				} else {
+					where = append(where, fmt.Sprintf("record %d", e.Record))
+				}
+			}
+			reason := ""
+			if len(b.Examples) > 0 && b.Examples[0].Reason != "" {
+				reason = " (first: " + b.Examples[0].Reason + ")"
+			}
+			p("  %d %s: %s%s\n", b.Count, b.Kind, strings.Join(where, ", "), reason)
+		}
+		if in.Error != "" {
+			p("  ERROR: %s\n", in.Error)
+		}
+	}
+	t := r.Totals
+	p("totals: %d events, %d by kubelets, %d lease renewals, %d throttled (429), %d node deletions, %d lease creations, %d lease deletions",
+		t.Events, t.NodeRequests, t.LeaseRenewals, t.Throttled, t.NodeDeletions, t.LeaseCreations, t.LeaseDeletions)
+	if t.Bad > 0 {
+		p(", %d unusable", t.Bad)
+	}
+	if t.Duplicates > 0 {
+		p(", %d duplicates dropped", t.Duplicates)
+	}
+	if t.OutOfOrder > 0 {
+		p(", %d out of order", t.OutOfOrder)
+	}
+	if t.OutsideWindow > 0 {
+		p(", %d outside --since/--until", t.OutsideWindow)
+	}
+	p("\n")
+
+	// Who deleted nodes, and what followed.
+	p("\nNODE DELETIONS (%d)\n", len(r.NodeDeletions))
+	if len(r.NodeDeletions) == 0 {
+		p("  none\n")
+	}
+	for _, d := range r.NodeDeletions {
+		e := d.Event
+		p("  %s  node %s deleted (%d)\n", fmtTime(e.Time), d.Node, e.Code)
+		p("      by %s", actorText(e.Actor))
+		p("  [%s]\n", e.Where)
+		var then []string
+		type step struct {
+			after time.Duration
+			text  string
+		}
+		var steps []step
+		if f := d.LeaseDeleted; f != nil {
+			steps = append(steps, step{f.After, "lease deleted by " + f.Actor.User})
+		}
+		if d.RequestsAfter > 0 {
+			steps = append(steps, step{d.FirstRequest.Sub(e.Time), fmt.Sprintf("%d requests by its kubelet (system:node:%s), the last at %s",
+				d.RequestsAfter, d.Node, fmtTime(*d.LastRequest))})
+		}
+		if f := d.LeaseRecreated; f != nil {
+			steps = append(steps, step{f.After, fmt.Sprintf("lease re-created (%s, %d) by %s", f.How, f.Code, f.Actor.User)})
+		}
+		if f := d.NodeRecreated; f != nil {
+			steps = append(steps, step{f.After, f.How + " (" + f.Actor.User + ")"})
+		}
+		for i := 1; i < len(steps); i++ { // few steps: insertion sort by time
+			for k := i; k > 0 && steps[k].after < steps[k-1].after; k-- {
+				steps[k], steps[k-1] = steps[k-1], steps[k]
+			}
+		}
+		for _, s := range steps {
+			then = append(then, fmt.Sprintf("+%s\t%s", fmtDur(s.after), s.text))
+		}
+		if len(then) == 0 {
+			then = append(then, "nothing else about this node or its lease")
+		}
+		for i, l := range then {
+			lead := "      then "
+			if i > 0 {
+				lead = "           "
+			}
+			p("%s%s\n", lead, l)
+		}
+	}
+
+	p("\nLEAKS (%d)\n", len(r.Leaks))
+	if len(r.Leaks) == 0 {
+		p("  none\n")
+	} else {
+		p("  LEASE\tCREATED\tBY\tHOW\tCAUSE\tAFTER NODE DELETION\tSTATUS\n")
+		for _, l := range r.Leaks {
+			after := "-"
+			if l.NodeDeletion != nil {
+				after = fmt.Sprintf("%s by %s", fmtDur(l.Created.Time.Sub(l.NodeDeletion.Time)), l.NodeDeletion.Actor.User)
+			}
+			status := l.Status
+			if l.StatusEvent != nil {
+				status += fmt.Sprintf(" (+%s, %s)", fmtDur(l.StatusEvent.After), l.StatusEvent.Actor.User)
+			}
+			p("  %s/%s\t%s\t%s\t%s %d\t%s\t%s\t%s\n", l.Namespace, l.Name, fmtTime(l.Created.Time), l.Created.Actor.User,
+				l.Created.Action, l.Created.Code, l.Cause, after, status)
+		}
+	}
+
+	p("\nZOMBIE KUBELETS (%d)\n", len(r.Zombies))
+	if len(r.Zombies) == 0 {
+		p("  none\n")
+	} else {
+		p("  NODE\tINSTANCE\tSOURCE IPS\tFIRST SEEN\tLAST SEEN\tREQUESTS\tPER MIN\tNODE DELETED BY\tSTATUS\n")
+		for _, z := range r.Zombies {
+			del := "(before the log)"
+			if z.Deletion != nil {
+				del = z.Deletion.Actor.User
+			}
+			status := z.Status
+			if z.Ended != nil {
+				status += " (" + z.Ended.How + ")"
+			}
+			p("  %s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", z.Node, orDash(strings.Join(z.Identities, ",")),
+				orDash(strings.Join(z.SourceIPs, ",")), fmtTime(z.FirstSeen), fmtTime(z.LastSeen), z.Requests, fmtRate(z.PerMinute), del, status)
+		}
+		for _, z := range r.Zombies {
+			var calls []string
+			for i, c := range z.Calls {
+				if i == 6 {
+					calls = append(calls, "…")
+					break
+				}
+				calls = append(calls, fmt.Sprintf("%s %s %d ×%d", c.Verb, c.Resource, c.Code, c.Count))
+			}
+			p("  %s: %s; %s", z.Node, strings.Join(calls, ", "), strings.Join(z.UserAgents, ", "))
+			if z.LeaseRecreations > 0 {
+				p("; re-created its lease %d times (a kubelet older than 1.29 does)", z.LeaseRecreations)
+			}
+			p("\n")
+		}
+	}
+
+	shown, hidden := 0, 0
+	for _, l := range r.Leases {
+		if interestingLease(l, r.Filters) {
+			shown++
+		} else {
+			hidden++
+		}
+	}
+	p("\nLEASE LIFECYCLES (%d", shown)
+	if hidden > 0 {
+		p("; %d more with a single create, see -o json", hidden)
+	}
+	p(")\n")
+	if shown == 0 {
+		p("  none\n")
+	}
+	for _, l := range r.Leases {
+		if !interestingLease(l, r.Filters) {
+			continue
+		}
+		p("  %s/%s  creates %d, deletes %d, created by update %d\n", l.Namespace, l.Name, l.Creates, l.Deletes, l.UpdateCreates)
+		p("    TIME\tACTION\tCODE\tUSER\tUSER AGENT\tSOURCE IP\tOWNERS\tWHERE\n")
+		for _, e := range l.Events {
+			owners := "?"
+			if e.OwnersKnown {
+				owners = orDash(e.Owners)
+			}
+			p("    %s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", fmtTime(e.Time), e.Action, e.Code, e.Actor.User,
+				clip(e.Actor.UserAgent, 48), orDash(e.Actor.SourceIP), owners, e.Where)
+		}
+		if l.Omitted > 0 {
+			p("    … %d more events in between\n", l.Omitted)
+		}
+	}
+
+	th := r.Throttling
+	p("\nTHROTTLING  %d responses 429, %d requests queued by APF (apf-queue-wait)\n", th.Throttled, th.APFWaited)
+	if len(th.ByKey) > 0 {
+		p("  USER\tUSER AGENT\tVERB\tRESOURCE\t429s\tREQUESTS\tAPF QUEUED\tAPF WAIT MAX\n")
+		for _, k := range th.ByKey {
+			p("  %s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", k.User, clip(k.UserAgent, 48), k.Verb, k.Resource, k.Throttled, k.Requests, k.APFWaited, fmtDur(k.APFWaitMax))
+		}
+		tl := r.Timeline
+		var rows []string
+		for i := range tl.Throttled {
+			if tl.Throttled[i] > 0 {
+				rows = append(rows, fmt.Sprintf("  %s\t%d\t%d\n", fmtTime(tl.Start.Add(time.Duration(i)*tl.Step)), tl.Throttled[i], tl.Requests[i]))
+			}
+		}
+		if len(rows) > 0 {
+			p("  over time (step %s):\n  FROM\t429s\tREQUESTS\n", fmtDur(tl.Step))
+			if len(rows) > 20 {
+				rows = append(rows[:10], append([]string{fmt.Sprintf("  …\t%d buckets\t\n", len(rows)-20)}, rows[len(rows)-10:]...)...)
+			}
+			for _, row := range rows {
+				p("%s", row)
+			}
+		}
+	}
+
+	p("\nTOP TALKERS BY REQUESTS\n")
+	writeTalkers(tw, r.TopByRequests)
+	p("\nTOP TALKERS BY LATENCY (stageTimestamp − requestReceivedTimestamp, watches excluded)\n")
+	writeTalkers(tw, r.TopByLatency)
+	for _, e := range r.Errors {
+		p("\nERROR: %s\n", e)
+	}
+	return tw.Flush()
+}
+
+func writeTalkers(tw *tabwriter.Writer, ts []Talker) {
+	if len(ts) == 0 {
+		fmt.Fprintf(tw, "  none\n")
+		return
+	}
+	fmt.Fprintf(tw, "  USER\tUSER AGENT\tVERB\tRESOURCE\tREQUESTS\t429s\t5xx\tLATENCY TOTAL\tP99 ≤\tMAX\n")
+	for _, t := range ts {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", t.User, clip(t.UserAgent, 48), t.Verb, t.Resource,
+			t.Requests, t.Throttled, t.ServerErrors, fmtDur(t.LatencyTotal), fmtDur(t.LatencyP99), fmtDur(t.LatencyMax))
+	}
+}
+
+func actorText(a Actor) string {
+	s := a.User
+	if a.ImpersonatedBy != "" {
+		s += " (impersonated by " + a.ImpersonatedBy + ")"
+	}
+	if a.UserAgent != "" {
+		s += "  " + a.UserAgent
+	}
+	if a.SourceIP != "" {
+		s += "  from " + a.SourceIP
+	}
+	if a.Identity != "" {
+		s += "  identity " + a.Identity
+	}
+	return s
+}
+
+// interestingLease tells whether a lease's history says more than "created once".
+func interestingLease(l LeaseLifecycle, f Filters) bool {
+	if f.Lease != "" || f.Node != "" {
+		return true
+	}
+	if l.Deletes > 0 || l.UpdateCreates > 0 || l.Creates > 1 {
+		return true
+	}
+	for _, e := range l.Events {
+		if e.Code < 200 || e.Code >= 300 {
+			return true
+		}
+	}
+	return false
+}
+
+func fmtRate(r float64) string {
+	switch {
+	case r == 0:
+		return "0"
+	case r < 0.1:
+		return fmt.Sprintf("%.3f", r)
+	case r < 10:
+		return fmt.Sprintf("%.2f", r)
+	}
+	return fmt.Sprintf("%.0f", r)
+}

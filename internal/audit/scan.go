@@ -1,0 +1,482 @@
+package audit
+
+import (
+	"bytes"
+	"errors"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// This file is a minimal JSON scanner for the hot path. It never builds a tree and never uses
+// reflection: callers walk an object key by key, read the few values they need as byte slices
+// that point into the line, and skip everything else. Skipped values are checked for structure
+// (balanced brackets of the right kind, terminated strings, valid literals and number
+// characters), not for every rule of the JSON grammar; values that are read are checked fully.
+
+var (
+	errUnexpectedEnd = errors.New("unexpected end of JSON input")
+	errSyntax        = errors.New("invalid JSON")
+	errType          = errors.New("JSON value of the wrong type")
+	errDepth         = errors.New("JSON nested too deeply")
+)
+
+// maxDepth bounds the nesting of skipped values; encoding/json uses 10000 too.
+const maxDepth = 10000
+
+func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && isWS(b[i]) {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index just past the closing quote of the string starting at b[i]=='"',
+// or -1 when the string is not terminated.
+func stringEnd(b []byte, i int) int {
+	j := i + 1
+	for {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return -1
+		}
+		q := j + k
+		// The quote is escaped when an odd number of backslashes precedes it.
+		n := 0
+		for p := q - 1; p > i && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q + 1
+		}
+		j = q + 1
+	}
+}
+
+// readString reads the string value at b[i] (which must be '"'); it returns the contents
+// (unescaped into *arena when the raw text holds escapes) and the index after the value.
+// A JSON null reads as an empty string, as encoding/json leaves a string untouched for null.
+func readString(b []byte, i int, arena *[]byte) ([]byte, int, error) {
+	if i >= len(b) {
+		return nil, i, errUnexpectedEnd
+	}
+	if b[i] != '"' {
+		if b[i] == 'n' {
+			j, err := expectLit(b, i, "null")
+			return nil, j, err
+		}
+		return nil, i, errType
+	}
+	end := stringEnd(b, i)
+	if end < 0 {
+		return nil, i, errUnexpectedEnd
+	}
+	raw := b[i+1 : end-1]
+	if bytes.IndexByte(raw, '\\') < 0 {
+		if !validStringBytes(raw) {
+			return nil, i, errSyntax
+		}
+		return raw, end, nil
+	}
+	start := len(*arena)
+	out, err := unescape(*arena, raw)
+	if err != nil {
+		return nil, i, err
+	}
+	*arena = out
+	return out[start:len(out):len(out)], end, nil
+}
+
+// validStringBytes rejects raw control characters, which JSON forbids inside strings.
+func validStringBytes(raw []byte) bool {
+	for _, c := range raw {
+		if c < 0x20 {
+			return false
+		}
+	}
+	return true
+}
+
+// unescape appends the decoded form of raw (a JSON string body holding escapes) to dst.
+func unescape(dst, raw []byte) ([]byte, error) {
+	for i := 0; i < len(raw); {
+		c := raw[i]
+		if c < 0x20 {
+			return dst, errSyntax
+		}
+		if c != '\\' {
+			// Copy the run up to the next backslash in one go.
+			k := bytes.IndexByte(raw[i:], '\\')
+			if k < 0 {
+				k = len(raw) - i
+			}
+			if !validStringBytes(raw[i : i+k]) {
+				return dst, errSyntax
+			}
+			dst = append(dst, raw[i:i+k]...)
+			i += k
+			continue
+		}
+		if i+1 >= len(raw) {
+			return dst, errSyntax
+		}
+		switch raw[i+1] {
+		case '"', '\\', '/':
+			dst = append(dst, raw[i+1])
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r, ok := hex4(raw, i+2)
+			if !ok {
+				return dst, errSyntax
+			}
+			i += 6
+			if utf16.IsSurrogate(r) {
+				// A high surrogate followed by an escaped low surrogate is one rune; anything
+				// else decodes to U+FFFD, as encoding/json does.
+				if i+1 < len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
+					if r2, ok := hex4(raw, i+2); ok {
+						if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+							dst = utf8.AppendRune(dst, dec)
+							i += 6
+							continue
+						}
+					}
+				}
+				r = utf8.RuneError
+			}
+			dst = utf8.AppendRune(dst, r)
+			continue
+		default:
+			return dst, errSyntax
+		}
+		i += 2
+	}
+	return dst, nil
+}
+
+func hex4(b []byte, i int) (rune, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+func expectLit(b []byte, i int, lit string) (int, error) {
+	if len(b)-i < len(lit) {
+		return i, errUnexpectedEnd
+	}
+	if string(b[i:i+len(lit)]) != lit {
+		return i, errSyntax
+	}
+	return i + len(lit), nil
+}
+
+// readInt reads a JSON integer (as responseStatus.code is); null reads as 0.
+func readInt(b []byte, i int) (int64, int, error) {
+	if i >= len(b) {
+		return 0, i, errUnexpectedEnd
+	}
+	if b[i] == 'n' {
+		j, err := expectLit(b, i, "null")
+		return 0, j, err
+	}
+	j, err := skipNumber(b, i)
+	if err != nil {
+		if err == errSyntax && (b[i] == '"' || b[i] == '{' || b[i] == '[' || b[i] == 't' || b[i] == 'f') {
+			return 0, i, errType
+		}
+		return 0, i, err
+	}
+	num := b[i:j]
+	neg := false
+	if num[0] == '-' {
+		neg = true
+		num = num[1:]
+	}
+	var v int64
+	for _, c := range num {
+		if c < '0' || c > '9' {
+			return 0, i, errType // a fraction or exponent cannot fill an integer field
+		}
+		if v > (1<<62)/10 {
+			return 0, i, errType // overflow: encoding/json rejects it for an int32 field too
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return v, j, nil
+}
+
+// skipNumber validates the JSON number at b[i] and returns the index after it.
+func skipNumber(b []byte, i int) (int, error) {
+	j := i
+	if j < len(b) && b[j] == '-' {
+		j++
+	}
+	if j >= len(b) {
+		return i, errUnexpectedEnd
+	}
+	switch {
+	case b[j] == '0':
+		j++
+	case b[j] >= '1' && b[j] <= '9':
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+	default:
+		return i, errSyntax
+	}
+	if j < len(b) && b[j] == '.' {
+		j++
+		k := j
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+		if j == k {
+			return i, errSyntax
+		}
+	}
+	if j < len(b) && (b[j] == 'e' || b[j] == 'E') {
+		j++
+		if j < len(b) && (b[j] == '+' || b[j] == '-') {
+			j++
+		}
+		k := j
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+		if j == k {
+			return i, errSyntax
+		}
+	}
+	return j, nil
+}
+
+// skipValue returns the index after the JSON value starting at b[i].
+func skipValue(b []byte, i int) (int, error) {
+	if i >= len(b) {
+		return i, errUnexpectedEnd
+	}
+	switch c := b[i]; c {
+	case '"':
+		end := stringEnd(b, i)
+		if end < 0 {
+			return i, errUnexpectedEnd
+		}
+		return end, nil
+	case '{', '[':
+		return skipComposite(b, i)
+	case 't':
+		return expectLit(b, i, "true")
+	case 'f':
+		return expectLit(b, i, "false")
+	case 'n':
+		return expectLit(b, i, "null")
+	default:
+		if c == '-' || (c >= '0' && c <= '9') {
+			return skipNumber(b, i)
+		}
+		return i, errSyntax
+	}
+}
+
+// skipComposite skips an object or array, checking that brackets pair up and strings end.
+func skipComposite(b []byte, i int) (int, error) {
+	// stack holds one bit per open bracket (1 = object) for the first 64 levels, which is
+	// where real audit events live; deeper levels are only counted.
+	var stack uint64
+	depth := 0
+	for i < len(b) {
+		c := b[i]
+		switch c {
+		case '"':
+			end := stringEnd(b, i)
+			if end < 0 {
+				return i, errUnexpectedEnd
+			}
+			i = end
+			continue
+		case '{', '[':
+			if depth < 64 {
+				stack <<= 1
+				if c == '{' {
+					stack |= 1
+				}
+			}
+			depth++
+			if depth > maxDepth {
+				return i, errDepth
+			}
+		case '}', ']':
+			if depth == 0 {
+				return i, errSyntax
+			}
+			depth--
+			if depth < 64 {
+				isObj := stack&1 == 1
+				if isObj != (c == '}') {
+					return i, errSyntax
+				}
+				stack >>= 1
+			}
+			if depth == 0 {
+				return i + 1, nil
+			}
+		}
+		i++
+	}
+	return i, errUnexpectedEnd
+}
+
+// objectWalker iterates over the keys of the object at b[i].
+// Usage: for i, err = w.open(b, i); w.more; i, err = w.next(b, i) { key := w.key; ... }
+type objectWalker struct {
+	key  []byte
+	more bool
+	kbuf []byte // decoded key when the raw key holds escapes
+}
+
+// open expects '{' at b[i] and positions on the first value. null is an empty object.
+func (w *objectWalker) open(b []byte, i int) (int, error) {
+	w.more = false
+	if i >= len(b) {
+		return i, errUnexpectedEnd
+	}
+	if b[i] != '{' {
+		if b[i] == 'n' {
+			return expectLit(b, i, "null")
+		}
+		if b[i] == '"' || b[i] == '[' || b[i] == 't' || b[i] == 'f' || b[i] == '-' || (b[i] >= '0' && b[i] <= '9') {
+			return i, errType
+		}
+		return i, errSyntax
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, nil
+	}
+	return w.readKey(b, i)
+}
+
+func (w *objectWalker) readKey(b []byte, i int) (int, error) {
+	if i >= len(b) {
+		return i, errUnexpectedEnd
+	}
+	if b[i] != '"' {
+		return i, errSyntax
+	}
+	end := stringEnd(b, i)
+	if end < 0 {
+		return i, errUnexpectedEnd
+	}
+	w.key = b[i+1 : end-1]
+	if bytes.IndexByte(w.key, '\\') >= 0 {
+		kb, err := unescape(w.kbuf[:0], w.key)
+		if err != nil {
+			return i, err
+		}
+		w.kbuf = kb
+		w.key = kb
+	}
+	i = skipWS(b, end)
+	if i >= len(b) {
+		return i, errUnexpectedEnd
+	}
+	if b[i] != ':' {
+		return i, errSyntax
+	}
+	w.more = true
+	return skipWS(b, i+1), nil
+}
+
+// next moves past the separator after a value and onto the next key's value.
+func (w *objectWalker) next(b []byte, i int) (int, error) {
+	i = skipWS(b, i)
+	if i >= len(b) {
+		return i, errUnexpectedEnd
+	}
+	switch b[i] {
+	case ',':
+		return w.readKey(b, skipWS(b, i+1))
+	case '}':
+		w.more = false
+		return i + 1, nil
+	}
+	return i, errSyntax
+}
+
+// keyIs compares an object key (already unescaped by the walker).
+func keyIs(k []byte, s string) bool { return string(k) == s }
+
+// readFirstString reads an array of strings and returns its first element (the rest are
+// checked and skipped). null is an empty array.
+func readFirstString(b []byte, i int, arena *[]byte) ([]byte, int, error) {
+	if i >= len(b) {
+		return nil, i, errUnexpectedEnd
+	}
+	if b[i] != '[' {
+		if b[i] == 'n' {
+			j, err := expectLit(b, i, "null")
+			return nil, j, err
+		}
+		return nil, i, errType
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return nil, i + 1, nil
+	}
+	var first []byte
+	for n := 0; ; n++ {
+		var v []byte
+		var err error
+		if n == 0 {
+			v, i, err = readString(b, i, arena)
+			first = v
+		} else {
+			if i < len(b) && b[i] != '"' && b[i] != 'n' {
+				return nil, i, errType
+			}
+			i, err = skipValue(b, i)
+		}
+		if err != nil {
+			return nil, i, err
+		}
+		i = skipWS(b, i)
+		if i >= len(b) {
+			return nil, i, errUnexpectedEnd
+		}
+		if b[i] == ']' {
+			return first, i + 1, nil
+		}
+		if b[i] != ',' {
+			return nil, i, errSyntax
+		}
+		i = skipWS(b, i+1)
+	}
+}
