@@ -59,11 +59,11 @@ func TestBadLinesCountedWithLineNumbers(t *testing.T) {
 	huge := `{"kind":"Event","apiVersion":"audit.k8s.io/v1","stage":"ResponseComplete","verb":"list","requestObject":"` +
 		strings.Repeat("y", 3<<20) + `","requestReceivedTimestamp":"2024-04-05T06:00:03Z"}`
 	lines := []string{
-		string(seed[0]),                   // 1
-		"this is not json",                // 2
-		string(seed[1]),                   // 3
+		string(seed[0]),                    // 1
+		"this is not json",                 // 2
+		string(seed[1]),                    // 3
 		`{"kind":"Pod","apiVersion":"v1"}`, // 4 valid JSON, not audit
-		"",                                // 5 blank
+		"",                                 // 5 blank
 		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","stage":"ResponseComplete","verb":"get"}`, // 6 no timestamp
 		string(seed[2]), // 7
 		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","stage":"RequestReceived","verb":"get","requestReceivedTimestamp":"2024-04-05T06:00:00Z"}`, // 8
