@@ -438,7 +438,9 @@ func TestRBACAccessMatrix(t *testing.T) {
 // (patch) and delete a node lease with preconditions, read Nodes, record an event, and run leader
 // election on its own lock; the writes it must never make are refused.
 func TestServiceAccountRequests(t *testing.T) {
-	in := installed(t)[0]
+	// The Helm installation: the kustomize one's leader lock belongs to the controller that
+	// TestControllerWithManifests runs.
+	in := installed(t)[1]
 	ctx := context.Background()
 	admin := env.AdminClient()
 	cfg, err := env.ServiceAccountConfig(ctx, in.namespace, in.sa)
