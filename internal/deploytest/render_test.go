@@ -559,6 +559,8 @@ func TestHelmRejectsBadValues(t *testing.T) {
 	for _, tc := range []struct{ name, values, wantErr string }{
 		{"grace period not a duration", "controller: {gracePeriod: one-hour}", "/controller/gracePeriod"},
 		{"grace period without unit", "controller: {gracePeriod: \"3600\"}", "/controller/gracePeriod"},
+		{"zero grace period", "controller: {gracePeriod: 0s}", "/controller/gracePeriod"},
+		{"zero grace period, composite", "controller: {gracePeriod: 0h0m}", "/controller/gracePeriod"},
 		{"zero replicas", "replicaCount: 0", "/replicaCount"},
 		{"qps zero", "controller: {qps: 0}", "/controller/qps"},
 		{"workers not a number", "controller: {workers: many}", "/controller/workers"},
