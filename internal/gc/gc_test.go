@@ -1,0 +1,435 @@
+package gc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodekeeper/nodekeeper/internal/deleter"
+	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
+	"github.com/nodekeeper/nodekeeper/internal/lease"
+	"github.com/nodekeeper/nodekeeper/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	flag.Parse() // testenv.Main consults testing.Verbose before m.Run parses flags
+	testenv.Main(m, testenv.Options{}, &env)
+}
+
+// reset empties kube-node-lease and removes every Node.
+func reset(t testing.TB) {
+	t.Helper()
+	ctx := context.Background()
+	admin := env.AdminClient()
+	if err := admin.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.CoordinationV1().Leases(lease.NodeLeaseNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func clients(t testing.TB, cfg *rest.Config) (kubernetes.Interface, metadata.Interface) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(deleter.ProtobufConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs, md
+}
+
+func createLease(t testing.TB, name string, renew time.Time, owners ...metav1.OwnerReference) *coordinationv1.Lease {
+	t.Helper()
+	l, err := env.AdminClient().CoordinationV1().Leases(lease.NodeLeaseNamespace).Create(context.Background(), &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: owners},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(name), LeaseDurationSeconds: ptr.To[int32](40),
+			RenewTime: ptr.To(metav1.NewMicroTime(renew))},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func createNode(t testing.TB, name string) *corev1.Node {
+	t.Helper()
+	n, err := env.AdminClient().CoreV1().Nodes().Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func exists(t testing.TB, name string) bool {
+	t.Helper()
+	_, err := env.AdminClient().CoordinationV1().Leases(lease.NodeLeaseNamespace).Get(context.Background(), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
+
+// seed creates n leaked leases named prefix-i, with up to 64 creates in flight.
+func seed(t testing.TB, prefix string, n int) []string {
+	t.Helper()
+	admin := env.AdminClient()
+	names := make([]string, n)
+	errs := make([]error, n)
+	sem := make(chan struct{}, 64)
+	var wg sync.WaitGroup
+	for i := range n {
+		names[i] = fmt.Sprintf("%s-%d.ec2.internal", prefix, i)
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			_, errs[i] = kubeletsim.SeedLeakedLease(context.Background(), admin, names[i], time.Now().Add(-2*time.Hour))
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// mixedCluster sets up one lease of each node class gc can see.
+func mixedCluster(t *testing.T) map[lease.Class][]string {
+	t.Helper()
+	reset(t)
+	now := time.Now()
+	healthy := "ip-10-20-0-1.gc-healthy.internal"
+	n := createNode(t, healthy)
+	createLease(t, healthy, now, metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: healthy, UID: n.UID})
+	unowned := "ip-10-20-0-2.gc-unowned.internal"
+	createNode(t, unowned)
+	createLease(t, unowned, now.Add(-3*time.Hour))
+	zombie := "ip-10-20-0-3.gc-zombie.internal"
+	createLease(t, zombie, now.Add(-time.Minute))
+	other := "ip-10-20-0-4.gc-other.internal"
+	o := createLease(t, other, now.Add(-3*time.Hour))
+	o.Spec.HolderIdentity = ptr.To("not-a-kubelet")
+	if _, err := env.AdminClient().CoordinationV1().Leases(lease.NodeLeaseNamespace).Update(context.Background(), o, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	leaked := seed(t, "ip-10-20-1-1.gc-leaked", 5)
+	return map[lease.Class][]string{
+		lease.Healthy: {healthy}, lease.Unowned: {unowned}, lease.Zombie: {zombie}, lease.Other: {other}, lease.Leaked: leaked,
+	}
+}
+
+func TestListAndCollect(t *testing.T) {
+	ctx := context.Background()
+	byClass := mixedCluster(t)
+	cs, md := clients(t, env.AdminConfig())
+	plan, err := List(ctx, cs.CoordinationV1(), md, ListOptions{GracePeriod: time.Hour, PageSize: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range lease.Classes() {
+		if got, want := plan.Counts[c], len(byClass[c]); got != want {
+			t.Errorf("class %s: %d leases, want %d", c, got, want)
+		}
+	}
+	if plan.Nodes != 2 || len(plan.Items) != 9 || len(plan.Leaked()) != 5 {
+		t.Fatalf("plan: %d nodes, %d items, %d leaked", plan.Nodes, len(plan.Items), len(plan.Leaked()))
+	}
+
+	// Races after the listing: one leaked lease is renewed, another's Node registers, a third is
+	// deleted by someone else. The safety rules must keep the first two and skip the third.
+	leaked := byClass[lease.Leaked]
+	l, err := cs.CoordinationV1().Leases(lease.NodeLeaseNamespace).Get(ctx, leaked[0], metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Spec.RenewTime = ptr.To(metav1.NowMicro())
+	if _, err := cs.CoordinationV1().Leases(lease.NodeLeaseNamespace).Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createNode(t, leaked[1])
+	if err := cs.CoordinationV1().Leases(lease.NodeLeaseNamespace).Delete(ctx, leaked[2], metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	d, err := deleter.New(cs.CoordinationV1(), md, deleter.Options{Classify: lease.Options{GracePeriod: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last [2]int
+	calls := 0
+	report, err := Collect(ctx, d, plan, CollectOptions{Workers: 3, Progress: func(done, total int, _ map[deleter.Outcome]int) {
+		calls++
+		if done < last[0] {
+			t.Errorf("progress went backwards: %d after %d", done, last[0])
+		}
+		last = [2]int{done, total}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls == 0 || last != [2]int{5, 5} {
+		t.Errorf("progress: %d calls, last %v, want a final 5/5", calls, last)
+	}
+	want := map[string]deleter.Outcome{
+		leaked[0]: deleter.PreconditionFailed, leaked[1]: deleter.NodeExists, leaked[2]: deleter.Gone,
+		leaked[3]: deleter.Deleted, leaked[4]: deleter.Deleted,
+	}
+	if len(report.Results) != 5 {
+		t.Fatalf("%d results, want 5", len(report.Results))
+	}
+	for _, r := range report.Results {
+		if r.Outcome != want[r.Name] {
+			t.Errorf("%s: %s (%s), want %s", r.Name, r.Outcome, r.Reason, want[r.Name])
+		}
+	}
+	if report.Counts[deleter.Deleted] != 2 || report.Failed() != 0 {
+		t.Errorf("counts %v", report.Counts)
+	}
+	// 5 Node GETs, and a DELETE for each lease whose Node was absent.
+	if report.Requests != 9 {
+		t.Errorf("requests = %d, want 9", report.Requests)
+	}
+	for class, names := range byClass {
+		for _, n := range names {
+			gone := !exists(t, n)
+			wantGone := n == leaked[2] || n == leaked[3] || n == leaked[4]
+			if gone != wantGone {
+				t.Errorf("%s lease %s: gone=%v, want %v", class, n, gone, wantGone)
+			}
+		}
+	}
+}
+
+func TestCollectDryRunAndCancel(t *testing.T) {
+	ctx := context.Background()
+	reset(t)
+	names := seed(t, "ip-10-21-0-1.gc-dry", 20)
+	cs, md := clients(t, env.AdminConfig())
+	plan, err := List(ctx, cs.CoordinationV1(), md, ListOptions{GracePeriod: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dry, err := deleter.New(cs.CoordinationV1(), md, deleter.Options{Classify: lease.Options{GracePeriod: time.Hour}, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, err := Collect(ctx, dry, plan, CollectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if report.Counts[deleter.WouldDelete] != 20 {
+		t.Errorf("dry run counts %v", report.Counts)
+	}
+	for _, n := range names {
+		if !exists(t, n) {
+			t.Fatalf("dry run deleted %s", n)
+		}
+	}
+
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	d, err := deleter.New(cs.CoordinationV1(), md, deleter.Options{Classify: lease.Options{GracePeriod: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, err = Collect(cctx, d, plan, CollectOptions{Workers: 4})
+	if err == nil || !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled collection returned %v", err)
+	}
+	if report.Counts[deleter.Deleted] != 0 {
+		t.Errorf("cancelled collection deleted %d", report.Counts[deleter.Deleted])
+	}
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// binary builds cmd/nodekeeper once for the CLI tests.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "nodekeeper-gc-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "nodekeeper")
+		out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/nodekeeper").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// runGC runs `nodekeeper gc args...` with cfg's identity; stdin is not a terminal.
+func runGC(t *testing.T, cfg *rest.Config, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := env.WriteKubeconfig(kc, cfg); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary(t), append([]string{"gc", "--kubeconfig", kc}, args...)...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	default:
+		t.Fatal(err)
+	}
+	return o.String(), e.String(), code
+}
+
+func TestCLI(t *testing.T) {
+	byClass := mixedCluster(t)
+	leaked := byClass[lease.Leaked]
+
+	t.Run("bad flags exit 2", func(t *testing.T) {
+		if _, stderr, code := runGC(t, env.AdminConfig(), "--grace-period=0s"); code != 2 {
+			t.Errorf("exit %d, want 2: %s", code, stderr)
+		}
+		if _, stderr, code := runGC(t, env.AdminConfig(), "-o", "xml"); code != 2 {
+			t.Errorf("exit %d, want 2: %s", code, stderr)
+		}
+	})
+	t.Run("no terminal and no --yes: exit 3, nothing deleted", func(t *testing.T) {
+		stdout, stderr, code := runGC(t, env.AdminConfig())
+		if code != 3 || !strings.Contains(stderr, "--yes") {
+			t.Errorf("exit %d, want 3 with a hint to --yes: %s", code, stderr)
+		}
+		if !strings.Contains(stdout, "leaked") || !strings.Contains(stdout, "5 leaked leases will be deleted") {
+			t.Errorf("summary missing:\n%s", stdout)
+		}
+		for _, n := range leaked {
+			if !exists(t, n) {
+				t.Fatalf("%s deleted without confirmation", n)
+			}
+		}
+	})
+	t.Run("dry run with -o json", func(t *testing.T) {
+		stdout, stderr, code := runGC(t, env.AdminConfig(), "--dry-run", "-o", "json")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		var doc struct {
+			DryRun   bool                    `json:"dryRun"`
+			Classes  map[string]int          `json:"classes"`
+			Outcomes map[deleter.Outcome]int `json:"outcomes"`
+			Results  []Result                `json:"results"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+			t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
+		}
+		if !doc.DryRun || doc.Classes["leaked"] != 5 || doc.Outcomes[deleter.WouldDelete] != 5 || len(doc.Results) != 5 {
+			t.Errorf("report %+v", doc)
+		}
+		if !strings.Contains(stderr, "CLASS") {
+			t.Errorf("the summary table belongs on stderr with -o json; stderr:\n%s", stderr)
+		}
+	})
+	t.Run("an identity that may not delete: exit 4, nothing deleted", func(t *testing.T) {
+		user := "gc-reader"
+		grantReadOnly(t, user)
+		stdout, stderr, code := runGC(t, env.UserConfig(user), "--yes")
+		if code != 4 {
+			t.Fatalf("exit %d, want 4\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+		if !strings.Contains(stdout, "failed") || !strings.Contains(stdout, "forbidden") {
+			t.Errorf("failures not reported:\n%s", stdout)
+		}
+	})
+	t.Run("--yes deletes exactly the leaked leases: exit 0", func(t *testing.T) {
+		stdout, stderr, code := runGC(t, env.AdminConfig(), "--yes", "--qps", "0")
+		if code != 0 {
+			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+		}
+		if !strings.Contains(stdout, "5 deleted") {
+			t.Errorf("result line missing:\n%s", stdout)
+		}
+		for class, names := range byClass {
+			for _, n := range names {
+				if gone := !exists(t, n); gone != (class == lease.Leaked) {
+					t.Errorf("%s lease %s: gone=%v", class, n, gone)
+				}
+			}
+		}
+	})
+	t.Run("nothing to do: exit 0", func(t *testing.T) {
+		stdout, stderr, code := runGC(t, env.AdminConfig())
+		if code != 0 || !strings.Contains(stdout, "0 leaked leases") {
+			t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
+		}
+	})
+}
+
+// grantReadOnly lets user list and get leases and nodes, but not delete.
+func grantReadOnly(t *testing.T, user string) {
+	t.Helper()
+	ctx := context.Background()
+	admin := env.AdminClient()
+	_, err := admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list"}},
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list"}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: user},
+		Subjects:   []rbacv1.Subject{{Kind: "User", Name: user}},
+	}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	// RBAC caches converge within a moment.
+	cs := kubernetes.NewForConfigOrDie(env.UserConfig(user))
+	for i := 0; i < 100; i++ {
+		if _, err := cs.CoordinationV1().Leases(lease.NodeLeaseNamespace).List(ctx, metav1.ListOptions{Limit: 1}); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal("read-only RBAC did not take effect")
+}
