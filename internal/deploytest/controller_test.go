@@ -39,6 +39,7 @@ func TestControllerWithManifests(t *testing.T) {
 	ctx := context.Background()
 	admin := env.AdminClient()
 
+	trackInputs(t, "cmd", "internal", "go.mod", "go.sum")
 	bin := filepath.Join(t.TempDir(), "nodekeeper")
 	if _, err := run(repoRoot(t), nil, "go", "build", "-o", bin, "./cmd/nodekeeper"); err != nil {
 		t.Fatal(err)

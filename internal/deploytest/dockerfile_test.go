@@ -138,6 +138,7 @@ func TestDockerfile(t *testing.T) {
 		}
 		// Every package of the module that the binary links must be inside a copied directory,
 		// or the image build fails on a package this checkout has.
+		trackInputs(t, "cmd", "internal", "go.mod")
 		out, err := run(repoRoot(t), nil, "go", "list", "-e", "-deps", "-f", "{{if .Module}}{{if .Module.Main}}{{.ImportPath}}{{end}}{{end}}", "./cmd/nodekeeper")
 		if err != nil {
 			t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,6 +97,7 @@ var (
 // pinned in tools/helm/go.mod (a warm run only checks the stamp).
 func helm(t testing.TB) string {
 	t.Helper()
+	trackInputs(t, "tools/helm", "hack/build-helm.sh")
 	helmOnce.Do(func() {
 		root := repoRoot(t)
 		if _, err := run(root, nil, "bash", "hack/build-helm.sh"); err != nil {
@@ -142,6 +144,7 @@ func helmTemplate(t testing.TB, release, namespace, values string) []*unstructur
 
 func helmTemplateErr(t testing.TB, release, namespace, values string) ([]byte, error) {
 	t.Helper()
+	trackInputs(t, chartDir)
 	// Values go through stdin: helm splits --values on commas, which test names contain.
 	return run(repoRoot(t), strings.NewReader(values), helm(t), "template", release, chartDir, "--namespace", namespace, "--values", "-")
 }
@@ -149,6 +152,7 @@ func helmTemplateErr(t testing.TB, release, namespace, values string) ([]byte, e
 // kustomize renders a kustomization directory (relative to the repository root).
 func kustomize(t testing.TB, dir string) []*unstructured.Unstructured {
 	t.Helper()
+	trackInputs(t, "deploy/kustomize")
 	out, err := run(repoRoot(t), nil, kubectl(t), "kustomize", dir)
 	if err != nil {
 		t.Fatal(err)
@@ -252,5 +256,35 @@ func writeFile(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+var tracked sync.Map // repository path → struct{}
+
+// trackInputs opens every file under the given repository paths from the test process itself.
+// helm, kubectl and go read the manifests and sources in child processes, which go test's result
+// cache does not see; opening them here makes an edit to any of them invalidate a cached pass.
+func trackInputs(t testing.TB, rels ...string) {
+	t.Helper()
+	for _, rel := range rels {
+		if _, done := tracked.LoadOrStore(rel, struct{}{}); done {
+			continue
+		}
+		err := filepath.WalkDir(repoPath(t, rel), func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			f, err := os.Open(path)
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // removed since the directory was listed: nothing to track
+			}
+			if err != nil {
+				return err
+			}
+			return f.Close()
+		})
+		if err != nil {
+			t.Fatalf("tracking %s: %v", rel, err)
+		}
 	}
 }

@@ -233,6 +233,7 @@ var (
 // the test for a parse error or any use of a series or label outside the metrics contract.
 func checkPromQL(t *testing.T, in []promqlInput) map[string]promqlResult {
 	t.Helper()
+	trackInputs(t, "internal/deploytest/promqlcheck")
 	promqlOnce.Do(func() {
 		promqlBin = repoPath(t, "bin/promqlcheck")
 		_, promqlErr = run(repoPath(t, "internal/deploytest/promqlcheck"), nil, "go", "build", "-o", promqlBin, ".")

@@ -585,3 +585,42 @@ func TestHelmRejectsBadValues(t *testing.T) {
 		})
 	}
 }
+
+// The kustomize base is the chart with its default values: same Deployment spec (image, flags,
+// probes, resources, security, spreading), same Service ports and PodDisruptionBudget. Only the
+// labels differ (the chart adds its release labels), so they are left out of the comparison.
+func TestKustomizeMatchesHelmDefaults(t *testing.T) {
+	kust := kustomize(t, "deploy/kustomize/base")
+	hlm := helmTemplate(t, "nodekeeper", "nodekeeper", "")
+
+	deploymentSpec := func(objs []*unstructured.Unstructured) appsv1.DeploymentSpec {
+		d := mustTyped[*appsv1.Deployment](t, find(objs, "Deployment", "nodekeeper", "nodekeeper"))
+		s := d.Spec
+		s.Selector, s.Template.Labels = nil, nil
+		for i := range s.Template.Spec.TopologySpreadConstraints {
+			s.Template.Spec.TopologySpreadConstraints[i].LabelSelector = nil
+		}
+		if a := s.Template.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+			for i := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+				a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[i].PodAffinityTerm.LabelSelector = nil
+			}
+		}
+		return s
+	}
+	if got, want := deploymentSpec(hlm), deploymentSpec(kust); !reflect.DeepEqual(got, want) {
+		t.Errorf("Deployment specs differ:\n helm:      %+v\n kustomize: %+v", got, want)
+	}
+
+	svc := func(objs []*unstructured.Unstructured) []corev1.ServicePort {
+		return mustTyped[*corev1.Service](t, find(objs, "Service", "nodekeeper", "nodekeeper-metrics")).Spec.Ports
+	}
+	if got, want := svc(hlm), svc(kust); !reflect.DeepEqual(got, want) {
+		t.Errorf("Service ports differ: helm %+v, kustomize %+v", got, want)
+	}
+	pdb := func(objs []*unstructured.Unstructured) any {
+		return mustTyped[*policyv1.PodDisruptionBudget](t, find(objs, "PodDisruptionBudget", "nodekeeper", "nodekeeper")).Spec.MinAvailable
+	}
+	if got, want := pdb(hlm), pdb(kust); !reflect.DeepEqual(got, want) {
+		t.Errorf("PodDisruptionBudget minAvailable differs: helm %v, kustomize %v", got, want)
+	}
+}
