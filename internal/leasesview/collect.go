@@ -153,6 +153,9 @@ func List(ctx context.Context, c *Clients, opts Options) (*Report, error) {
 		if err != nil {
 			return "", err
 		}
+		if rem := list.RemainingItemCount; rem != nil {
+			b.reserve(len(list.Items) + int(*rem))
+		}
 		for i := range list.Items {
 			b.add(&list.Items[i])
 		}
@@ -195,6 +198,16 @@ func newBuilder(opts Options, nodes map[string]types.UID, now time.Time) *builde
 func (b *builder) nodeUID(name string) (types.UID, bool) {
 	uid, ok := b.nodes[name]
 	return uid, ok
+}
+
+// reserve sizes the rows once from the API server's count of remaining items, instead of
+// letting append double the slice (and briefly hold both copies) a dozen times.
+func (b *builder) reserve(total int) {
+	if b.keep == nil && total > cap(b.items) {
+		items := make([]Item, len(b.items), total)
+		copy(items, b.items)
+		b.items = items
+	}
 }
 
 func (b *builder) add(l *coordinationv1.Lease) {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/printers"
+	"sigs.k8s.io/yaml"
 
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
@@ -54,9 +55,9 @@ const none = "<none>"
 func Print(w io.Writer, r *Report, o PrintOptions) error {
 	switch o.Format {
 	case FormatJSON:
-		return (&printers.JSONPrinter{}).PrintObj(r, w)
+		return writeJSON(w, r)
 	case FormatYAML:
-		return (&printers.YAMLPrinter{}).PrintObj(r, w)
+		return writeYAML(w, r)
 	case FormatTable, FormatWide:
 	default:
 		return ValidateFormat(o.Format)
@@ -64,54 +65,55 @@ func Print(w io.Writer, r *Report, o PrintOptions) error {
 	now := r.GeneratedAt.Time
 	wide := o.Format == FormatWide
 	// One tab writer per table: kubectl's writer remembers column widths across flushes, which
-	// would stretch every table to the widest one.
+	// would stretch every table to the widest one. Each writes straight to w (no copy of the
+	// table text is built first: at 100,000 leases that would be megabytes held twice).
 	tables := 0
-	table := func(fill func(tw io.Writer)) error {
-		var buf strings.Builder
-		tw := printers.GetNewTabWriter(&buf)
-		fill(tw)
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-		if buf.Len() == 0 {
+	table := func(rows int, fill func(tw io.Writer)) error {
+		if rows == 0 {
 			return nil
 		}
-		sep := ""
 		if tables > 0 && !o.NoHeaders {
-			sep = "\n" // a blank line between tables, but none in --no-headers output meant for scripts
+			// A blank line between tables, but none in --no-headers output meant for scripts.
+			if _, err := io.WriteString(w, "\n"); err != nil {
+				return err
+			}
 		}
 		tables++
-		_, err := io.WriteString(w, sep+buf.String())
-		return err
+		tw := printers.GetNewTabWriter(w)
+		fill(tw)
+		return tw.Flush()
 	}
 	for _, sec := range sections {
-		err := table(func(tw io.Writer) {
-			rows := 0
-			for i := range r.Items {
-				it := &r.Items[i]
-				if sectionOf(it.Class) != sec.kind {
-					continue
-				}
-				if rows == 0 && !o.NoHeaders {
-					writeRow(tw, o.AllNamespaces, "NAMESPACE", sec.header(wide))
-				}
-				writeRow(tw, o.AllNamespaces, it.Namespace, sec.row(it, now, wide))
+		rows := 0
+		for i := range r.Items {
+			if sectionOf(r.Items[i].Class) == sec.kind {
 				rows++
+			}
+		}
+		err := table(rows, func(tw io.Writer) {
+			if !o.NoHeaders {
+				writeRow(tw, o.AllNamespaces, "NAMESPACE", sec.header(wide))
+			}
+			for i := range r.Items {
+				if it := &r.Items[i]; sectionOf(it.Class) == sec.kind {
+					writeRow(tw, o.AllNamespaces, it.Namespace, sec.row(it, now, wide))
+				}
 			}
 		})
 		if err != nil {
 			return err
 		}
 	}
-	err := table(func(tw io.Writer) {
-		if !showCandidates(r) {
-			return
+	candidates := 0
+	if showCandidates(r) {
+		candidates = len(r.LeaseCandidates)
+	}
+	err := table(candidates, func(tw io.Writer) {
+		if !o.NoHeaders {
+			writeRow(tw, o.AllNamespaces, "NAMESPACE", []string{"LEASECANDIDATE", "LEASE", "BINARY", "EMULATION", "STRATEGY", "RENEWED", "PINGED"})
 		}
 		for i := range r.LeaseCandidates {
 			c := &r.LeaseCandidates[i]
-			if i == 0 && !o.NoHeaders {
-				writeRow(tw, o.AllNamespaces, "NAMESPACE", []string{"LEASECANDIDATE", "LEASE", "BINARY", "EMULATION", "STRATEGY", "RENEWED", "PINGED"})
-			}
 			writeRow(tw, o.AllNamespaces, c.Namespace, []string{c.Name, c.LeaseName, orNone(c.BinaryVersion),
 				orNone(c.EmulationVersion), orNone(c.Strategy), ago(c.RenewTime, now), ago(c.PingTime, now)})
 		}
@@ -447,6 +449,7 @@ type WatchPrinter struct {
 	o       PrintOptions
 	tw      *tabwriter.Writer
 	headers bool
+	docs    int
 	json    printers.ResourcePrinter
 }
 
@@ -457,7 +460,7 @@ func NewWatchPrinter(w io.Writer, o PrintOptions) *WatchPrinter {
 	case FormatJSON:
 		p.json = &printers.JSONPrinter{}
 	case FormatYAML:
-		p.json = &printers.YAMLPrinter{}
+		p.json = &printers.YAMLPrinter{} // marks the structured mode; YAML changes are written directly
 	default:
 		// kubectl's tab writer remembers column widths across flushes, so streamed rows stay
 		// aligned with the rows before them (columns only ever widen).
@@ -469,7 +472,8 @@ func NewWatchPrinter(w io.Writer, o PrintOptions) *WatchPrinter {
 // Snapshot implements Sink.
 func (p *WatchPrinter) Snapshot(r *Report) error {
 	if p.json != nil {
-		return p.json.PrintObj(r, p.w)
+		p.docs++
+		return Print(p.w, r, p.o)
 	}
 	if err := Print(p.w, r, p.o); err != nil {
 		return err
@@ -484,6 +488,22 @@ func (p *WatchPrinter) Snapshot(r *Report) error {
 // Change implements Sink.
 func (p *WatchPrinter) Change(c *Change) error {
 	if p.json != nil {
+		if p.o.Format == FormatYAML && p.docs > 0 {
+			// The YAML printer separates the documents it prints itself; the snapshot was not
+			// printed by it.
+			if _, err := io.WriteString(p.w, "---\n"); err != nil {
+				return err
+			}
+		}
+		p.docs++
+		if p.o.Format == FormatYAML {
+			b, err := yaml.Marshal(c)
+			if err != nil {
+				return err
+			}
+			_, err = p.w.Write(b)
+			return err
+		}
 		return p.json.PrintObj(c, p.w)
 	}
 	wide := p.o.Format == FormatWide
