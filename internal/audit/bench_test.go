@@ -1,0 +1,192 @@
+package audit
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nodekeeper/nodekeeper/internal/audit/gen"
+)
+
+// The benchmarks generate a realistic audit log (mostly kubelet lease renewals, some gets,
+// lists, watches, 404s, 429s with APF waits, node deletions with zombies and leaks) of at
+// least NODEKEEPER_AUDIT_BENCH_SIZE bytes (default 1 GiB; suffixes K, M, G), then in the same
+// run measure jq's selection of lease creates on it, nodekeeper's full analysis (in process,
+// all cores), and the peak RSS of a separate process analysing it. Run them once:
+//
+//	go test -run '^$' -bench . -benchtime 1x ./internal/audit/
+//
+// NODEKEEPER_AUDIT_BENCH_RSS_SIZES (e.g. "1G,4G") also measures peak RSS at those sizes.
+
+const jqFilter = `select(.objectRef.resource=="leases" and .verb=="create")`
+
+func benchSize(env string, def int64) int64 {
+	s := strings.TrimSpace(os.Getenv(env))
+	if s == "" {
+		return def
+	}
+	return parseSize(s)
+}
+
+func parseSize(s string) int64 {
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(s, "G"):
+		mult, s = 1<<30, strings.TrimSuffix(s, "G")
+	case strings.HasSuffix(s, "M"):
+		mult, s = 1<<20, strings.TrimSuffix(s, "M")
+	case strings.HasSuffix(s, "K"):
+		mult, s = 1<<10, strings.TrimSuffix(s, "K")
+	}
+	n, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0
+	}
+	return int64(n * float64(mult))
+}
+
+// writeBenchLog generates a log of at least size bytes into dir.
+func writeBenchLog(tb testing.TB, dir string, size int64) (string, gen.Truth) {
+	tb.Helper()
+	path := filepath.Join(dir, fmt.Sprintf("audit-%d.log", size))
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 4<<20)
+	t0 := time.Now()
+	tr, err := gen.Generate(w, gen.Config{Bytes: size, ThrottledClient: true, Seed: 42})
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Logf("generated %s: %.0f MB, %d events in %s", path, float64(tr.Bytes)/1e6, tr.Events, time.Since(t0).Round(time.Millisecond))
+	return path, tr
+}
+
+func BenchmarkAuditVsJQ(b *testing.B) {
+	size := benchSize("NODEKEEPER_AUDIT_BENCH_SIZE", 1<<30)
+	path, truth := writeBenchLog(b, b.TempDir(), size)
+	mb := float64(truth.Bytes) / 1e6
+
+	jqRate := 0.0
+	if jq, err := exec.LookPath("jq"); err != nil {
+		b.Logf("jq not found: skipping the jq baseline")
+	} else {
+		t0 := time.Now()
+		cmd := exec.Command(jq, "-c", jqFilter, path)
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("jq: %v", err)
+		}
+		jqRate = mb / time.Since(t0).Seconds()
+	}
+
+	b.SetBytes(truth.Bytes)
+	b.ResetTimer()
+	var rep *Report
+	t0 := time.Now()
+	for i := 0; i < b.N; i++ {
+		inputs, _ := ExpandInputs([]string{path}, nil)
+		var err error
+		if rep, err = Analyze(inputs, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	el := time.Since(t0) / time.Duration(b.N)
+	b.StopTimer()
+	rate := mb / el.Seconds()
+	if rep.Totals.Events != truth.Events || len(rep.Zombies) != len(truth.Zombies) || len(rep.Leaks) != len(truth.Leaked) {
+		b.Fatalf("analysis disagrees with the generator: %d events (%d), %d zombies (%v), %d leaks (%v)",
+			rep.Totals.Events, truth.Events, len(rep.Zombies), truth.Zombies, len(rep.Leaks), truth.Leaked)
+	}
+	rss := childPeakRSS(b, path)
+	b.ReportMetric(rate, "audit-MB/s")
+	b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MiB")
+	line := fmt.Sprintf("audit: %.0f MB, %d events in %s = %.0f MB/s on %d cores; peak RSS %.0f MiB",
+		mb, truth.Events, el.Round(time.Millisecond), rate, runtime.GOMAXPROCS(0), float64(rss)/(1<<20))
+	if jqRate > 0 {
+		b.ReportMetric(jqRate, "jq-MB/s")
+		b.ReportMetric(rate/jqRate, "x-jq")
+		line += fmt.Sprintf("; jq %q %.0f MB/s; ratio %.1fx", jqFilter, jqRate, rate/jqRate)
+	}
+	fmt.Println(line)
+}
+
+// BenchmarkAuditPeakRSS measures the peak RSS of a separate analysing process at several
+// input sizes, to show that memory does not grow with the input.
+func BenchmarkAuditPeakRSS(b *testing.B) {
+	sizes := []int64{benchSize("NODEKEEPER_AUDIT_BENCH_SIZE", 1<<30)}
+	if s := os.Getenv("NODEKEEPER_AUDIT_BENCH_RSS_SIZES"); s != "" {
+		sizes = nil
+		for _, f := range strings.Split(s, ",") {
+			if n := parseSize(strings.TrimSpace(f)); n > 0 {
+				sizes = append(sizes, n)
+			}
+		}
+	}
+	for _, size := range sizes {
+		b.Run(fmt.Sprintf("%dMiB", size>>20), func(b *testing.B) {
+			dir := b.TempDir()
+			path, truth := writeBenchLog(b, dir, size)
+			b.ResetTimer()
+			rss := childPeakRSS(b, path)
+			b.StopTimer()
+			os.Remove(path)
+			b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MiB")
+			fmt.Printf("audit peak RSS at %.0f MB: %.0f MiB\n", float64(truth.Bytes)/1e6, float64(rss)/(1<<20))
+		})
+	}
+}
+
+// childPeakRSS runs the analysis of path in a separate process (this test binary running
+// TestAuditChild) and returns its peak resident set size in bytes.
+func childPeakRSS(tb testing.TB, path string) int64 {
+	tb.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestAuditChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "NODEKEEPER_AUDIT_CHILD_INPUT="+path)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		tb.Fatalf("child analysis: %v\n%s", err, out)
+	}
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		tb.Fatal("no rusage")
+	}
+	return ru.Maxrss * 1024 // Linux reports KiB
+}
+
+// TestAuditChild is the child process of childPeakRSS; it does nothing in a normal test run.
+func TestAuditChild(t *testing.T) {
+	path := os.Getenv("NODEKEEPER_AUDIT_CHILD_INPUT")
+	if path == "" {
+		t.Skip("only runs as the child process of the peak-RSS benchmark")
+	}
+	inputs, err := ExpandInputs([]string{path}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Analyze(inputs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteText(discard{}, rep); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }

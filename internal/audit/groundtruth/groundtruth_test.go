@@ -1,0 +1,342 @@
+// Package groundtruth checks `nodekeeper audit` against ground truth from real components: a
+// real kube-apiserver (with an audit policy) and kube-controller-manager, simulated kubelets
+// playing the seed scenarios, and a client throttled by API Priority and Fairness. The audit
+// log the API server wrote must yield exactly the leaks, zombies, deletions and 429s the test
+// caused, and no others.
+package groundtruth
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/nodekeeper/nodekeeper/internal/audit"
+	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
+	"github.com/nodekeeper/nodekeeper/internal/testenv"
+)
+
+var env *testenv.Env
+
+// The policy logs node-lease writes with their bodies (so ownerReferences are visible), Node
+// creates and deletes with their requests, and everything else at Metadata, as EKS does.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: RequestResponse
+  namespaces: ["kube-node-lease"]
+  verbs: ["create", "update", "patch", "delete"]
+  resources: [{group: "coordination.k8s.io", resources: ["leases"]}]
+- level: Request
+  verbs: ["create", "delete"]
+  resources: [{group: "", resources: ["nodes"]}]
+- level: Metadata
+`
+
+func TestMain(m *testing.M) {
+	flag.Parse() // testenv.Main asks testing.Verbose before m.Run parses the flags
+	if !testing.Verbose() {
+		// The simulated kubelets log every 404 their zombies get; that is the point here.
+		klog.LogToStderr(false)
+		klog.SetOutput(io.Discard)
+	}
+	testenv.Main(m, testenv.Options{ControllerManager: true, AuditPolicy: auditPolicy,
+		// Few seats in all, so that a priority level of one share gets one seat and a burst
+		// of 32 concurrent requests is mostly rejected.
+		APIServerArgs: []string{"--max-requests-inflight=30", "--max-mutating-requests-inflight=10"}}, &env)
+}
+
+const (
+	admin          = "ops-admin"
+	throttledUser  = "report-exporter"
+	renewEvery     = 2 * time.Second
+	zombieFor      = 14 * time.Second
+	zombieMinInLog = 8 * time.Second
+)
+
+func TestAuditLogGroundTruth(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	adminClient := kubernetes.NewForConfigOrDie(env.UserConfig(admin, "system:masters"))
+
+	fleet := kubeletsim.NewFleet(func(node string) *rest.Config {
+		return env.UserConfig("system:node:"+node, "system:nodes")
+	})
+	defer fleet.StopAll()
+	names := map[string]string{
+		"modern":      "ip-10-0-1-1.us-west-2.compute.internal",
+		"legacy":      "ip-10-0-1-2.us-west-2.compute.internal",
+		"restart":     "ip-10-0-1-3.us-west-2.compute.internal",
+		"leaseonly":   "ip-10-0-1-4.us-west-2.compute.internal",
+		"dead":        "ip-10-0-1-5.us-west-2.compute.internal",
+		"bystander":   "ip-10-0-1-6.us-west-2.compute.internal",
+		"legacyalive": "ip-10-0-1-7.us-west-2.compute.internal",
+	}
+	kubelets := map[string]*kubeletsim.Kubelet{}
+	for role, name := range names {
+		mode := kubeletsim.Modern
+		if strings.HasPrefix(role, "legacy") {
+			mode = kubeletsim.Legacy
+		}
+		k, err := fleet.Start(ctx, kubeletsim.Config{Name: name, Mode: mode, LeaseDurationSeconds: 8, RenewInterval: renewEvery, Images: -1})
+		if err != nil {
+			t.Fatalf("start kubelet %s: %v", role, err)
+		}
+		kubelets[role] = k
+	}
+	// Every kubelet has its lease, owned by its Node, before anything happens.
+	for role, name := range names {
+		if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			l, err := adminClient.CoordinationV1().Leases(kubeletsim.NodeLeaseNamespace).Get(ctx, name, metav1.GetOptions{})
+			return err == nil && len(l.OwnerReferences) == 1, nil
+		}); err != nil {
+			t.Fatalf("lease of %s (%s) never owned: %v", role, name, err)
+		}
+	}
+	throttled := make(chan int64, 1)
+	go func() { throttled <- throttle(ctx, t, adminClient) }()
+
+	// The machine of "dead" dies first, then its Node is deleted: no zombie, no leak.
+	kubelets["dead"].Stop()
+	// A lease deleted alone comes back at once, owned (the kubelet's Node exists).
+	if err := adminClient.CoordinationV1().Leases(kubeletsim.NodeLeaseNamespace).Delete(ctx, names["leaseonly"], metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, role := range []string{"modern", "legacy", "restart", "dead"} {
+		if err := adminClient.CoreV1().Nodes().Delete(ctx, names[role], metav1.DeleteOptions{}); err != nil {
+			t.Fatalf("delete node %s: %v", role, err)
+		}
+	}
+	// The garbage collector deletes the leases; the legacy kubelet re-creates its own ownerless.
+	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		l, err := adminClient.CoordinationV1().Leases(kubeletsim.NodeLeaseNamespace).Get(ctx, names["legacy"], metav1.GetOptions{})
+		return err == nil && len(l.OwnerReferences) == 0, nil
+	}); err != nil {
+		t.Fatalf("legacy kubelet never re-created its lease: %v", err)
+	}
+	time.Sleep(zombieFor)
+	// kubelet restart: it registers its Node again and creates an owned lease.
+	if err := kubelets["restart"].Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		l, err := adminClient.CoordinationV1().Leases(kubeletsim.NodeLeaseNamespace).Get(ctx, names["restart"], metav1.GetOptions{})
+		return err == nil && len(l.OwnerReferences) == 1, nil
+	}); err != nil {
+		t.Fatalf("restarted kubelet has no owned lease: %v", err)
+	}
+	n429 := <-throttled
+	time.Sleep(3 * renewEvery)
+	// The dead machine's lease must be gone before the log is read (the garbage collector).
+	if _, err := adminClient.CoordinationV1().Leases(kubeletsim.NodeLeaseNamespace).Get(ctx, names["dead"], metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("lease of the dead machine: %v", err)
+	}
+
+	inputs, err := audit.ExpandInputs([]string{env.AuditLogPath()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := audit.Analyze(inputs, audit.Options{ZombieMinDuration: zombieMinInLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Totals.Bad != 0 {
+		t.Errorf("the API server's own log has %d unusable lines: %+v", rep.Totals.Bad, rep.Inputs)
+	}
+
+	// Node deletions: exactly the four, by the admin, each followed by the GC's lease delete.
+	var deleted []string
+	for _, d := range rep.NodeDeletions {
+		deleted = append(deleted, d.Node)
+		if d.Event.Actor.User != admin || d.Event.Code != 200 {
+			t.Errorf("deletion of %s: %+v", d.Node, d.Event)
+		}
+		if d.LeaseDeleted == nil || d.LeaseDeleted.Actor.User != "system:serviceaccount:kube-system:generic-garbage-collector" {
+			t.Errorf("deletion of %s not followed by the garbage collector's lease delete: %+v", d.Node, d.LeaseDeleted)
+		}
+	}
+	expectSet(t, "node deletions", deleted, names["modern"], names["legacy"], names["restart"], names["dead"])
+
+	// Leaks: exactly the legacy kubelet's re-created lease is still leaked.
+	var leaked []string
+	for _, l := range rep.Leaks {
+		if l.Status == audit.LeakLeaked {
+			leaked = append(leaked, l.Name)
+			if l.Cause != audit.CauseAfterNodeDeletion || l.Created.Action != "update-created" || l.Created.Code != 201 ||
+				!l.Created.OwnersKnown || l.Created.Owners != "" || l.NodeDeletion == nil || l.NodeDeletion.Actor.User != admin {
+				t.Errorf("leak %s: %+v", l.Name, l)
+			}
+		}
+	}
+	expectSet(t, "leaked leases", leaked, names["legacy"])
+
+	// Zombies: the modern and legacy kubelets still run; the restarted one ended.
+	zombies := map[string]audit.Zombie{}
+	var zs []string
+	for _, z := range rep.Zombies {
+		zombies[z.Node] = z
+		zs = append(zs, z.Node)
+	}
+	expectSet(t, "zombies", zs, names["modern"], names["legacy"], names["restart"])
+	for _, role := range []string{"modern", "legacy"} {
+		z := zombies[names[role]]
+		if z.Status != "running" || z.Deletion == nil || z.Deletion.Actor.User != admin || len(z.SourceIPs) == 0 {
+			t.Errorf("zombie %s: %+v", role, z)
+		}
+	}
+	if z := zombies[names["modern"]]; !hasCall(z, "get", "leases", 404) || !hasCall(z, "get", "nodes", 404) || z.LeaseRecreations != 0 {
+		t.Errorf("modern zombie's signature: %+v", z.Calls)
+	}
+	if z := zombies[names["legacy"]]; !hasCall(z, "update", "leases", 201) || z.LeaseRecreations != 1 {
+		t.Errorf("legacy zombie's signature: %+v (recreations %d)", z.Calls, z.LeaseRecreations)
+	}
+	if z := zombies[names["restart"]]; z.Status != "ended" || z.Ended == nil || z.Ended.Actor.User != "system:node:"+names["restart"] {
+		t.Errorf("restarted kubelet: %+v", z)
+	}
+	// Modern zombies poll about every renew interval: the rate says so.
+	if z := zombies[names["modern"]]; z.PerMinute < 0.5*float64(2*time.Minute/renewEvery) {
+		t.Errorf("modern zombie rate %.1f/min, expected about %d", z.PerMinute, 2*time.Minute/renewEvery)
+	}
+
+	// The lease deleted alone: deleted by the admin, re-created owned by its kubelet, no leak.
+	var lc *audit.LeaseLifecycle
+	for i := range rep.Leases {
+		if rep.Leases[i].Name == names["leaseonly"] {
+			lc = &rep.Leases[i]
+		}
+	}
+	if lc == nil || lc.Deletes != 1 || lc.Creates < 2 {
+		t.Fatalf("lifecycle of the lease deleted alone: %+v", lc)
+	}
+	last := lc.Events[len(lc.Events)-1]
+	if last.Action != "create" || last.Code != 201 || last.Actor.User != "system:node:"+names["leaseonly"] || last.Owners != "Node/"+names["leaseonly"] {
+		t.Errorf("re-creation of the lease deleted alone: %+v", last)
+	}
+
+	// Throttling: every 429 the client saw is in the report, attributed to it.
+	if rep.Throttling.Throttled != n429 || rep.Totals.Throttled != n429 {
+		t.Errorf("report counts %d (totals %d) 429s, the client saw %d", rep.Throttling.Throttled, rep.Totals.Throttled, n429)
+	}
+	if len(rep.Throttling.ByUser) == 0 || rep.Throttling.ByUser[0].User != throttledUser || rep.Throttling.ByUser[0].Throttled != n429 {
+		t.Errorf("throttled users: %+v", rep.Throttling.ByUser)
+	}
+	var sum int64
+	for _, v := range rep.Timeline.Throttled {
+		sum += v
+	}
+	if sum != n429 {
+		t.Errorf("timeline holds %d 429s, want %d", sum, n429)
+	}
+	t.Logf("%d events, %d node deletions, %d leaks (%d leaked), %d zombies, %d throttled", rep.Totals.Events,
+		len(rep.NodeDeletions), len(rep.Leaks), len(leaked), len(rep.Zombies), n429)
+}
+
+func hasCall(z audit.Zombie, verb, res string, code int) bool {
+	for _, c := range z.Calls {
+		if c.Verb == verb && c.Resource == res && c.Code == code {
+			return true
+		}
+	}
+	return false
+}
+
+func expectSet(t *testing.T, what string, got []string, want ...string) {
+	t.Helper()
+	sort.Strings(got)
+	sort.Strings(want)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("%s: got %v, want exactly %v", what, got, want)
+	}
+}
+
+// throttle puts one user in a priority level of one seat that rejects what it cannot serve,
+// then lists leases from 32 goroutines until the API server has answered 429 a few hundred
+// times (bounded in count and time). It returns how many 429s the client received.
+func throttle(ctx context.Context, t *testing.T, admin kubernetes.Interface) int64 {
+	fc := admin.FlowcontrolV1()
+	_, err := fc.PriorityLevelConfigurations().Create(ctx, &flowcontrolv1.PriorityLevelConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "one-seat"},
+		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited,
+			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: ptr(int32(1)), BorrowingLimitPercent: ptr(int32(0)),
+				LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject}}},
+	}, metav1.CreateOptions{FieldManager: "nodekeeper-test"})
+	if err != nil {
+		t.Errorf("create priority level: %v", err)
+		return 0
+	}
+	_, err = fc.FlowSchemas().Create(ctx, &flowcontrolv1.FlowSchema{
+		ObjectMeta: metav1.ObjectMeta{Name: "report-exporter"},
+		Spec: flowcontrolv1.FlowSchemaSpec{PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: "one-seat"},
+			MatchingPrecedence: 100,
+			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+				Subjects: []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: throttledUser}}},
+				ResourceRules: []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"},
+					Namespaces: []string{"*"}, ClusterScope: true}},
+			}}},
+	}, metav1.CreateOptions{FieldManager: "nodekeeper-test"})
+	if err != nil {
+		t.Errorf("create flow schema: %v", err)
+		return 0
+	}
+	_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "report-exporter-view"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "view"},
+		Subjects:   []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: throttledUser}},
+	}, metav1.CreateOptions{FieldManager: "nodekeeper-test"})
+	if err != nil {
+		t.Errorf("bind view: %v", err)
+		return 0
+	}
+	cfg := env.UserConfig(throttledUser)
+	cfg.QPS, cfg.Burst = -1, 0 // no client-side limit: the server is the one to say no
+	cfg.UserAgent = "report-exporter/0.9"
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Errorf("client: %v", err)
+		return 0
+	}
+	rc := cs.CoordinationV1().RESTClient()
+	var n429, total atomic.Int64
+	deadline := time.Now().Add(40 * time.Second)
+	var wg sync.WaitGroup
+	for w := 0; w < 32; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n429.Load() < 300 && total.Load() < 10000 && time.Now().Before(deadline) && ctx.Err() == nil {
+				total.Add(1)
+				// No retry: each 429 must be one request, as each is one audit event.
+				err := rc.Get().AbsPath("/apis/coordination.k8s.io/v1/leases").MaxRetries(0).Do(ctx).Error()
+				var se *apierrors.StatusError
+				if errors.As(err, &se) && se.Status().Code == http.StatusTooManyRequests {
+					n429.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n429.Load() == 0 {
+		t.Errorf("no 429 after %d requests", total.Load())
+	}
+	return n429.Load()
+}
+
+func ptr[T any](v T) *T { return &v }
