@@ -165,8 +165,9 @@ type analyzer struct {
 	opts Options
 	p    *pipeline
 
-	from, to int64
-	totals   Totals
+	from, to   int64
+	wfrom, wto int64 // the same for watches only
+	totals     Totals
 
 	nodes     map[uint32]*nodeState
 	leases    map[[2]uint32]*leaseState
@@ -188,7 +189,7 @@ type analyzer struct {
 
 func newAnalyzer(in *interner, opts Options, p *pipeline) *analyzer {
 	a := &analyzer{in: in, opts: opts, p: p,
-		from: math.MaxInt64, to: math.MinInt64,
+		from: math.MaxInt64, to: math.MinInt64, wfrom: math.MaxInt64, wto: math.MinInt64,
 		nodes: map[uint32]*nodeState{}, leases: map[[2]uint32]*leaseState{},
 		talkers: map[talkerKey]*talkerStat{}, userThrot: map[uint32]*tseries{}, uaMinor: map[uint32]int{}}
 	a.idNodeLeaseNS = in.intern([]byte(kubeNodeLease))
@@ -223,11 +224,11 @@ func is2xx(code int16) bool { return code >= 200 && code < 300 }
 
 // process is called for every record in stageTimestamp order.
 func (a *analyzer) process(r *record) {
-	if r.Recv < a.from {
-		a.from = r.Recv
-	}
-	if r.Recv > a.to {
-		a.to = r.Recv
+	// The window is that of short requests: a watch that ends in the log began long before it.
+	if r.Verb != VerbWatch {
+		a.from, a.to = min(a.from, r.Recv), max(a.to, r.Recv)
+	} else {
+		a.wfrom, a.wto = min(a.wfrom, r.Recv), max(a.wto, r.Recv)
 	}
 	if r.Code == 429 {
 		a.totals.Throttled++

@@ -13,6 +13,9 @@ func (a *analyzer) report() (*Report, error) {
 	s := func(id uint32) string { return strs[id] }
 	rep := &Report{Filters: Filters{Node: a.opts.Node, Lease: a.opts.Lease, User: a.opts.User,
 		Since: a.opts.Since, Until: a.opts.Until}}
+	if a.from > a.to { // only watches
+		a.from, a.to = a.wfrom, a.wto
+	}
 	if a.from <= a.to {
 		rep.From, rep.To = time.Unix(0, a.from).UTC(), time.Unix(0, a.to).UTC()
 	}

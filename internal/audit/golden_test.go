@@ -1,0 +1,143 @@
+package audit
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/nodekeeper/nodekeeper/internal/audit/gen"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (run with -update after checking the change):\n%s", name, got)
+	}
+}
+
+func renderAll(t *testing.T, r *Report) (text, js []byte) {
+	t.Helper()
+	var tb, jb bytes.Buffer
+	if err := WriteText(&tb, r); err != nil {
+		t.Fatal(err)
+	}
+	enc := json.NewEncoder(&jb)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		t.Fatal(err)
+	}
+	return tb.Bytes(), jb.Bytes()
+}
+
+// The seed 001 document's events tell its story: kubernetes-admin deleted the Node with kubectl,
+// the garbage collector deleted the lease 30 ms later, the kubelet (i-04ccfd26e5c668ef8 at
+// 10.29.79.205) kept calling (GET 404), and a kubelet of 1.29 created its lease again, which it
+// only does once its Node exists.
+func TestGoldenSeed001(t *testing.T) {
+	r, err := analyzeFiles(t, Options{}, "testdata/seed001/events.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, js := renderAll(t, r)
+	golden(t, "seed001.txt", text)
+	golden(t, "seed001.json", js)
+
+	if len(r.NodeDeletions) != 1 {
+		t.Fatalf("deletions %+v", r.NodeDeletions)
+	}
+	d := r.NodeDeletions[0]
+	if d.Event.Actor.User != "kubernetes-admin" || d.Event.Actor.SourceIP != "221.154.70.216" ||
+		d.LeaseDeleted == nil || d.LeaseDeleted.After != 30121*time.Microsecond ||
+		d.LeaseDeleted.Actor.User != "system:serviceaccount:kube-system:generic-garbage-collector" {
+		t.Errorf("deletion %+v", d)
+	}
+	if len(r.Zombies) != 1 || r.Zombies[0].Identities[0] != "i-04ccfd26e5c668ef8" || r.Zombies[0].SourceIPs[0] != "10.29.79.205" {
+		t.Errorf("zombies %+v", r.Zombies)
+	}
+	if len(r.Leaks) != 0 {
+		t.Errorf("a 1.29 kubelet's lease create is no leak: %+v", r.Leaks)
+	}
+}
+
+// Narrowing the report leaves the analysis whole.
+func TestGoldenSeed001Filters(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{
+		{"seed001-user-gc.txt", Options{User: "system:serviceaccount:kube-system:generic-garbage-collector"}},
+		{"seed001-node-other.txt", Options{Node: "ip-10-29-104-121.ap-northeast-2.compute.internal"}},
+		{"seed001-node.txt", Options{Node: "ip-10-29-79-205.ap-northeast-2.compute.internal"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := analyzeFiles(t, tc.opts, "testdata/seed001/events.jsonl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			text, _ := renderAll(t, r)
+			golden(t, tc.name, text)
+		})
+	}
+}
+
+func scenarioReport(t *testing.T) (*Report, gen.Truth) {
+	t.Helper()
+	data, truth := genLog(t, gen.Config{Nodes: 30, Duration: 4 * time.Minute, Seed: 11, ThrottledClient: true})
+	r, err := AnalyzeReader("scenario.log", bytes.NewReader(data), Options{Top: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, truth
+}
+
+func TestGoldenScenario(t *testing.T) {
+	r, truth := scenarioReport(t)
+	text, js := renderAll(t, r)
+	golden(t, "scenario.txt", text)
+	golden(t, "scenario.json", js)
+	var zombies, leaked []string
+	for _, z := range r.Zombies {
+		zombies = append(zombies, z.Node)
+	}
+	for _, l := range r.Leaks {
+		if l.Status == LeakLeaked {
+			leaked = append(leaked, l.Name)
+		}
+	}
+	expectSame(t, "zombies", zombies, truth.Zombies)
+	expectSame(t, "leaks", leaked, truth.Leaked)
+	if r.Throttling.Throttled != truth.Throttled || r.Throttling.ByUser[0].User != truth.ThrottledUser {
+		t.Errorf("throttled %d by %+v, want %d by %s", r.Throttling.Throttled, r.Throttling.ByUser, truth.Throttled, truth.ThrottledUser)
+	}
+}
+
+func expectSame(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	sort.Strings(got)
+	sort.Strings(want)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("%s: got %v, want %v", what, got, want)
+	}
+}

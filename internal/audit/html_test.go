@@ -1,0 +1,147 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"image"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// chromium returns Debian's headless-capable browser, or skips the test saying how to get it.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("chromium is not installed (apt-get install chromium): the HTML page is not rendered")
+	return ""
+}
+
+func chromiumArgs(profile string, extra ...string) []string {
+	return append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync", "--no-first-run", "--user-data-dir=" + profile}, extra...)
+}
+
+// The page is self-contained: nothing in it can reach the network.
+func TestHTMLSelfContained(t *testing.T) {
+	r, _ := scenarioReport(t)
+	var b bytes.Buffer
+	if err := WriteHTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, bad := range []*regexp.Regexp{
+		regexp.MustCompile(`(?i)<script`), regexp.MustCompile(`(?i)<link`), regexp.MustCompile(`(?i)\s(src|href)\s*=`),
+		regexp.MustCompile(`(?i)url\(`), regexp.MustCompile(`(?i)@import`), regexp.MustCompile(`(?i)https?://`),
+	} {
+		if loc := bad.FindStringIndex(page); loc != nil {
+			t.Errorf("page has %q at %d: %s", bad.String(), loc[0], page[max(0, loc[0]-80):min(len(page), loc[1]+80)])
+		}
+	}
+	for _, want := range []string{"Timeline per node and lease", "Zombie kubelets", "Throttling over time", "<svg", "<polyline"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
+// Headless Chromium opens the page offline, lays it out with its timelines and chart, and takes a
+// screenshot that is not blank.
+func TestHTMLRendersInChromium(t *testing.T) {
+	browser := chromium(t)
+	r, truth := scenarioReport(t)
+	dir := t.TempDir()
+	page := filepath.Join(dir, "report.html")
+	f, err := os.Create(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(f, r); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	url := "file://" + page
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	// The DOM after layout holds every zombie node and the throttled user.
+	dom, err := exec.CommandContext(ctx, browser, chromiumArgs(filepath.Join(dir, "p1"), "--dump-dom", url)...).Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom: %v", err)
+	}
+	for _, z := range truth.Zombies {
+		if !bytes.Contains(dom, []byte(z)) {
+			t.Errorf("rendered page lacks zombie %s", z)
+		}
+	}
+	if !bytes.Contains(dom, []byte(truth.ThrottledUser)) {
+		t.Errorf("rendered page lacks the throttled user")
+	}
+
+	shot := filepath.Join(dir, "report.png")
+	out, err := exec.CommandContext(ctx, browser, chromiumArgs(filepath.Join(dir, "p2"),
+		"--hide-scrollbars", "--window-size=1200,1600", "--screenshot="+shot, url)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
+	}
+	pf, err := os.Open(shot)
+	if err != nil {
+		t.Fatalf("no screenshot: %v\n%s", err, out)
+	}
+	defer pf.Close()
+	img, err := png.Decode(pf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() != 1200 || b.Dy() != 1600 {
+		t.Fatalf("screenshot is %v", b)
+	}
+	// A laid-out page has text, tables and coloured marks: many distinct colours, and the
+	// red of the deletion marks and the amber of the zombie bars somewhere.
+	colours := map[[3]uint32]bool{}
+	reds, ambers := 0, 0
+	bnd := img.Bounds()
+	for y := bnd.Min.Y; y < bnd.Max.Y; y += 2 {
+		for x := bnd.Min.X; x < bnd.Max.X; x += 2 {
+			c := rgb(img, x, y)
+			colours[c] = true
+			if near(c, [3]uint32{0xc0, 0x39, 0x2b}) {
+				reds++
+			}
+			if near(c, [3]uint32{0xf5, 0xb0, 0x41}) || near(c, [3]uint32{0xf8, 0xc7, 0x7a}) {
+				ambers++
+			}
+		}
+	}
+	if len(colours) < 50 || reds == 0 || ambers == 0 {
+		t.Errorf("screenshot looks empty: %d colours, %d red, %d amber pixels", len(colours), reds, ambers)
+	}
+	if dst := os.Getenv("NODEKEEPER_AUDIT_SCREENSHOT"); dst != "" {
+		data, _ := os.ReadFile(shot)
+		os.WriteFile(dst, data, 0o644)
+	}
+}
+
+func rgb(img image.Image, x, y int) [3]uint32 {
+	r, g, b, _ := img.At(x, y).RGBA()
+	return [3]uint32{r >> 8, g >> 8, b >> 8}
+}
+
+func near(a, b [3]uint32) bool {
+	d := func(x, y uint32) uint32 {
+		if x > y {
+			return x - y
+		}
+		return y - x
+	}
+	return d(a[0], b[0]) < 24 && d(a[1], b[1]) < 24 && d(a[2], b[2]) < 24
+}
