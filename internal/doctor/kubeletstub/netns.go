@@ -159,7 +159,8 @@ func (n *Netns) Close() error {
 		}
 		// Normally gone with its peer; remove it if the namespace never got the peer.
 		if _, err := net.InterfaceByName(n.hostVeth); err == nil {
-			if err := run("ip", "link", "del", n.hostVeth); err != nil {
+			// It may vanish between the lookup and the delete (the kernel removes it with its peer).
+			if err := run("ip", "link", "del", n.hostVeth); err != nil && !strings.Contains(err.Error(), "Cannot find device") {
 				errs = append(errs, err)
 			}
 		}

@@ -1,0 +1,516 @@
+package doctor
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodekeeper/nodekeeper/internal/doctor/kubeletstub"
+	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
+	"github.com/nodekeeper/nodekeeper/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	flag.Parse() // testenv.Main reads testing.Verbose
+	testenv.Main(m, testenv.Options{}, &env)
+}
+
+// newStub creates the network namespace and n kubelet endpoints; both go away when the test ends,
+// also when it fails. Without root or iproute2 the test fails with the reason: the node proxy path
+// is the point of these tests and must not be skipped quietly.
+func newStub(t testing.TB, n int, body func(i int) []byte) (*kubeletstub.Netns, *kubeletstub.Server) {
+	t.Helper()
+	ns, err := kubeletstub.New()
+	if err != nil {
+		t.Fatalf("the node proxy test needs a network namespace: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := ns.Close(); err != nil {
+			t.Errorf("removing namespace %s: %v", ns.Name, err)
+		}
+	})
+	srv, err := kubeletstub.Start(ns, n, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	return ns, srv
+}
+
+func configz(t testing.TB, cfg map[string]any) []byte {
+	t.Helper()
+	b, err := kubeletstub.ConfigzBody(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// kubeletDefaults is what a real kubelet's /configz carries for the fields the checks read.
+func kubeletDefaults(maxPods int) map[string]any {
+	return map[string]any{
+		"registryPullQPS": 5, "registryBurst": 10, "serializeImagePulls": true, "maxPods": maxPods,
+		"kubeAPIQPS": 50, "kubeAPIBurst": 100, "podsPerCore": 0,
+	}
+}
+
+func serverVersion(t testing.TB, c kubernetes.Interface) *version.Version {
+	t.Helper()
+	sv, err := c.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := version.ParseGeneric(sv.GitVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func awsNodeDaemonSet(name string, image string, env map[string]string) *appsv1.DaemonSet {
+	labels := map[string]string{"k8s-app": name}
+	var envs []corev1.EnvVar
+	for k, v := range env {
+		envs = append(envs, corev1.EnvVar{Name: k, Value: v})
+	}
+	return &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system"},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "aws-node", Image: image, Env: envs}}},
+			},
+		},
+	}
+}
+
+func createDaemonSet(t testing.TB, c kubernetes.Interface, ds *appsv1.DaemonSet) {
+	t.Helper()
+	if _, err := c.AppsV1().DaemonSets(ds.Namespace).Create(context.Background(), ds, metav1.CreateOptions{FieldManager: "nodekeeper-test"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.AppsV1().DaemonSets(ds.Namespace).Delete(context.Background(), ds.Name, metav1.DeleteOptions{})
+	})
+}
+
+// byResource indexes "CODE:severity" lists by resource, for the resources a test owns.
+func byResource(rep *findings.Report, keep func(res string) bool) map[string][]string {
+	out := map[string][]string{}
+	for _, f := range rep.Findings() {
+		if keep(f.Resource) {
+			out[f.Resource] = append(out[f.Resource], f.Code+":"+f.Severity.String())
+		}
+	}
+	return out
+}
+
+func has(list []string, want ...string) bool {
+	for _, w := range want {
+		found := false
+		for _, l := range list {
+			if l == w {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// TestDoctorSeedCluster reproduces seed 002 on a real control plane: simulated kubelets whose
+// /configz is served from a network namespace and read through the API server's node proxy, an
+// aws-node DaemonSet with the customer's settings, a leaked lease and a zombie's lease.
+func TestDoctorSeedCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin := env.AdminClient()
+	sv := serverVersion(t, admin)
+	current := fmt.Sprintf("v%d.%d.0-eks-1", sv.Major(), sv.Minor())
+	previous := fmt.Sprintf("v%d.%d.3-eks-1", sv.Major(), sv.Minor()-1)
+
+	type node struct {
+		name    string
+		maxPods int32
+		version string
+		mode    kubeletsim.Mode
+		body    map[string]any
+		status  int
+	}
+	tuned := kubeletDefaults(20)
+	tuned["registryPullQPS"], tuned["registryBurst"], tuned["serializeImagePulls"] = 50, 100, false
+	nodes := []node{
+		// The seed's node: custom networking, max pods left at 110, default pull limits.
+		{name: "ip-10-61-0-1.ec2.internal", maxPods: 110, version: previous, body: kubeletDefaults(110)},
+		// A node configured the way AWS Support recommended.
+		{name: "ip-10-61-0-2.ec2.internal", maxPods: 20, version: current, body: tuned},
+		// A pre-1.29 kubelet whose /configz fails.
+		{name: "ip-10-61-0-3.ec2.internal", maxPods: 20, mode: kubeletsim.Legacy, version: kubeletsim.LegacyKubeletVersion, body: tuned, status: http.StatusServiceUnavailable},
+	}
+	ns, srv := newStub(t, len(nodes), func(i int) []byte { return configz(t, nodes[i].body) })
+	eps := srv.Endpoints()
+	eps[2].SetStatus(nodes[2].status)
+
+	fleet := kubeletsim.NewFleet(func(n string) *rest.Config { return env.UserConfig("system:node:"+n, "system:nodes") })
+	t.Cleanup(fleet.StopAll)
+	for i, n := range nodes {
+		if _, err := fleet.Start(ctx, kubeletsim.Config{
+			Name: n.name, Mode: n.mode, InstanceType: "m5.large", MaxPods: n.maxPods, KubeletVersion: n.version,
+			InternalIP: ns.NSIP, KubeletPort: int32(eps[i].Port),
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, n := range nodes {
+			_ = admin.CoreV1().Nodes().Delete(context.Background(), n.name, metav1.DeleteOptions{})
+		}
+	})
+
+	// A lease leaked three hours ago, and a zombie's: renewed now, no Node, no owner.
+	leaked, zombie := "ip-10-61-9-1.ec2.internal", "ip-10-61-9-2.ec2.internal"
+	if _, err := kubeletsim.SeedLeakedLease(ctx, admin, leaked, time.Now().Add(-3*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kubeletsim.SeedLeakedLease(ctx, admin, zombie, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, l := range []string{leaked, zombie} {
+			_ = admin.CoordinationV1().Leases("kube-node-lease").Delete(context.Background(), l, metav1.DeleteOptions{})
+		}
+	})
+
+	// The customer's self-managed VPC CNI: old, custom networking, no CLUSTER_ENDPOINT, and the
+	// IP cooldown turned off.
+	createDaemonSet(t, admin, awsNodeDaemonSet("aws-node-seed", "602401143452.dkr.ecr.us-east-1.amazonaws.com/amazon-k8s-cni:v1.12.0-eksbuild.1", map[string]string{
+		"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true", "WARM_ENI_TARGET": "1", "IP_COOLDOWN_PERIOD": "0",
+	}))
+
+	rep, err := Run(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-seed", Concurrency: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := byResource(rep, func(res string) bool {
+		return strings.Contains(res, "ip-10-61-") || strings.Contains(res, "aws-node-seed")
+	})
+	want := map[string][]string{
+		"node/" + nodes[0].name:               {"NK101:error", "NK201:warning", "NK202:info"},
+		"node/" + nodes[2].name:               {"NK205:skipped", "NK301:error", "NK302:warning"},
+		"lease/kube-node-lease/" + leaked:      {"NK313:warning"},
+		"lease/kube-node-lease/" + zombie:      {"NK312:error"},
+		"daemonset/kube-system/aws-node-seed": {"NK401:warning", "NK408:warning", "NK409:error", "NK410:error"},
+	}
+	for res, codes := range want {
+		if !has(got[res], codes...) || len(got[res]) != len(codes) {
+			t.Errorf("%s: got %v, want %v", res, got[res], codes)
+		}
+	}
+	if f := got["node/"+nodes[1].name]; len(f) != 0 {
+		t.Errorf("the well-configured node has findings %v", f)
+	}
+	// Exactly one configz request per node, through the API server's kubelet client identity.
+	for i, e := range eps {
+		if e.Hits() != 1 {
+			t.Errorf("node %s: %d configz requests, want 1", nodes[i].name, e.Hits())
+		}
+		for cn := range e.Clients() {
+			if cn != "kube-apiserver-kubelet-client" {
+				t.Errorf("node %s: configz requested by %q", nodes[i].name, cn)
+			}
+		}
+	}
+	for _, f := range rep.Findings() {
+		if f.Code == "NK101" && f.Resource == "node/"+nodes[0].name {
+			if !strings.Contains(f.Message, "kubelet allows 110 pods") || !strings.Contains(f.Message, "for 20") ||
+				!strings.Contains(strings.Join(f.Evidence, "\n"), "maxPods 110") {
+				t.Errorf("NK101: %s %v", f.Message, f.Evidence)
+			}
+		}
+		if f.Code == "NK205" && !strings.Contains(f.Message, "503") && !strings.Contains(f.Message, "unavailable") {
+			t.Errorf("NK205 does not say why: %s", f.Message)
+		}
+	}
+	if rep.Stats[StatConfigzRequests] < int64(len(nodes)) {
+		t.Errorf("stats: %v", rep.Stats)
+	}
+	if findings.ExitCode(rep.MaxSeverity()) != findings.ExitError {
+		t.Errorf("exit code %d", findings.ExitCode(rep.MaxSeverity()))
+	}
+}
+
+// TestDoctorWithoutPermissions runs doctor as a user who may read nodes and leases but not
+// nodes/proxy or /metrics: those checks become "skipped" findings and the run succeeds.
+func TestDoctorWithoutPermissions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin := env.AdminClient()
+	name := "ip-10-62-0-1.ec2.internal"
+	ns, srv := newStub(t, 1, func(int) []byte { return configz(t, kubeletDefaults(29)) })
+	fleet := kubeletsim.NewFleet(func(n string) *rest.Config { return env.UserConfig("system:node:"+n, "system:nodes") })
+	t.Cleanup(fleet.StopAll)
+	if _, err := fleet.Start(ctx, kubeletsim.Config{Name: name, InternalIP: ns.NSIP, KubeletPort: int32(srv.Endpoints()[0].Port)}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "nodekeeper-doctor-limited"},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list"}},
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"list"}},
+		},
+	}
+	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{FieldManager: "nodekeeper-test"}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "nodekeeper-doctor-limited"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: "doctor-limited"}},
+	}
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{FieldManager: "nodekeeper-test"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+		_ = admin.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
+	})
+	// RBAC changes reach the authorizer through an informer: wait until the role applies.
+	limited := env.UserConfig("doctor-limited")
+	lc := kubernetes.NewForConfigOrDie(limited)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := lc.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the limited user still cannot list nodes: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	rep, err := Run(ctx, limited, Options{})
+	if err != nil {
+		t.Fatalf("the run must not fail for missing permissions: %v", err)
+	}
+	var skipped []string
+	for _, f := range rep.Findings() {
+		if f.Severity == findings.Skipped {
+			skipped = append(skipped, f.Code+" "+f.Resource+" "+f.Message)
+		}
+	}
+	all := strings.Join(skipped, "\n")
+	for _, want := range []string{"NK205 nodes/proxy skipped: needs get on nodes/proxy", "NK502 apiserver skipped: needs get on the non-resource URL /metrics", "needs get on daemonsets"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("missing skipped finding %q in:\n%s", want, all)
+		}
+	}
+	if srv.TotalHits() != 0 {
+		t.Errorf("configz was requested %d times without permission", srv.TotalHits())
+	}
+	// The heartbeat and version checks still ran.
+	if s := sectionByName(rep, SectionHeartbeats); s == nil || s.Checked == 0 {
+		t.Error("heartbeats were not checked")
+	}
+}
+
+func sectionByName(rep *findings.Report, name string) *findings.Section {
+	for _, s := range rep.Sections() {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// TestDoctorAPFRejections makes the real API server reject requests (a priority level with one
+// seat and no queue for one user) and checks that doctor reports them from /metrics.
+func TestDoctorAPFRejections(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin := env.AdminClient()
+	pl := &flowcontrolv1.PriorityLevelConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "nodekeeper-test-tiny"},
+		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
+			Type: flowcontrolv1.PriorityLevelEnablementLimited,
+			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{
+				NominalConcurrencyShares: ptr.To[int32](1),
+				LendablePercent:          ptr.To[int32](0),
+				BorrowingLimitPercent:    ptr.To[int32](0),
+				LimitResponse:            flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject},
+			},
+		},
+	}
+	fs := &flowcontrolv1.FlowSchema{
+		ObjectMeta: metav1.ObjectMeta{Name: "nodekeeper-test-noisy"},
+		Spec: flowcontrolv1.FlowSchemaSpec{
+			PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: pl.Name},
+			MatchingPrecedence:         100,
+			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+				Subjects:         []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: "noisy-client"}}},
+				ResourceRules:    []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}, ClusterScope: true, Namespaces: []string{"*"}}},
+				NonResourceRules: []flowcontrolv1.NonResourcePolicyRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}},
+			}},
+		},
+	}
+	if _, err := admin.FlowcontrolV1().PriorityLevelConfigurations().Create(ctx, pl, metav1.CreateOptions{FieldManager: "nodekeeper-test"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.FlowcontrolV1().FlowSchemas().Create(ctx, fs, metav1.CreateOptions{FieldManager: "nodekeeper-test"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = admin.FlowcontrolV1().FlowSchemas().Delete(context.Background(), fs.Name, metav1.DeleteOptions{})
+		_ = admin.FlowcontrolV1().PriorityLevelConfigurations().Delete(context.Background(), pl.Name, metav1.DeleteOptions{})
+	})
+
+	// The noisy client may list Nodes: full Node objects make each request hold its seat a little.
+	grantNodeList(ctx, t, admin, "noisy-client")
+	noisyCfg := env.UserConfig("noisy-client")
+	noisyCfg.QPS, noisyCfg.Burst = -1, 0 // no client-side limit: let the server do the rejecting
+	noisy := kubernetes.NewForConfigOrDie(noisyCfg)
+	rejected := 0
+	for round := 0; round < 20 && rejected == 0; round++ {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for i := 0; i < 150; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// No client retries: client-go would otherwise wait out Retry-After and try again.
+				err := noisy.CoreV1().RESTClient().Get().Resource("nodes").MaxRetries(0).Do(ctx).Error()
+				if apierrors.IsTooManyRequests(err) {
+					mu.Lock()
+					rejected++
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	if rejected == 0 {
+		raw, _ := admin.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+		for _, l := range strings.Split(string(raw), "\n") {
+			if strings.Contains(l, "nodekeeper-test") && !strings.Contains(l, "_bucket") {
+				t.Log(l)
+			}
+		}
+		t.Fatal("the API server rejected no request of the noisy client")
+	}
+	rep, err := Run(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, f := range rep.Findings() {
+		if f.Code == "NK501" && f.Resource == "prioritylevelconfiguration/"+pl.Name {
+			found = strings.Contains(f.Message, fs.Name) && strings.Contains(f.Message, "rejected")
+			t.Logf("%s: %s (client saw %d 429s)", f.Resource, f.Message, rejected)
+		}
+	}
+	if !found {
+		t.Fatalf("no NK501 finding for %s in %v", pl.Name, rep.Findings())
+	}
+	if s := sectionByName(rep, SectionAPF); s == nil || s.Checked < 2 {
+		t.Errorf("APF section: %+v", s)
+	}
+}
+
+// grantNodeList lets user list Nodes and waits until the authorizer agrees.
+func grantNodeList(ctx context.Context, t *testing.T, admin kubernetes.Interface, user string) {
+	t.Helper()
+	name := "nodekeeper-test-" + user
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list"}}},
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: user}},
+	}
+	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{FieldManager: "nodekeeper-test"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{FieldManager: "nodekeeper-test"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = admin.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	c := kubernetes.NewForConfigOrDie(env.UserConfig(user))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
+		if err == nil || apierrors.IsTooManyRequests(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still cannot list nodes: %v", user, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestDoctorNoAWSNode: without the VPC CNI the capacity checks do not run, unless the mode is
+// given by flags.
+func TestDoctorNoAWSNode(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin := env.AdminClient()
+	name := "ip-10-63-0-1.ec2.internal"
+	ns, srv := newStub(t, 1, func(int) []byte { return configz(t, kubeletDefaults(29)) })
+	fleet := kubeletsim.NewFleet(func(n string) *rest.Config { return env.UserConfig("system:node:"+n, "system:nodes") })
+	t.Cleanup(fleet.StopAll)
+	if _, err := fleet.Start(ctx, kubeletsim.Config{Name: name, InternalIP: ns.NSIP, KubeletPort: int32(srv.Endpoints()[0].Port)}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+
+	rep, err := Run(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := byResource(rep, func(res string) bool { return strings.Contains(res, name) || strings.Contains(res, "aws-node-none") })
+	if !has(got["daemonset/kube-system/aws-node-none"], "NK411:info") || has(got["node/"+name], "NK101:error") {
+		t.Fatalf("got %v", got)
+	}
+	// With --custom-networking the 29-pod m5.large is over its 20 addresses.
+	rep, err = Run(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-none", CustomNetworking: ptr.To(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = byResource(rep, func(res string) bool { return strings.Contains(res, name) })
+	if !has(got["node/"+name], "NK101:error") {
+		t.Fatalf("with the flag: %v", got)
+	}
+	if srv.Endpoints()[0].Hits() != 2 {
+		t.Errorf("two runs, %d configz requests", srv.Endpoints()[0].Hits())
+	}
+}
+
