@@ -98,7 +98,7 @@ func awsNodeDaemonSet(name string, image string, env map[string]string) *appsv1.
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "aws-node", Image: image, Env: envs}}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "aws-node", Image: image, Env: envs}}},
 			},
 		},
 	}
@@ -219,8 +219,8 @@ func TestDoctorSeedCluster(t *testing.T) {
 	want := map[string][]string{
 		"node/" + nodes[0].name:               {"NK101:error", "NK201:warning", "NK202:info"},
 		"node/" + nodes[2].name:               {"NK205:skipped", "NK301:error", "NK302:warning"},
-		"lease/kube-node-lease/" + leaked:      {"NK313:warning"},
-		"lease/kube-node-lease/" + zombie:      {"NK312:error"},
+		"lease/kube-node-lease/" + leaked:     {"NK313:warning"},
+		"lease/kube-node-lease/" + zombie:     {"NK312:error"},
 		"daemonset/kube-system/aws-node-seed": {"NK401:warning", "NK408:warning", "NK409:error", "NK410:error"},
 	}
 	for res, codes := range want {
@@ -513,4 +513,3 @@ func TestDoctorNoAWSNode(t *testing.T) {
 		t.Errorf("two runs, %d configz requests", srv.Endpoints()[0].Hits())
 	}
 }
-
