@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -21,6 +22,11 @@ func Main(m *testing.M, opts Options, env **Env) {
 }
 
 func run(m *testing.M, opts Options, env **Env) int {
+	// testing.Verbose and the package's own flags need the command line parsed; m.Run would
+	// parse it too, but only after the control plane is up.
+	if !flag.Parsed() {
+		flag.Parse()
+	}
 	start := time.Now()
 	e, err := Start(context.Background(), opts)
 	if err != nil {
