@@ -121,6 +121,26 @@ type converter struct {
 	scratch []byte
 	since   int64 // events received before since or after until are dropped (0 = no bound)
 	until   int64
+	// Most events come from kubelets of one version about leases: one-entry caches for the
+	// user agent and the resource skip most string hashing, and the node name of a
+	// system:node: user is looked up by the user's ID.
+	uaCache, resCache, nsCache idCache
+	nodeOf                     map[uint32]uint32
+}
+
+type idCache struct {
+	key []byte
+	id  uint32
+	set bool
+}
+
+func (c *converter) cachedID(cache *idCache, b []byte) uint32 {
+	if cache.set && string(cache.key) == string(b) {
+		return cache.id
+	}
+	id := c.li.id(b)
+	cache.key, cache.id, cache.set = append(cache.key[:0], b...), id, true
+	return id
 }
 
 type convResult uint8
@@ -206,7 +226,15 @@ func (c *converter) convert(line []byte, exportTime int64, rec *record) (convRes
 	}
 	rec.User = c.li.id(user.Username)
 	if bytes.HasPrefix(user.Username, []byte(nodeUserPrefix)) {
-		rec.NodeOf = c.li.id(user.Username[len(nodeUserPrefix):])
+		n, ok := c.nodeOf[rec.User]
+		if !ok {
+			if c.nodeOf == nil {
+				c.nodeOf = map[uint32]uint32{}
+			}
+			n = c.li.id(user.Username[len(nodeUserPrefix):])
+			c.nodeOf[rec.User] = n
+		}
+		rec.NodeOf = n
 	}
 	switch {
 	case len(user.SessionName) > 0:
@@ -216,7 +244,7 @@ func (c *converter) convert(line []byte, exportTime int64, rec *record) (convRes
 	case len(user.CredentialID) > 0:
 		rec.Ident = c.li.id(user.CredentialID)
 	}
-	rec.UA = c.li.id(ev.UserAgent)
+	rec.UA = c.cachedID(&c.uaCache, ev.UserAgent)
 	rec.IP = c.li.id(ev.SourceIP)
 
 	o := &ev.ObjectRef
@@ -225,11 +253,11 @@ func (c *converter) convert(line []byte, exportTime int64, rec *record) (convRes
 			c.scratch = append(append(append(c.scratch[:0], o.Resource...), '/'), o.Subresource...)
 			rec.Res = c.li.id(c.scratch)
 		} else {
-			rec.Res = c.li.id(o.Resource)
+			rec.Res = c.cachedID(&c.resCache, o.Resource)
 			switch {
 			case string(o.Resource) == "leases" && string(o.APIGroup) == "coordination.k8s.io":
 				rec.Flags |= flagLease
-				rec.NS = c.li.id(o.Namespace)
+				rec.NS = c.cachedID(&c.nsCache, o.Namespace)
 				rec.Name = c.li.id(o.Name)
 			case string(o.Resource) == "nodes" && len(o.APIGroup) == 0:
 				rec.Flags |= flagNode

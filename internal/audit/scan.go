@@ -2,7 +2,9 @@ package audit
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -23,6 +25,15 @@ var (
 // maxDepth bounds the nesting of skipped values; encoding/json uses 10000 too.
 const maxDepth = 10000
 
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// hasZeroByte marks (high bit set) the bytes of x that are zero; only the lowest mark is
+// exact, which is the one the callers use.
+func hasZeroByte(x uint64) uint64 { return (x - lsb) &^ x & msb }
+
 func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 func skipWS(b []byte, i int) int {
@@ -35,23 +46,42 @@ func skipWS(b []byte, i int) int {
 // stringEnd returns the index just past the closing quote of the string starting at b[i]=='"',
 // or -1 when the string is not terminated.
 func stringEnd(b []byte, i int) int {
+	end, _ := stringEndEsc(b, i)
+	return end
+}
+
+// stringEndEsc is stringEnd that also tells whether the string holds escapes. It looks at
+// eight bytes at a time for a quote or a backslash (SWAR); a backslash skips the byte it
+// escapes.
+func stringEndEsc(b []byte, i int) (int, bool) {
 	j := i + 1
-	for {
-		k := bytes.IndexByte(b[j:], '"')
-		if k < 0 {
-			return -1
+	esc := false
+	for j+8 <= len(b) {
+		x := binary.LittleEndian.Uint64(b[j:])
+		m := hasZeroByte(x^('"'*lsb)) | hasZeroByte(x^('\\'*lsb))
+		if m == 0 {
+			j += 8
+			continue
 		}
-		q := j + k
-		// The quote is escaped when an odd number of backslashes precedes it.
-		n := 0
-		for p := q - 1; p > i && b[p] == '\\'; p-- {
-			n++
+		k := j + bits.TrailingZeros64(m)/8
+		if b[k] == '"' {
+			return k + 1, esc
 		}
-		if n%2 == 0 {
-			return q + 1
-		}
-		j = q + 1
+		esc = true
+		j = k + 2
 	}
+	for j < len(b) {
+		switch b[j] {
+		case '"':
+			return j + 1, esc
+		case '\\':
+			esc = true
+			j += 2
+			continue
+		}
+		j++
+	}
+	return -1, esc
 }
 
 // readString reads the string value at b[i] (which must be '"'); it returns the contents
@@ -68,12 +98,12 @@ func readString(b []byte, i int, arena *[]byte) ([]byte, int, error) {
 		}
 		return nil, i, errType
 	}
-	end := stringEnd(b, i)
+	end, esc := stringEndEsc(b, i)
 	if end < 0 {
 		return nil, i, errUnexpectedEnd
 	}
 	raw := b[i+1 : end-1]
-	if bytes.IndexByte(raw, '\\') < 0 {
+	if !esc {
 		if !validStringBytes(raw) {
 			return nil, i, errSyntax
 		}
@@ -90,8 +120,17 @@ func readString(b []byte, i int, arena *[]byte) ([]byte, int, error) {
 
 // validStringBytes rejects raw control characters, which JSON forbids inside strings.
 func validStringBytes(raw []byte) bool {
-	for _, c := range raw {
-		if c < 0x20 {
+	i := 0
+	for ; i+8 <= len(raw); i += 8 {
+		x := binary.LittleEndian.Uint64(raw[i:])
+		// A byte below 0x20 borrows when 0x20 is subtracted from it (bytes >= 0x80 are
+		// excluded by &^x); the test is exact for "any byte".
+		if (x-0x20*lsb)&^x&msb != 0 {
+			return false
+		}
+	}
+	for ; i < len(raw); i++ {
+		if raw[i] < 0x20 {
 			return false
 		}
 	}
@@ -391,12 +430,12 @@ func (w *objectWalker) readKey(b []byte, i int) (int, error) {
 	if b[i] != '"' {
 		return i, errSyntax
 	}
-	end := stringEnd(b, i)
+	end, esc := stringEndEsc(b, i)
 	if end < 0 {
 		return i, errUnexpectedEnd
 	}
 	w.key = b[i+1 : end-1]
-	if bytes.IndexByte(w.key, '\\') >= 0 {
+	if esc {
 		kb, err := unescape(w.kbuf[:0], w.key)
 		if err != nil {
 			return i, err
