@@ -65,6 +65,9 @@ func replicaMain() int {
 		return 2
 	}
 	cfg.QPS, cfg.Burst = rc.QPS, rc.Burst
+	if rc.QPS == 0 {
+		cfg.QPS = -1 // as `nodekeeper controller --qps 0`: no client-side limit
+	}
 	var mu sync.Mutex
 	var out io.Writer = io.Discard
 	if rc.DecisionsFile != "" {

@@ -275,8 +275,8 @@ var (
 	buildErr  error
 )
 
-// binary builds cmd/nodekeeper once for the CLI tests.
-func binary(t *testing.T) string {
+// binary builds cmd/nodekeeper once for the CLI tests and benchmarks.
+func binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "nodekeeper-gc-bin-")
@@ -349,14 +349,9 @@ func TestCLI(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
-		var doc struct {
-			DryRun   bool                    `json:"dryRun"`
-			Classes  map[string]int          `json:"classes"`
-			Outcomes map[deleter.Outcome]int `json:"outcomes"`
-			Results  []Result                `json:"results"`
-		}
-		if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
-			t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
+		doc, err := parseReport([]byte(stdout))
+		if err != nil {
+			t.Fatal(err)
 		}
 		if !doc.DryRun || doc.Classes["leaked"] != 5 || doc.Outcomes[deleter.WouldDelete] != 5 || len(doc.Results) != 5 {
 			t.Errorf("report %+v", doc)
@@ -432,4 +427,22 @@ func grantReadOnly(t *testing.T, user string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatal("read-only RBAC did not take effect")
+}
+
+// gcDoc is the part of `nodekeeper gc -o json` the tests read.
+type gcDoc struct {
+	DryRun   bool                    `json:"dryRun"`
+	Classes  map[string]int          `json:"classes"`
+	Outcomes map[deleter.Outcome]int `json:"outcomes"`
+	Requests int                     `json:"requests"`
+	Seconds  float64                 `json:"durationSeconds"`
+	Results  []Result                `json:"results"`
+}
+
+func parseReport(b []byte) (gcDoc, error) {
+	var d gcDoc
+	if err := json.Unmarshal(b, &d); err != nil {
+		return d, fmt.Errorf("gc report is not JSON: %w\n%.2000s", err, b)
+	}
+	return d, nil
 }
