@@ -450,3 +450,22 @@ func FuzzAnalyze(f *testing.F) {
 		_, _ = Analyze(bytes.NewReader(data), "fuzz", Options{Limits: Limits{MaxMemberSize: 1 << 20, MaxTotalSize: 4 << 20, MaxMembers: 1000}, Now: testNow})
 	})
 }
+
+// TestDocsListEveryRule keeps docs/bundle.md in step with the bundle's rules.
+func TestDocsListEveryRule(t *testing.T) {
+	data, err := os.ReadFile("../../docs/bundle.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	for _, r := range []findings.Rule{RulePullQPS, RuleLeaseOwner, RuleNodeStatus, RuleIPAMDRefused, RuleIPAMDAPIServer, RuleEC2Throttle, RuleIODelay, RuleHostname, RuleIptablesFlush, RuleDocker, RuleMissing} {
+		if !strings.Contains(doc, "| "+r.Code+" | `"+r.Name+"` | "+r.Severity.String()+" |") {
+			t.Errorf("docs/bundle.md lacks the row for %s %s (%s)", r.Code, r.Name, r.Severity)
+		}
+	}
+	for _, r := range findings.Rules() {
+		if strings.HasPrefix(r.Code, "NK6") && !strings.Contains(doc, r.Code) {
+			t.Errorf("docs/bundle.md does not mention %s", r.Code)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -252,5 +253,24 @@ func TestCheckHeartbeats(t *testing.T) {
 	want := []string{"NK311:warning", "NK312:error", "NK313:warning", "NK314:info", "NK315:info", "NK316:warning"}
 	if !eq(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+// TestDocsListEveryRule keeps docs/doctor.md in step with the rule catalog.
+func TestDocsListEveryRule(t *testing.T) {
+	data, err := os.ReadFile("../../docs/doctor.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	n := 0
+	for _, r := range findings.Rules() {
+		n++
+		if !strings.Contains(doc, "| "+r.Code+" | `"+r.Name+"` | "+r.Section+" | "+r.Severity.String()+" |") {
+			t.Errorf("docs/doctor.md lacks the row for %s %s (%s, %s)", r.Code, r.Name, r.Section, r.Severity)
+		}
+	}
+	if n < 30 {
+		t.Errorf("only %d rules registered", n)
 	}
 }

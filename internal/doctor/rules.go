@@ -197,7 +197,7 @@ var (
 	})
 	RuleCustomNoMaxPods = findings.Define(findings.Rule{
 		Code: "NK409", Name: "custom-networking-max-pods", Section: SectionAWSNode, Severity: findings.Error,
-		Title:       "custom networking enabled but nodes keep a max pods computed without it",
+		Title:       "custom networking enabled but nodes allow more pods than it leaves addresses for",
 		Remediation: "with custom networking one ENI carries no pod addresses: lower max pods (bootstrap --use-max-pods false --kubelet-extra-args --max-pods=N, nodeadm maxPods, Karpenter reservedENIs: 1)",
 		DocURL:      docCustomNetwork,
 	})
