@@ -292,7 +292,7 @@ func (c *converter) convert(line []byte, exportTime int64, rec *record) (convRes
 			}
 		}
 		rec.Aux = aux
-	} else if rec.Flags&flagLease != 0 && (rec.Verb == VerbUpdate || rec.Verb == VerbPatch) && rec.Code == 200 && ev.ResponseObject != nil {
+	} else if rec.Flags&flagLease != 0 && (rec.Verb == VerbUpdate || rec.Verb == VerbPatch) && rec.Code == 200 && (ev.ResponseObject != nil || ev.RequestObject != nil) {
 		// A renewal whose response shows the owner tells the analysis that an ownerless
 		// lease was adopted; only the flag is kept, no aux.
 		if owners, known := ownerReferences(ev, rec.Verb); known && owners != "" {
