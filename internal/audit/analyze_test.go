@@ -231,9 +231,9 @@ func TestSeriesFoldsLongPeriods(t *testing.T) {
 	// One event per minute over 30 days: the series must fold into wide buckets and keep every count.
 	n := 30 * 24 * 60
 	for i := 0; i < n; i++ {
-		s.at(start + int64(i)*int64(time.Minute)).Requests++
+		s.at(start+int64(i)*int64(time.Minute)).Requests++
 	}
-	s.at(start - int64(time.Hour)).Requests++ // an early straggler extends it to the left
+	s.at(start-int64(time.Hour)).Requests++ // an early straggler extends it to the left
 	if len(s.b) > seriesMaxBuckets {
 		t.Fatalf("%d buckets", len(s.b))
 	}
