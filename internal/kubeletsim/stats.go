@@ -29,7 +29,8 @@ type Stats struct {
 	NodeListWatch int64
 	// NotFound counts every 404; Errors transport errors and 429/5xx answers.
 	NotFound, Errors int64
-	// HeartbeatFailures counts the lease controller's onRepeatedHeartbeatFailure callbacks.
+	// HeartbeatFailures counts the kubelet's onRepeatedHeartbeatFailure callbacks: repeated
+	// failures within one lease renewal or one node status sync.
 	HeartbeatFailures int64
 }
 
