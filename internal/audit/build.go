@@ -178,11 +178,32 @@ func (a *analyzer) report() (*Report, error) {
 
 	a.buildTalkers(rep, s)
 	a.buildTimeline(rep, s)
+	// Empty lists are [] in JSON, not null: consumers iterate without checks.
+	rep.NodeDeletions = nonNil(rep.NodeDeletions)
+	rep.Leases = nonNil(rep.Leases)
+	rep.Leaks = nonNil(rep.Leaks)
+	rep.Zombies = nonNil(rep.Zombies)
+	rep.TopByRequests = nonNil(rep.TopByRequests)
+	rep.TopByLatency = nonNil(rep.TopByLatency)
+	rep.Throttling.ByKey = nonNil(rep.Throttling.ByKey)
+	rep.Throttling.ByUser = nonNil(rep.Throttling.ByUser)
+	for i := range rep.Zombies {
+		rep.Zombies[i].SourceIPs = nonNil(rep.Zombies[i].SourceIPs)
+		rep.Zombies[i].UserAgents = nonNil(rep.Zombies[i].UserAgents)
+		rep.Zombies[i].Calls = nonNil(rep.Zombies[i].Calls)
+	}
 	rep.Totals.Throttled = t.Throttled
 	if len(errs) > 0 {
 		return rep, errors.Join(errs...)
 	}
 	return rep, nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 func ts(ns int64) time.Time { return time.Unix(0, ns).UTC() }

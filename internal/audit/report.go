@@ -4,8 +4,8 @@ import "time"
 
 // Report is everything `nodekeeper audit` found. Its JSON form is the -o json output.
 type Report struct {
-	From    time.Time     `json:"from"` // earliest requestReceivedTimestamp counted
-	To      time.Time     `json:"to"`   // latest
+	From    time.Time     `json:"from,omitzero"` // earliest requestReceivedTimestamp counted (watches aside)
+	To      time.Time     `json:"to,omitzero"`   // latest
 	Filters Filters       `json:"filters"`
 	Inputs  []SourceStats `json:"inputs"`
 	Totals  Totals        `json:"totals"`
