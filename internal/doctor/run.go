@@ -344,7 +344,8 @@ func (r *runner) getConfigz(ctx context.Context, node string) configzResult {
 	r.configz.Add(1)
 	raw, err := r.rest.Get().AbsPath("/api/v1/nodes", node, "proxy", "configz").MaxRetries(0).DoRaw(ctx)
 	switch {
-	case apierrors.IsForbidden(err):
+	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "nodes/proxy"):
+		// RBAC's denial names the resource; other 403s come from the path to the kubelet.
 		return configzResult{err: "forbidden: needs get on nodes/proxy"}
 	case err != nil:
 		msg := err.Error()

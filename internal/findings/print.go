@@ -309,10 +309,10 @@ func PrintJUnit(w io.Writer, r *Report) error {
 			}
 			suite.Cases = append(suite.Cases, c)
 		}
-		if passed := s.Checked - len(withFindings); passed > 0 || len(s.Findings) == 0 {
-			if passed < 0 {
-				passed = 0
-			}
+		switch passed := s.Checked - len(withFindings); {
+		case s.Checked == 0 && len(s.Findings) == 0:
+			suite.Cases = append(suite.Cases, junitCase{Name: "nothing to check", Classname: class})
+		case passed > 0:
 			suite.Cases = append(suite.Cases, junitCase{Name: fmt.Sprintf("%d of %d resources without findings", passed, s.Checked), Classname: class})
 		}
 		suite.Tests = len(suite.Cases)
