@@ -67,6 +67,10 @@ func writeBenchLog(tb testing.TB, dir string, size int64) (string, gen.Truth) {
 	if err == nil {
 		err = w.Flush()
 	}
+	if err == nil {
+		// Write back now, so that the disk is quiet while jq and the analysis read the file.
+		err = f.Sync()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

