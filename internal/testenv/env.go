@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -49,6 +50,9 @@ type Options struct {
 	// AuditPolicy, when set, is an audit.k8s.io/v1 Policy in YAML; the API server then writes
 	// one JSON audit event per line to AuditLogPath.
 	AuditPolicy string
+	// EgressAllowed are the networks the API server may connect to when it proxies to a node
+	// (node proxy, logs, exec); nil means DefaultEgressAllowed. Every other destination is refused.
+	EgressAllowed []netip.Prefix
 	// StartTimeout bounds the whole start; zero means two minutes.
 	StartTimeout time.Duration
 }
@@ -66,6 +70,7 @@ type Env struct {
 	api      *process
 	kcm      *process
 	admin    *rest.Config
+	egress   *egressGuard
 	stopOnce sync.Once
 
 	mu        sync.Mutex
@@ -202,6 +207,18 @@ func (e *Env) configureAPIServer(opts Options) error {
 	if err != nil {
 		return err
 	}
+	allowed := opts.EgressAllowed
+	if allowed == nil {
+		allowed = DefaultEgressAllowed
+	}
+	socket := e.path("egress.sock")
+	if e.egress, err = startEgressGuard(socket, allowed); err != nil {
+		return err
+	}
+	egressConfig, err := e.writeFile("egress-selector.yaml", []byte(egressSelectorConfig(socket)))
+	if err != nil {
+		return err
+	}
 	saKey := e.path("sa.key")
 	if err := writeServiceAccountKey(saKey); err != nil {
 		return err
@@ -224,7 +241,9 @@ func (e *Env) configureAPIServer(opts Options) error {
 		"--endpoint-reconciler-type=none",
 		"--kubelet-client-certificate=" + kcCertFile,
 		"--kubelet-client-key=" + kcKeyFile,
-		"--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
+		// Only IP addresses: a host name would make the API server resolve EKS-style names.
+		"--kubelet-preferred-address-types=InternalIP",
+		"--egress-selector-config-file=" + egressConfig,
 		"--profiling=false",
 		"--goaway-chance=0",
 		"--cert-dir=" + e.path("apiserver-certs"),
@@ -364,11 +383,18 @@ func (e *Env) Stop() {
 				p.stop(10 * time.Second)
 			}
 		}
+		if e.egress != nil {
+			e.egress.close()
+		}
 		if e.dir != "" {
 			_ = os.RemoveAll(e.dir)
 		}
 	})
 }
+
+// RefusedEgress lists the host:port targets the API server tried to reach outside EgressAllowed
+// (each refused without a packet sent), so tests can assert that nothing tried to leave.
+func (e *Env) RefusedEgress() []string { return e.egress.refusedTargets() }
 
 // PIDs returns the process IDs of the running components (for leak checks).
 func (e *Env) PIDs() []int {

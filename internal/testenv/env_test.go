@@ -119,3 +119,35 @@ func TestIdentitiesAndAudit(t *testing.T) {
 		t.Fatalf("lease after API server restart: %v", err)
 	}
 }
+
+// TestNodeProxyNeverLeavesTheMachine proves the egress guard: a Node with a realistic EKS address
+// cannot make the API server connect anywhere; the attempt is refused before any packet is sent.
+func TestNodeProxyNeverLeavesTheMachine(t *testing.T) {
+	ctx := context.Background()
+	env, err := Start(ctx, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Stop()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ip-10-1-2-3.us-west-2.compute.internal"}}
+	admin := env.AdminClient()
+	node, err = admin.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node.Status.Addresses = []corev1.NodeAddress{
+		{Type: corev1.NodeInternalIP, Address: "10.1.2.3"},
+		{Type: corev1.NodeHostName, Address: node.Name},
+	}
+	node.Status.DaemonEndpoints.KubeletEndpoint.Port = 10250
+	if _, err := admin.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = admin.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node.Name, "proxy", "configz").DoRaw(ctx)
+	if err == nil {
+		t.Fatal("node proxy to 10.1.2.3 succeeded; it must be refused")
+	}
+	if got := env.RefusedEgress(); len(got) != 1 || got[0] != "10.1.2.3:10250" {
+		t.Fatalf("refused egress: got %v, want [10.1.2.3:10250] (err from proxy: %v)", got, err)
+	}
+}
