@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs the benchmarks the issues name, one package at a time (each starts its own real control
+# plane on 127.0.0.1, and on two cores they must not compete), and prints their figures.
+# Select some with BENCH="gc controller" (names below); all by default. Output is also kept in
+# bin/bench/<name>.txt.
+#
+#   capacity   kubeletsim: largest number of simulated kubelets that keeps every node Ready
+#   gc         nodekeeper gc vs the raw parallel DELETE rate vs the seed's kubectl|jq|xargs pipeline
+#   controller controller convergence on 20,000 leaked leases, RSS metadata vs full Nodes, idle LISTs
+#   leases     nodekeeper leases -A vs kubectl get lease -A over 100,000 leases (time, peak RSS)
+#   audit      audit analysis throughput vs jq on a >= 1 GB log, peak RSS at 1 GB and 4 GB
+#   doctor     doctor on 2,000 simulated nodes through the real node proxy
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export PATH="$PATH:$PWD/bin/controlplane"
+mkdir -p bin/bench
+
+declare -A cmd=(
+  [capacity]="./internal/kubeletsim -bench Capacity -timeout 90m"
+  [gc]="./internal/gc -bench GCvsRaw -timeout 60m"
+  [controller]="./internal/controller -bench . -timeout 90m"
+  [leases]="./internal/leasesview/clustertest -bench LeasesVersusKubectl -timeout 60m"
+  [audit]="./internal/audit -bench . -timeout 60m"
+  [doctor]="./internal/doctor -bench Doctor2000 -timeout 30m"
+)
+order=(gc controller leases audit doctor capacity)
+selected=(${BENCH:-${order[*]}})
+
+for name in "${selected[@]}"; do
+  [[ -n ${cmd[$name]:-} ]] || { echo "unknown benchmark $name (choose from: ${order[*]})" >&2; exit 2; }
+  echo "=== $name: go test -run '^\$' -benchtime 1x ${cmd[$name]}"
+  # shellcheck disable=SC2086
+  go test -run '^$' -benchtime 1x ${cmd[$name]} 2>&1 | tee "bin/bench/$name.txt"
+done
