@@ -1,10 +1,12 @@
 package leasesview
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/liggitt/tabwriter"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,11 +66,8 @@ func Print(w io.Writer, r *Report, o PrintOptions) error {
 	}
 	now := r.GeneratedAt.Time
 	wide := o.Format == FormatWide
-	// One tab writer per table: kubectl's writer remembers column widths across flushes, which
-	// would stretch every table to the widest one. Each writes straight to w (no copy of the
-	// table text is built first: at 100,000 leases that would be megabytes held twice).
 	tables := 0
-	table := func(rows int, fill func(tw io.Writer)) error {
+	table := func(rows int, header []string, row func(i int) (string, []string)) error {
 		if rows == 0 {
 			return nil
 		}
@@ -79,26 +78,34 @@ func Print(w io.Writer, r *Report, o PrintOptions) error {
 			}
 		}
 		tables++
-		tw := printers.GetNewTabWriter(w)
-		fill(tw)
-		return tw.Flush()
+		withNS := func(ns string, cells []string) []string {
+			if !o.AllNamespaces {
+				return cells
+			}
+			return append([]string{ns}, cells...)
+		}
+		n, first := rows, 0
+		if !o.NoHeaders {
+			n, first = rows+1, 1
+		}
+		return writeAligned(w, n, func(i int) []string {
+			if i < first {
+				return withNS("NAMESPACE", header)
+			}
+			ns, cells := row(i - first)
+			return withNS(ns, cells)
+		})
 	}
 	for _, sec := range sections {
-		rows := 0
+		var idx []int
 		for i := range r.Items {
 			if sectionOf(r.Items[i].Class) == sec.kind {
-				rows++
+				idx = append(idx, i)
 			}
 		}
-		err := table(rows, func(tw io.Writer) {
-			if !o.NoHeaders {
-				writeRow(tw, o.AllNamespaces, "NAMESPACE", sec.header(wide))
-			}
-			for i := range r.Items {
-				if it := &r.Items[i]; sectionOf(it.Class) == sec.kind {
-					writeRow(tw, o.AllNamespaces, it.Namespace, sec.row(it, now, wide))
-				}
-			}
+		err := table(len(idx), sec.header(wide), func(i int) (string, []string) {
+			it := &r.Items[idx[i]]
+			return it.Namespace, sec.row(it, now, wide)
 		})
 		if err != nil {
 			return err
@@ -108,15 +115,10 @@ func Print(w io.Writer, r *Report, o PrintOptions) error {
 	if showCandidates(r) {
 		candidates = len(r.LeaseCandidates)
 	}
-	err := table(candidates, func(tw io.Writer) {
-		if !o.NoHeaders {
-			writeRow(tw, o.AllNamespaces, "NAMESPACE", []string{"LEASECANDIDATE", "LEASE", "BINARY", "EMULATION", "STRATEGY", "RENEWED", "PINGED"})
-		}
-		for i := range r.LeaseCandidates {
-			c := &r.LeaseCandidates[i]
-			writeRow(tw, o.AllNamespaces, c.Namespace, []string{c.Name, c.LeaseName, orNone(c.BinaryVersion),
-				orNone(c.EmulationVersion), orNone(c.Strategy), ago(c.RenewTime, now), ago(c.PingTime, now)})
-		}
+	err := table(candidates, []string{"LEASECANDIDATE", "LEASE", "BINARY", "EMULATION", "STRATEGY", "RENEWED", "PINGED"}, func(i int) (string, []string) {
+		c := &r.LeaseCandidates[i]
+		return c.Namespace, []string{c.Name, c.LeaseName, orNone(c.BinaryVersion),
+			orNone(c.EmulationVersion), orNone(c.Strategy), ago(c.RenewTime, now), ago(c.PingTime, now)}
 	})
 	if err != nil {
 		return err
@@ -206,6 +208,56 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// Column layout of kubectl's tables (k8s.io/cli-runtime/pkg/printers.GetNewTabWriter).
+const (
+	tableMinWidth = 6
+	tablePadding  = 3
+)
+
+// writeAligned writes n rows exactly as kubectl's tab writer lays them out — every column but the
+// last padded to its widest cell plus three spaces, at least six — but computes the widths in a
+// first pass over the rows instead of buffering the whole table: row(i) is called twice per row.
+// Tabs and line breaks inside a cell (a holder identity can contain anything) become spaces so that
+// they cannot break the layout.
+func writeAligned(w io.Writer, n int, row func(i int) []string) error {
+	var widths []int
+	for i := 0; i < n; i++ {
+		cells := row(i)
+		for c := 0; c < len(cells)-1; c++ {
+			if c == len(widths) {
+				widths = append(widths, tableMinWidth)
+			}
+			if cw := utf8.RuneCountInString(cleanCell(cells[c])) + tablePadding; cw > widths[c] {
+				widths[c] = cw
+			}
+		}
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	for i := 0; i < n; i++ {
+		cells := row(i)
+		for c, cell := range cells {
+			cell = cleanCell(cell)
+			bw.WriteString(cell)
+			if c < len(cells)-1 {
+				for pad := widths[c] - utf8.RuneCountInString(cell); pad > 0; pad-- {
+					bw.WriteByte(' ')
+				}
+			}
+		}
+		bw.WriteByte('\n')
+	}
+	return bw.Flush()
+}
+
+var cellCleaner = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ", "\v", " ", "\f", " ")
+
+func cleanCell(s string) string {
+	if strings.ContainsAny(s, "\t\n\r\v\f") {
+		return cellCleaner.Replace(s)
+	}
+	return s
 }
 
 func writeRow(w io.Writer, withNS bool, ns string, cells []string) {
@@ -531,6 +583,9 @@ func (p *WatchPrinter) Change(c *Change) error {
 }
 
 func (p *WatchPrinter) writeChangeRow(when, typ, ns string, cells []string) {
+	for i := range cells {
+		cells[i] = cleanCell(cells[i])
+	}
 	fmt.Fprint(p.tw, when, "\t", typ, "\t")
 	writeRow(p.tw, p.o.AllNamespaces, ns, cells)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,8 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodekeeper/nodekeeper/internal/lease"
@@ -254,5 +257,51 @@ func TestValidation(t *testing.T) {
 	}
 	if len(ClassNames()) != len(lease.Classes()) || ClassNames()[0] != "leaked" {
 		t.Errorf("ClassNames = %v", ClassNames())
+	}
+}
+
+// TestWriteAlignedMatchesKubectlTabWriter: the two-pass writer lays tables out exactly as
+// kubectl's tab writer does, including wide unicode-free and multi-byte cells and short columns.
+func TestWriteAlignedMatchesKubectlTabWriter(t *testing.T) {
+	tables := [][][]string{
+		{{"A", "B"}, {"x", "y"}},
+		{{"NAME", "CLASS", "REASON"}, {"ip-10-0-0-1", "healthy", "fine"}, {"ä-ü-ö", "zombie", "ünïcödé reason"}},
+		{{"only"}},
+		{{"", "", ""}, {"a", "", "c"}},
+		{{"NAMESPACE", "NAME"}, {"kube-system", strings.Repeat("x", 300)}},
+	}
+	for i, rows := range tables {
+		var want, got bytes.Buffer
+		tw := printers.GetNewTabWriter(&want)
+		for _, r := range rows {
+			fmt.Fprintln(tw, strings.Join(r, "\t"))
+		}
+		if err := tw.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeAligned(&got, len(rows), func(j int) []string { return rows[j] }); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() {
+			t.Errorf("table %d:\n--- got\n%q\n--- want\n%q", i, got.String(), want.String())
+		}
+	}
+}
+
+// TestControlCharactersCannotBreakTheTable: a holder identity is free text; a tab or newline in
+// it must not shift columns or start a row.
+func TestControlCharactersCannotBreakTheTable(t *testing.T) {
+	r := fixtureReport(fixedOptions())
+	for i := range r.Items {
+		if r.Items[i].Class == lease.Leader {
+			r.Items[i].Holder = ptr.To("evil\tholder\nkube-node-lease   fake-row   healthy")
+		}
+	}
+	var out bytes.Buffer
+	if err := Print(&out, r, PrintOptions{AllNamespaces: true}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "\t") || strings.Contains(out.String(), "\nkube-node-lease   fake-row") {
+		t.Errorf("control characters leaked into the table:\n%s", out.String())
 	}
 }

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -213,15 +215,61 @@ func TestNodeClasses(t *testing.T) {
 	}
 }
 
-// TestClassesTheGarbageCollectorResolves: stale-owner and owner-missing last only until the
-// garbage collector acts, so they are checked on a control plane without kube-controller-manager.
-func TestClassesTheGarbageCollectorResolves(t *testing.T) {
+// TestWithoutControllerManager uses a second control plane: one without kube-controller-manager,
+// because stale-owner and owner-missing last only until its garbage collector acts, and with the
+// (beta, off by default) LeaseCandidate API served.
+func TestWithoutControllerManager(t *testing.T) {
 	ctx := context.Background()
-	e, err := testenv.Start(ctx, testenv.Options{})
+	e, err := testenv.Start(ctx, testenv.Options{APIServerArgs: []string{
+		"--feature-gates=CoordinatedLeaderElection=true",
+		"--runtime-config=coordination.k8s.io/v1beta1=true",
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Stop)
+	t.Run("stale-owner and owner-missing", func(t *testing.T) { testGCResolvedClasses(ctx, t, e) })
+	t.Run("LeaseCandidates", func(t *testing.T) { testLeaseCandidates(ctx, t, e) })
+}
+
+func testLeaseCandidates(ctx context.Context, t *testing.T, e *testenv.Env) {
+	cand := &coordinationv1beta1.LeaseCandidate{
+		ObjectMeta: metav1.ObjectMeta{Name: "my-controller-pod-1", Namespace: "default"},
+		Spec: coordinationv1beta1.LeaseCandidateSpec{
+			LeaseName: "my-controller", BinaryVersion: "1.36.3", EmulationVersion: "1.36.0",
+			Strategy: coordinationv1.OldestEmulationVersion, RenewTime: ptr.To(metav1.NowMicro()),
+		},
+	}
+	if _, err := e.AdminClient().CoordinationV1beta1().LeaseCandidates("default").Create(ctx, cand, metav1.CreateOptions{FieldManager: "nodekeeper-test"}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := leasesview.List(ctx, clientsFor(t, e.AdminConfig()), leasesview.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.LeaseCandidateAPI != "coordination.k8s.io/v1beta1" {
+		t.Fatalf("LeaseCandidate API = %q, want coordination.k8s.io/v1beta1", r.LeaseCandidateAPI)
+	}
+	found := false
+	for _, c := range r.LeaseCandidates {
+		if c.Namespace == "default" && c.Name == cand.Name {
+			found = true
+			if c.LeaseName != "my-controller" || c.BinaryVersion != "1.36.3" || c.Strategy != string(coordinationv1.OldestEmulationVersion) || c.RenewTime == nil {
+				t.Errorf("candidate = %+v", c)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("candidate %s not in %+v", cand.Name, r.LeaseCandidates)
+	}
+	// The main control plane does not serve the API: no candidates, no error.
+	r, err = leasesview.List(ctx, clientsFor(t, env.AdminConfig()), leasesview.Options{Namespace: "kube-system"})
+	if err != nil || r.LeaseCandidateAPI != "" || len(r.LeaseCandidates) != 0 {
+		t.Errorf("without the API: err %v, api %q, %d candidates", err, r.LeaseCandidateAPI, len(r.LeaseCandidates))
+	}
+}
+
+func testGCResolvedClasses(ctx context.Context, t *testing.T, e *testenv.Env) {
 	fleet := newFleet(t, e)
 	const recreated, deleted = "ip-10-30-0-1.ec2.internal", "ip-10-30-0-2.ec2.internal"
 	kr, err := fleet.Start(ctx, kubeletsim.Config{Name: recreated})
@@ -371,5 +419,41 @@ func TestWatchSeesClassChangesWithinOneRenewInterval(t *testing.T) {
 	}
 	if took := at.Sub(deletedAt); took > renew {
 		t.Errorf("change seen %s after the Node deletion, more than one renew interval (%s)", took, renew)
+	}
+}
+
+// TestPermissions: a user who may read leases but not Nodes gets a clear error for a listing that
+// includes node leases, and a full report for any other namespace (Nodes are not listed then).
+func TestPermissions(t *testing.T) {
+	ctx := context.Background()
+	admin := env.AdminClient()
+	const user = "lease-reader"
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "nodekeeper-test-lease-reader"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch"}}},
+	}
+	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{FieldManager: "nodekeeper-test"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}},
+	}, metav1.CreateOptions{FieldManager: "nodekeeper-test"}); err != nil {
+		t.Fatal(err)
+	}
+	c := clientsFor(t, env.UserConfig(user))
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := leasesview.List(ctx, c, leasesview.Options{Namespace: "kube-system"})
+		return err == nil, nil // RBAC caches need a moment to see the binding
+	})
+	if err != nil {
+		t.Fatalf("kube-system listing never allowed: %v", err)
+	}
+	for _, ns := range []string{"", lease.NodeLeaseNamespace} {
+		_, err := leasesview.List(ctx, c, leasesview.Options{Namespace: ns})
+		if err == nil || !strings.Contains(err.Error(), "node leases cannot be classified without listing Nodes") || !strings.Contains(err.Error(), "forbidden") {
+			t.Errorf("namespace %q: err = %v, want a forbidden error that explains why Nodes are needed", ns, err)
+		}
 	}
 }
