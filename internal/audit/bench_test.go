@@ -87,45 +87,55 @@ func BenchmarkAuditVsJQ(b *testing.B) {
 	path, truth := writeBenchLog(b, b.TempDir(), size)
 	mb := float64(truth.Bytes) / 1e6
 
-	jqRate := 0.0
-	if jq, err := exec.LookPath("jq"); err != nil {
-		b.Logf("jq not found: skipping the jq baseline")
-	} else {
-		t0 := time.Now()
-		cmd := exec.Command(jq, "-c", jqFilter, path)
-		if err := cmd.Run(); err != nil {
-			b.Fatalf("jq: %v", err)
-		}
-		jqRate = mb / time.Since(t0).Seconds()
+	// The analysis must agree with what the generator played before its speed means anything.
+	inputs, _ := ExpandInputs([]string{path}, nil)
+	rep, err := Analyze(inputs, Options{})
+	if err != nil {
+		b.Fatal(err)
 	}
-
-	b.SetBytes(truth.Bytes)
-	b.ResetTimer()
-	var rep *Report
-	t0 := time.Now()
-	for i := 0; i < b.N; i++ {
-		inputs, _ := ExpandInputs([]string{path}, nil)
-		var err error
-		if rep, err = Analyze(inputs, Options{}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	el := time.Since(t0) / time.Duration(b.N)
-	b.StopTimer()
-	rate := mb / el.Seconds()
 	if rep.Totals.Events != truth.Events || len(rep.Zombies) != len(truth.Zombies) || len(rep.Leaks) != len(truth.Leaked) {
 		b.Fatalf("analysis disagrees with the generator: %d events (%d), %d zombies (%v), %d leaks (%v)",
 			rep.Totals.Events, truth.Events, len(rep.Zombies), truth.Zombies, len(rep.Leaks), truth.Leaked)
 	}
-	rss := childPeakRSS(b, path)
+
+	jq, jqErr := exec.LookPath("jq")
+	if jqErr != nil {
+		b.Logf("jq not found: skipping the jq baseline")
+	}
+	// jq and the analysis (a separate process, as the command runs) take turns, twice; the
+	// best time of each is kept, so that a burst of load from elsewhere on the machine does
+	// not decide the ratio.
+	var best, jqBest time.Duration
+	var rss int64
+	b.ResetTimer()
+	for round := 0; round < 2; round++ {
+		if jqErr == nil {
+			t0 := time.Now()
+			if err := exec.Command(jq, "-c", jqFilter, path).Run(); err != nil {
+				b.Fatalf("jq: %v", err)
+			}
+			if d := time.Since(t0); jqBest == 0 || d < jqBest {
+				jqBest = d
+			}
+		}
+		t0 := time.Now()
+		r := childPeakRSS(b, path)
+		if d := time.Since(t0); best == 0 || d < best {
+			best = d
+		}
+		rss = max(rss, r)
+	}
+	b.StopTimer()
+	rate := mb / best.Seconds()
 	b.ReportMetric(rate, "audit-MB/s")
 	b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MiB")
-	line := fmt.Sprintf("audit: %.0f MB, %d events in %s = %.0f MB/s on %d cores; peak RSS %.0f MiB",
-		mb, truth.Events, el.Round(time.Millisecond), rate, runtime.GOMAXPROCS(0), float64(rss)/(1<<20))
-	if jqRate > 0 {
+	line := fmt.Sprintf("audit: %.0f MB, %d events in %s = %.0f MB/s on %d cores (best of 2, separate process); peak RSS %.0f MiB",
+		mb, truth.Events, best.Round(time.Millisecond), rate, runtime.GOMAXPROCS(0), float64(rss)/(1<<20))
+	if jqErr == nil {
+		jqRate := mb / jqBest.Seconds()
 		b.ReportMetric(jqRate, "jq-MB/s")
 		b.ReportMetric(rate/jqRate, "x-jq")
-		line += fmt.Sprintf("; jq %q %.0f MB/s; ratio %.1fx", jqFilter, jqRate, rate/jqRate)
+		line += fmt.Sprintf("; jq -c %q %.0f MB/s (best of 2); ratio %.1fx", jqFilter, jqRate, rate/jqRate)
 	}
 	fmt.Println(line)
 }
