@@ -167,8 +167,30 @@ type Verdict struct {
 // Classify decides the class of l at time now. node is the Node whose name equals the lease's name,
 // or nil when no such Node exists; it is ignored for leases outside kube-node-lease.
 func Classify(l *coordinationv1.Lease, node *NodeRef, now time.Time, opts Options) Verdict {
+	return classify(l, node, now, opts, explainer(true))
+}
+
+// ClassOf is Classify without the Reason (left empty), for hot paths that classify every lease
+// of a large cluster often, such as a metrics scrape: it does not format a single string.
+// Every other field is exactly what Classify returns. (Extension.)
+func ClassOf(l *coordinationv1.Lease, node *NodeRef, now time.Time, opts Options) Verdict {
+	return classify(l, node, now, opts, explainer(false))
+}
+
+// explainer says whether to format reasons; every fmt.Sprintf of a reason sits behind it, so that
+// ClassOf allocates nothing for them.
+type explainer bool
+
+func (e explainer) s(text string) string {
+	if !e {
+		return ""
+	}
+	return text
+}
+
+func classify(l *coordinationv1.Lease, node *NodeRef, now time.Time, opts Options, why explainer) Verdict {
 	if l == nil {
-		return Verdict{Class: Other, Reason: "no lease"}
+		return Verdict{Class: Other, Reason: why.s("no lease")}
 	}
 	v := Verdict{}
 	if l.Spec.RenewTime != nil {
@@ -178,7 +200,7 @@ func Classify(l *coordinationv1.Lease, node *NodeRef, now time.Time, opts Option
 	v.LastActivity = latest(l.Spec.RenewTime, l.Spec.AcquireTime, &l.CreationTimestamp)
 
 	if l.Namespace != NodeLeaseNamespace {
-		return classifyNonNode(l, now, v)
+		return classifyNonNode(l, now, v, why)
 	}
 
 	duration := DefaultNodeLeaseDuration
@@ -186,7 +208,9 @@ func Classify(l *coordinationv1.Lease, node *NodeRef, now time.Time, opts Option
 	if d := l.Spec.LeaseDurationSeconds; d != nil && *d > 0 {
 		duration = time.Duration(*d) * time.Second
 	} else {
-		durationNote = fmt.Sprintf(" (no leaseDurationSeconds, assumed %s)", DefaultNodeLeaseDuration)
+		if why {
+			durationNote = fmt.Sprintf(" (no leaseDurationSeconds, assumed %s)", DefaultNodeLeaseDuration)
+		}
 	}
 	var deadline time.Time // zero when never renewed
 	if !v.RenewTime.IsZero() {
@@ -195,7 +219,10 @@ func Classify(l *coordinationv1.Lease, node *NodeRef, now time.Time, opts Option
 	} else {
 		v.Expired = true
 	}
-	renewed := describeRenew(v, now) + durationNote
+	renewed := ""
+	if why {
+		renewed = describeRenew(v, now) + durationNote
+	}
 
 	holder := ""
 	if l.Spec.HolderIdentity != nil {
@@ -204,38 +231,46 @@ func Classify(l *coordinationv1.Lease, node *NodeRef, now time.Time, opts Option
 	if holder != l.Name {
 		v.Class = Other
 		if l.Spec.HolderIdentity == nil {
-			v.Reason = "in " + NodeLeaseNamespace + " but has no holderIdentity, so no kubelet wrote it"
+			v.Reason = why.s("in " + NodeLeaseNamespace + " but has no holderIdentity, so no kubelet wrote it")
 		} else {
-			v.Reason = fmt.Sprintf("in %s but held by %q, not by a kubelet named like the lease", NodeLeaseNamespace, holder)
+			if why {
+				v.Reason = fmt.Sprintf("in %s but held by %q, not by a kubelet named like the lease", NodeLeaseNamespace, holder)
+			}
 		}
 		return v
 	}
 
-	nodeRefs, foreign := splitOwners(l)
-	switch {
-	case len(nodeRefs) > 0:
-		return classifyOwned(l, node, nodeRefs, foreign, v, deadline, renewed)
-	case len(foreign) > 0:
+	switch first := NodeOwner(l); {
+	case first != nil:
+		return classifyOwned(l, node, first, v, deadline, renewed, why)
+	case len(l.OwnerReferences) > 0:
 		v.Class = Other
-		v.Reason = fmt.Sprintf("owned by %s, not by its Node; left to that owner's garbage collection", describeRefs(foreign))
+		if why {
+			_, foreign := splitOwners(l)
+			v.Reason = fmt.Sprintf("owned by %s, not by its Node; left to that owner's garbage collection", describeRefs(foreign))
+		}
 		return v
 	case node != nil:
 		v.Class = Unowned
-		v.Reason = fmt.Sprintf("Node %s (uid %s) exists but the lease has no ownerReference; %s", node.Name, node.UID, renewed)
+		if why {
+			v.Reason = fmt.Sprintf("Node %s (uid %s) exists but the lease has no ownerReference; %s", node.Name, node.UID, renewed)
+		}
 		return v
 	}
 
 	// No Node, no owner: zombie or leaked, decided by how long the lease has been idle.
 	if v.LastActivity.IsZero() {
 		v.Class = Other
-		v.Reason = "no Node and no owner, but neither renewTime nor creationTimestamp is set, so its age cannot be judged"
+		v.Reason = why.s("no Node and no owner, but neither renewTime nor creationTimestamp is set, so its age cannot be judged")
 		return v
 	}
 	grace := opts.grace()
 	graceNote := ""
 	if grace < duration {
 		grace = duration
-		graceNote = fmt.Sprintf(" (grace raised to the lease duration %s)", duration)
+		if why {
+			graceNote = fmt.Sprintf(" (grace raised to the lease duration %s)", duration)
+		}
 	}
 	leakAt := v.LastActivity.Add(grace)
 	if now.Before(leakAt) {
@@ -245,49 +280,65 @@ func Classify(l *coordinationv1.Lease, node *NodeRef, now time.Time, opts Option
 		if v.Expired {
 			state = "its kubelet stopped recently"
 		}
-		v.Reason = fmt.Sprintf("no Node named %s and no owner; %s; %s; leaked at %s unless renewed%s",
-			l.Name, renewed, state, leakAt.UTC().Format(time.RFC3339), graceNote)
+		if why {
+			v.Reason = fmt.Sprintf("no Node named %s and no owner; %s; %s; leaked at %s unless renewed%s",
+				l.Name, renewed, state, leakAt.UTC().Format(time.RFC3339), graceNote)
+		}
 		return v
 	}
 	v.Class = Leaked
-	v.Reason = fmt.Sprintf("no Node named %s and no owner; idle for %s, longer than the grace period %s%s; %s",
-		l.Name, now.Sub(v.LastActivity).Round(time.Second), grace, graceNote, renewed)
+	if why {
+		v.Reason = fmt.Sprintf("no Node named %s and no owner; idle for %s, longer than the grace period %s%s; %s",
+			l.Name, now.Sub(v.LastActivity).Round(time.Second), grace, graceNote, renewed)
+	}
 	return v
 }
 
 // classifyOwned handles a node lease that has at least one Node ownerReference named like the lease.
-func classifyOwned(l *coordinationv1.Lease, node *NodeRef, nodeRefs, foreign []metav1.OwnerReference, v Verdict, deadline time.Time, renewed string) Verdict {
+// first is the first Node ownerReference named like the lease; it allocates nothing, as ClassOf
+// must not.
+func classifyOwned(l *coordinationv1.Lease, node *NodeRef, first *metav1.OwnerReference, v Verdict, deadline time.Time, renewed string, why explainer) Verdict {
 	extra := ""
-	if len(nodeRefs)+len(foreign) > 1 {
-		extra = fmt.Sprintf("; %d ownerReferences", len(nodeRefs)+len(foreign))
+	if len(l.OwnerReferences) > 1 {
+		if why {
+			extra = fmt.Sprintf("; %d ownerReferences", len(l.OwnerReferences))
+		}
 	}
 	if node == nil {
 		v.Class = OwnerMissing
-		v.Reason = fmt.Sprintf("owner Node %s (uid %s) no longer exists; pending upstream garbage collection; %s%s",
-			nodeRefs[0].Name, nodeRefs[0].UID, renewed, extra)
+		if why {
+			v.Reason = fmt.Sprintf("owner Node %s (uid %s) no longer exists; pending upstream garbage collection; %s%s",
+				first.Name, first.UID, renewed, extra)
+		}
 		return v
 	}
-	for _, r := range nodeRefs {
-		if r.UID == node.UID {
+	for i := range l.OwnerReferences {
+		if r := &l.OwnerReferences[i]; isNodeOwner(l, r) && r.UID == node.UID {
 			if v.Expired {
 				v.Class = Stale
-				v.Reason = fmt.Sprintf("Node %s exists; %s%s", node.Name, renewed, extra)
+				if why {
+					v.Reason = fmt.Sprintf("Node %s exists; %s%s", node.Name, renewed, extra)
+				}
 				return v
 			}
 			v.Class = Healthy
 			v.RecheckAt = deadline
-			v.Reason = fmt.Sprintf("owned by Node %s (uid %s); %s%s", node.Name, node.UID, renewed, extra)
+			if why {
+				v.Reason = fmt.Sprintf("owned by Node %s (uid %s); %s%s", node.Name, node.UID, renewed, extra)
+			}
 			return v
 		}
 	}
 	v.Class = StaleOwner
-	v.Reason = fmt.Sprintf("owned by Node uid %s but Node %s now has uid %s (re-created); upstream garbage collection removes it%s",
-		nodeRefs[0].UID, node.Name, node.UID, extra)
+	if why {
+		v.Reason = fmt.Sprintf("owned by Node uid %s but Node %s now has uid %s (re-created); upstream garbage collection removes it%s",
+			first.UID, node.Name, node.UID, extra)
+	}
 	return v
 }
 
 // classifyNonNode handles leases outside kube-node-lease.
-func classifyNonNode(l *coordinationv1.Lease, now time.Time, v Verdict) Verdict {
+func classifyNonNode(l *coordinationv1.Lease, now time.Time, v Verdict, why explainer) Verdict {
 	if d := l.Spec.LeaseDurationSeconds; d != nil && *d > 0 && !v.RenewTime.IsZero() {
 		v.Expired = !now.Before(v.RenewTime.Add(time.Duration(*d) * time.Second))
 	} else if v.RenewTime.IsZero() {
@@ -304,13 +355,17 @@ func classifyNonNode(l *coordinationv1.Lease, now time.Time, v Verdict) Verdict 
 	switch {
 	case l.Namespace == metav1.NamespaceSystem && l.Labels[APIServerIdentityLabel] == "kube-apiserver":
 		v.Class = APIServerIdentity
-		v.Reason = fmt.Sprintf("kube-apiserver identity held by %s; %s", holder, describeRenew(v, now))
+		if why {
+			v.Reason = fmt.Sprintf("kube-apiserver identity held by %s; %s", holder, describeRenew(v, now))
+		}
 	case l.Spec.HolderIdentity != nil || l.Spec.AcquireTime != nil || l.Spec.LeaseTransitions != nil:
 		v.Class = Leader
-		v.Reason = fmt.Sprintf("leader lock held by %s, %d transitions; %s", holder, transitions, describeRenew(v, now))
+		if why {
+			v.Reason = fmt.Sprintf("leader lock held by %s, %d transitions; %s", holder, transitions, describeRenew(v, now))
+		}
 	default:
 		v.Class = Other
-		v.Reason = "no holder, acquireTime or transitions: not a leader-election lock nodekeeper recognises"
+		v.Reason = why.s("no holder, acquireTime or transitions: not a leader-election lock nodekeeper recognises")
 	}
 	return v
 }
@@ -319,7 +374,7 @@ func classifyNonNode(l *coordinationv1.Lease, now time.Time, v Verdict) Verdict 
 // The kubelet sets exactly one {v1, Node, <lease name>} reference; anything else is foreign.
 func splitOwners(l *coordinationv1.Lease) (nodeRefs, foreign []metav1.OwnerReference) {
 	for _, r := range l.OwnerReferences {
-		if r.APIVersion == "v1" && r.Kind == "Node" && r.Name == l.Name {
+		if isNodeOwner(l, &r) {
 			nodeRefs = append(nodeRefs, r)
 		} else {
 			foreign = append(foreign, r)
@@ -328,14 +383,19 @@ func splitOwners(l *coordinationv1.Lease) (nodeRefs, foreign []metav1.OwnerRefer
 	return nodeRefs, foreign
 }
 
-// NodeOwner returns the lease's ownerReference to the Node of its own name, or nil.
+// NodeOwner returns the lease's first ownerReference to the Node of its own name, or nil. The
+// pointer is into l's own slice.
 func NodeOwner(l *coordinationv1.Lease) *metav1.OwnerReference {
-	refs, _ := splitOwners(l)
-	if len(refs) == 0 {
-		return nil
+	for i := range l.OwnerReferences {
+		if r := &l.OwnerReferences[i]; isNodeOwner(l, r) {
+			return r
+		}
 	}
-	r := refs[0]
-	return &r
+	return nil
+}
+
+func isNodeOwner(l *coordinationv1.Lease, r *metav1.OwnerReference) bool {
+	return r.APIVersion == "v1" && r.Kind == "Node" && r.Name == l.Name
 }
 
 func describeRefs(refs []metav1.OwnerReference) string {

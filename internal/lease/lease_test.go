@@ -310,6 +310,15 @@ func TestClassify(t *testing.T) {
 			if v.Reason == "" {
 				t.Error("empty reason")
 			}
+			// ClassOf is the same verdict without the reason.
+			quiet := ClassOf(tt.lease, tt.node, now, tt.opts)
+			if quiet.Reason != "" {
+				t.Errorf("ClassOf formatted a reason: %q", quiet.Reason)
+			}
+			quiet.Reason = v.Reason
+			if quiet != v {
+				t.Errorf("ClassOf = %+v, Classify = %+v", quiet, v)
+			}
 			// A time-driven change must really happen at RecheckAt and not a nanosecond earlier.
 			if !v.RecheckAt.IsZero() {
 				before := Classify(tt.lease, tt.node, v.RecheckAt.Add(-time.Nanosecond), tt.opts)
@@ -431,5 +440,23 @@ func TestNodeOwner(t *testing.T) {
 	l := nodeLease(ownedBy(metav1.OwnerReference{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "d"}, nodeRef("u")))
 	if r := NodeOwner(l); r == nil || r.UID != "u" {
 		t.Errorf("NodeOwner = %v", r)
+	}
+}
+
+// TestClassOfAllocatesNothing: ClassOf runs on every lease at every metrics scrape.
+func TestClassOfAllocatesNothing(t *testing.T) {
+	cases := []struct {
+		l    *coordinationv1.Lease
+		node *NodeRef
+	}{
+		{nodeLease(ownedBy(nodeRef("node-uid-1"))), liveNode},
+		{nodeLease(renewedAgo(2 * time.Hour)), nil},
+		{nodeLease(), nil},
+		{nodeLease(ownedBy(nodeRef("old"))), liveNode},
+	}
+	for i, c := range cases {
+		if n := testing.AllocsPerRun(100, func() { ClassOf(c.l, c.node, now, Options{}) }); n != 0 {
+			t.Errorf("case %d: %v allocations per ClassOf", i, n)
+		}
 	}
 }
