@@ -313,6 +313,7 @@ svg text{font:11px system-ui,sans-serif;fill:#333}
 .del{fill:#c0392b} .create{fill:#27ae60} .upcreate{fill:#e67e22} .fail{fill:#7f8c8d}
 .grid{stroke:#eee} .axis{stroke:#999}
 code{font-size:12px}
+td.ident{max-width:190px;word-break:break-all} td.calls{min-width:170px}
 </style></head><body>
 <h1>nodekeeper audit</h1>
 <div class="muted">{{if .R.From.IsZero}}no events{{else}}{{t .R.From}} → {{t .R.To}} ({{dur (.R.To.Sub .R.From)}}){{end}}
@@ -351,8 +352,8 @@ code{font-size:12px}
 
 <h2>Zombie kubelets</h2>
 {{if .R.Zombies}}<table><tr><th>node</th><th>instance</th><th>source IPs</th><th>first seen</th><th>last seen</th><th>requests</th><th>per min</th><th>calls</th><th>node deleted by</th><th>status</th></tr>
-{{range .R.Zombies}}<tr><td>{{.Node}}</td><td>{{join .Identities ", "}}</td><td>{{join .SourceIPs ", "}}</td><td>{{t .FirstSeen}}</td><td>{{t .LastSeen}}</td><td class="n">{{.Requests}}</td><td class="n">{{rate .PerMinute}}</td>
-<td>{{range $i, $c := .Calls}}{{if lt $i 5}}{{$c.Verb}} {{$c.Resource}} {{$c.Code}} ×{{$c.Count}}<br>{{end}}{{end}}</td>
+{{range .R.Zombies}}<tr><td>{{.Node}}</td><td class="ident">{{join .Identities ", "}}</td><td>{{join .SourceIPs ", "}}</td><td>{{t .FirstSeen}}</td><td>{{t .LastSeen}}</td><td class="n">{{.Requests}}</td><td class="n">{{rate .PerMinute}}</td>
+<td class="calls">{{range $i, $c := .Calls}}{{if lt $i 5}}{{$c.Verb}} {{$c.Resource}} {{$c.Code}} ×{{$c.Count}}<br>{{end}}{{end}}</td>
 <td>{{with .Deletion}}{{.Actor.User}}{{else}}<span class="muted">before the log</span>{{end}}</td><td class="{{if eq .Status "running"}}bad{{else}}warn{{end}}">{{.Status}}{{with .Ended}} ({{.How}}){{end}}</td></tr>{{end}}</table>
 {{else}}<p class="ok">No kubelet kept calling after its Node was deleted.</p>{{end}}
 

@@ -208,7 +208,11 @@ func WriteText(w io.Writer, r *Report) error {
 			if z.Ended != nil {
 				status += " (" + z.Ended.How + ")"
 			}
-			p("  %s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", z.Node, orDash(strings.Join(z.Identities, ",")),
+			var ids []string
+			for _, id := range z.Identities {
+				ids = append(ids, clip(id, 28)) // certificate hashes are long; -o json has them whole
+			}
+			p("  %s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", z.Node, orDash(strings.Join(ids, ",")),
 				orDash(strings.Join(z.SourceIPs, ",")), fmtTime(z.FirstSeen), fmtTime(z.LastSeen), z.Requests, fmtRate(z.PerMinute), del, status)
 		}
 		for _, z := range r.Zombies {
@@ -322,7 +326,7 @@ func actorText(a Actor) string {
 		s += "  from " + a.SourceIP
 	}
 	if a.Identity != "" {
-		s += "  identity " + a.Identity
+		s += "  identity " + clip(a.Identity, 48)
 	}
 	return s
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -150,6 +151,12 @@ func TestAuditLogGroundTruth(t *testing.T) {
 		t.Fatalf("lease of the dead machine: %v", err)
 	}
 
+	if keep := os.Getenv("NODEKEEPER_AUDIT_KEEP_LOG"); keep != "" {
+		// For a look at the real thing: nodekeeper audit $NODEKEEPER_AUDIT_KEEP_LOG --html ...
+		if data, err := os.ReadFile(env.AuditLogPath()); err == nil {
+			os.WriteFile(keep, data, 0o644)
+		}
+	}
 	inputs, err := audit.ExpandInputs([]string{env.AuditLogPath()}, nil)
 	if err != nil {
 		t.Fatal(err)
