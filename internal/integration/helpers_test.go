@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -47,7 +46,6 @@ rules:
 const garbageCollector = "system:serviceaccount:kube-system:generic-garbage-collector"
 
 func TestMain(m *testing.M) {
-	flag.Parse() // testenv.Main consults testing.Verbose before m.Run parses flags
 	testenv.Main(m, testenv.Options{
 		ControllerManager: true,
 		// A shorter grace period (default 50 s) only speeds up the node lifecycle test; it

@@ -2,7 +2,6 @@ package kubeletsim
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"slices"
 	"strings"
@@ -26,7 +25,6 @@ var env *testenv.Env
 // The package shares one control plane with the garbage collector and node lifecycle controller
 // at their default settings, which the capacity benchmark needs to be meaningful.
 func TestMain(m *testing.M) {
-	flag.Parse() // testenv.Main consults testing.Verbose before m.Run parses flags
 	testenv.Main(m, testenv.Options{ControllerManager: true}, &env)
 }
 
