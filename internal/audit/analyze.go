@@ -41,6 +41,10 @@ func Analyze(inputs []Input, opts Options) (*Report, error) {
 	if opts.EventsPerLease <= 0 {
 		opts.EventsPerLease = 40
 	}
+	if len(inputs) >= 1<<16 {
+		// A record's position packs the input index into 16 bits.
+		return nil, fmt.Errorf("%d inputs: at most %d can be read at once", len(inputs), 1<<16-1)
+	}
 	in := newInterner()
 	p := newPipeline(inputs, opts.ReadOptions, in)
 	a := newAnalyzer(in, opts, p)

@@ -3,7 +3,6 @@ package audit
 import (
 	"errors"
 	"sort"
-	"strings"
 	"time"
 )
 
@@ -348,9 +347,4 @@ func (a *analyzer) buildTimeline(rep *Report, s func(uint32) string) {
 		tl.ThrottledUsers = append(tl.ThrottledUsers, series)
 	}
 	rep.Timeline = tl
-}
-
-// nodeOfUser returns N for "system:node:N".
-func nodeOfUser(u string) (string, bool) {
-	return strings.CutPrefix(u, nodeUserPrefix)
 }

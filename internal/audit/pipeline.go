@@ -131,19 +131,18 @@ type job struct {
 }
 
 type pipeline struct {
-	opts      ReadOptions
-	in        *interner
-	jobs      chan *job
-	bufPool   sync.Pool
-	recPool   sync.Pool
-	seed      maphash.Seed
-	since     int64
-	until     int64
-	sources   []*sourceState
-	wg        sync.WaitGroup
-	late      int64
-	dups      int64
-	reordered int64
+	opts    ReadOptions
+	in      *interner
+	jobs    chan *job
+	bufPool sync.Pool
+	recPool sync.Pool
+	seed    maphash.Seed
+	since   int64
+	until   int64
+	sources []*sourceState
+	wg      sync.WaitGroup
+	late    int64
+	dups    int64
 }
 
 func newPipeline(inputs []Input, opts ReadOptions, in *interner) *pipeline {
@@ -616,7 +615,6 @@ func (ro *reorder) push(r *record, base int64) {
 		}
 		copy(ro.q[k+1:], ro.q[k:n])
 		ro.q[k] = rec
-		ro.p.reordered++
 	}
 	cut := ro.maxSeen - ro.window
 	for ro.h < len(ro.q) && (ro.q[ro.h].Done <= cut || len(ro.q)-ro.h > maxReorder) {

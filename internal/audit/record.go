@@ -168,9 +168,6 @@ func (c *converter) convert(line []byte, exportTime int64, rec *record) (convRes
 	}
 	if err != nil {
 		if !truncated {
-			if err == errNotObject {
-				return convBad, badMalformed, err
-			}
 			return convBad, badMalformed, err
 		}
 		if ev.Verb == nil || !isAuditKind(ev) || ev.Stage == nil {
