@@ -89,6 +89,14 @@ the window before any analysis.`,
 			opts.Workers = workers
 			opts.Top = top
 			opts.EventsPerLease = eventsPerL
+			if len(args) == 0 {
+				// Waiting on a terminal for a log that never comes helps nobody.
+				if f, ok := cmd.InOrStdin().(*os.File); ok {
+					if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+						return fmt.Errorf("no input: name audit log files or directories, or pipe a log to standard input")
+					}
+				}
+			}
 			inputs, err := audit.ExpandInputs(args, cmd.InOrStdin())
 			if err != nil {
 				return err
