@@ -29,7 +29,7 @@ const (
 	defaultChunkSize   = 4 << 20
 	defaultMaxLineSize = 16 << 20
 	defaultWindow      = 5 * time.Second
-	fifoDepth          = 8
+	fifoDepth          = 8 // chunks in flight per input (fewer when more than two are read at once)
 	maxReorder         = 1 << 20 // records; past that the oldest is released even inside the window
 	maxBadExamples     = 10
 	unknownTime        = math.MinInt64
@@ -224,7 +224,7 @@ func (p *pipeline) run(process func(*record)) {
 				break
 			}
 			pending = pending[1:]
-			p.start(s)
+			p.start(s, len(active)+1)
 			c := &cursor{p: p, s: s}
 			if c.advance() {
 				active = append(active, c)
@@ -363,8 +363,14 @@ func (p *pipeline) finish(j *job) {
 }
 
 // start opens an input and launches its reader.
-func (p *pipeline) start(s *sourceState) {
-	s.fifo = make(chan *job, fifoDepth)
+func (p *pipeline) start(s *sourceState, active int) {
+	// Inputs read side by side share the chunk budget, so that many overlapping exports do
+	// not multiply the memory in flight.
+	depth := fifoDepth
+	if active > 2 {
+		depth = max(2, 2*fifoDepth/active)
+	}
+	s.fifo = make(chan *job, depth)
 	go func() {
 		defer close(s.fifo)
 		d, err := openDecoded(s.in)
