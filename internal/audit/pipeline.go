@@ -29,7 +29,7 @@ const (
 	defaultChunkSize   = 4 << 20
 	defaultMaxLineSize = 16 << 20
 	defaultWindow      = 5 * time.Second
-	fifoDepth          = 8 // chunks in flight per input (fewer when more than two are read at once)
+	fifoDepth          = 8       // chunks in flight per input (fewer when more than two are read at once)
 	maxReorder         = 1 << 20 // records; past that the oldest is released even inside the window
 	maxBadExamples     = 10
 	unknownTime        = math.MinInt64
