@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"text/template"
 
@@ -33,49 +32,35 @@ func moduleRoot(t testing.TB) string {
 	return filepath.Dir(gomod)
 }
 
-var (
-	buildOnce sync.Once
-	pluginDir string
-	buildErr  error
-)
-
-// pluginPath builds cmd/nodekeeper once per test binary as <dir>/kubectl-nodekeeper, next to the
-// completion helper from deploy/krew, exactly as krew installs them; dir goes first on PATH.
+// pluginPath builds cmd/nodekeeper as <dir>/kubectl-nodekeeper, next to the completion helper
+// from deploy/krew, exactly as krew installs them, in a directory removed when the test ends; dir
+// goes first on PATH.
 func pluginPath(t testing.TB) string {
 	t.Helper()
 	root := moduleRoot(t)
-	buildOnce.Do(func() {
-		pluginDir, buildErr = os.MkdirTemp("", "nodekeeper-plugin-")
-		if buildErr != nil {
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", filepath.Join(pluginDir, "kubectl-nodekeeper"), "./cmd/nodekeeper")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-			return
-		}
-		helper, err := os.ReadFile(filepath.Join(root, "deploy", "krew", "kubectl_complete-nodekeeper"))
-		if err != nil {
-			buildErr = err
-			return
-		}
-		buildErr = os.WriteFile(filepath.Join(pluginDir, "kubectl_complete-nodekeeper"), helper, 0o755)
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-nodekeeper"), "./cmd/nodekeeper")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	return pluginDir
+	helper, err := os.ReadFile(filepath.Join(root, "deploy", "krew", "kubectl_complete-nodekeeper"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kubectl_complete-nodekeeper"), helper, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
-// kubectl runs the real kubectl with the plugin directory first on PATH.
-func kubectl(t *testing.T, extraEnv []string, args ...string) (stdout, stderr string, err error) {
+// kubectl runs the real kubectl with the plugin directory dir first on PATH.
+func kubectl(t *testing.T, dir string, extraEnv []string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	bin, lerr := exec.LookPath("kubectl")
 	if lerr != nil {
 		t.Fatalf("kubectl is needed for the plugin test: %v", lerr)
 	}
-	dir := pluginPath(t)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECACHEDIR="+t.TempDir())
 	cmd.Env = append(cmd.Env, extraEnv...)
@@ -86,10 +71,10 @@ func kubectl(t *testing.T, extraEnv []string, args ...string) (stdout, stderr st
 }
 
 func TestKubectlPlugin(t *testing.T) {
-	pluginPath(t) // build once, fail once
+	dir := pluginPath(t)
 	kc := env.KubeconfigPath()
 	t.Run("kubectl nodekeeper leases --kubeconfig -o json", func(t *testing.T) {
-		out, errOut, err := kubectl(t, nil, "nodekeeper", "leases", "--kubeconfig", kc, "-o", "json")
+		out, errOut, err := kubectl(t, dir, nil, "nodekeeper", "leases", "--kubeconfig", kc, "-o", "json")
 		if err != nil {
 			t.Fatalf("%v\n%s", err, errOut)
 		}
@@ -102,7 +87,7 @@ func TestKubectlPlugin(t *testing.T) {
 		}
 	})
 	t.Run("KUBECONFIG and -n, table", func(t *testing.T) {
-		out, errOut, err := kubectl(t, []string{"KUBECONFIG=" + kc}, "nodekeeper", "leases", "-n", "kube-system")
+		out, errOut, err := kubectl(t, dir, []string{"KUBECONFIG=" + kc}, "nodekeeper", "leases", "-n", "kube-system")
 		if err != nil {
 			t.Fatalf("%v\n%s", err, errOut)
 		}
@@ -116,7 +101,7 @@ func TestKubectlPlugin(t *testing.T) {
 		}
 	})
 	t.Run("the binary knows its plugin name", func(t *testing.T) {
-		out, errOut, err := kubectl(t, nil, "nodekeeper", "leases", "--help")
+		out, errOut, err := kubectl(t, dir, nil, "nodekeeper", "leases", "--help")
 		if err != nil {
 			t.Fatalf("%v\n%s", err, errOut)
 		}
@@ -128,13 +113,13 @@ func TestKubectlPlugin(t *testing.T) {
 		}
 	})
 	t.Run("bad class is an error", func(t *testing.T) {
-		_, errOut, err := kubectl(t, nil, "nodekeeper", "leases", "--kubeconfig", kc, "--class", "leak")
+		_, errOut, err := kubectl(t, dir, nil, "nodekeeper", "leases", "--kubeconfig", kc, "--class", "leak")
 		if err == nil || !strings.Contains(errOut, `unknown lease class "leak"`) {
 			t.Errorf("err %v, stderr %q", err, errOut)
 		}
 	})
 	t.Run("kubectl refuses flags before the plugin name (as the docs say)", func(t *testing.T) {
-		_, errOut, err := kubectl(t, nil, "--kubeconfig", kc, "nodekeeper", "leases")
+		_, errOut, err := kubectl(t, dir, nil, "--kubeconfig", kc, "nodekeeper", "leases")
 		if err == nil || !strings.Contains(errOut, "flags cannot be placed before plugin name") {
 			t.Errorf("kubectl accepted a flag before the plugin name (update docs/kubectl-plugin.md): err %v, stderr %q", err, errOut)
 		}
@@ -150,7 +135,7 @@ func TestKubectlPlugin(t *testing.T) {
 			{[]string{"nodekeeper", "leases", "-o", ""}, []string{"wide", "json", "yaml"}},
 		}
 		for _, tt := range tests {
-			out, errOut, err := kubectl(t, nil, append([]string{"__complete"}, tt.args...)...)
+			out, errOut, err := kubectl(t, dir, nil, append([]string{"__complete"}, tt.args...)...)
 			if err != nil {
 				t.Fatalf("%v: %v\n%s", tt.args, err, errOut)
 			}
