@@ -19,13 +19,8 @@ var kubeFlags = genericclioptions.NewConfigFlags(true)
 var rootCmd = newRootCmd()
 
 func newRootCmd() *cobra.Command {
-	name := "nodekeeper"
-	// Installed as kubectl-nodekeeper, the binary is a kubectl plugin: `kubectl nodekeeper leases`.
-	if strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-nodekeeper") {
-		name = "kubectl nodekeeper"
-	}
 	cmd := &cobra.Command{
-		Use:   name,
+		Use:   "nodekeeper",
 		Short: "Keep the node side of a Kubernetes cluster honest",
 		Long: `nodekeeper finds and safely removes leaked node leases, catches kubelets that run
 without their Node object, explains every lease in a cluster, reads kube-apiserver audit logs to
@@ -33,6 +28,12 @@ reconstruct what happened to a lease, and checks node networking and kubelet set
 clusters at scale.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+	}
+	// Installed as kubectl-nodekeeper, the binary is a kubectl plugin: `kubectl nodekeeper leases`.
+	// Cobra takes a command's name from the first word of Use, so the plugin's two-word name
+	// goes into the display annotation that help and usage print.
+	if strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-nodekeeper") {
+		cmd.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl nodekeeper"}
 	}
 	kubeFlags.AddFlags(cmd.PersistentFlags())
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
