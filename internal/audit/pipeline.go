@@ -20,7 +20,9 @@ import (
 //	reader (one per active input) ──chunks──▶ workers (GOMAXPROCS) ──records──▶ merger
 //	                           └──── per-input FIFO keeps chunk order ────────────┘
 //
-// Memory stays bounded: each input has at most fifoDepth chunks in flight, inputs are started
+// Memory stays bounded: a chunk is read only with a token, two of which each input owns and
+// sharedChunks of which the inputs share (an input whose records the merge waits for always
+// gets one of its own back, so sharing cannot deadlock); chunk buffers are recycled; inputs are started
 // only when the merge reaches their first timestamp (rotated files are read one after the
 // other, overlapping files from several API servers side by side), and the reorder buffer
 // holds one window of time.
@@ -29,7 +31,9 @@ const (
 	defaultChunkSize   = 4 << 20
 	defaultMaxLineSize = 16 << 20
 	defaultWindow      = 5 * time.Second
-	fifoDepth          = 8       // chunks in flight per input (fewer when more than two are read at once)
+	ownChunks          = 2 // chunk tokens each input owns
+	sharedChunks       = 6 // chunk tokens all inputs share
+	fifoDepth          = ownChunks + sharedChunks
 	maxReorder         = 1 << 20 // records; past that the oldest is released even inside the window
 	maxBadExamples     = 10
 	unknownTime        = math.MinInt64
@@ -110,11 +114,13 @@ type sourceState struct {
 	bad       [numBadKinds]int64
 	badEx     [numBadKinds][]BadExample
 	err       error // set by the reader before it closes fifo
+	own       chan struct{}
 	readBytes int64
 }
 
 type job struct {
 	src      *sourceState
+	tok      uint8   // chunk token held: 0 none, tokOwn, tokShared
 	data     []byte  // whole lines
 	pooled   *[]byte // buffer to give back
 	msgs     []message
@@ -134,7 +140,8 @@ type pipeline struct {
 	opts    ReadOptions
 	in      *interner
 	jobs    chan *job
-	bufPool sync.Pool
+	shared  chan struct{}
+	free    chan *[]byte
 	recPool sync.Pool
 	seed    maphash.Seed
 	since   int64
@@ -154,7 +161,11 @@ func newPipeline(inputs []Input, opts ReadOptions, in *interner) *pipeline {
 	if !opts.Until.IsZero() {
 		p.until = opts.Until.UnixNano()
 	}
-	p.bufPool.New = func() any { b := make([]byte, 0, opts.ChunkSize); return &b }
+	p.shared = make(chan struct{}, sharedChunks)
+	for i := 0; i < sharedChunks; i++ {
+		p.shared <- struct{}{}
+	}
+	p.free = make(chan *[]byte, 64)
 	p.recPool.New = func() any { return make([]record, 0, 4096) }
 	for i, inp := range inputs {
 		p.sources = append(p.sources, &sourceState{idx: i, in: inp, firstDone: unknownTime,
@@ -224,7 +235,7 @@ func (p *pipeline) run(process func(*record)) {
 				break
 			}
 			pending = pending[1:]
-			p.start(s, len(active)+1)
+			p.start(s)
 			c := &cursor{p: p, s: s}
 			if c.advance() {
 				active = append(active, c)
@@ -349,12 +360,49 @@ func (c *cursor) account(j *job) {
 	}
 }
 
+const (
+	tokOwn    = 1
+	tokShared = 2
+)
+
+// acquire takes a chunk token for s: a shared one if free, else one of its own (waiting for
+// the merge to give one back).
+func (p *pipeline) acquire(s *sourceState) uint8 {
+	select {
+	case <-s.own:
+		return tokOwn
+	default:
+	}
+	select {
+	case <-p.shared:
+		return tokShared
+	case <-s.own:
+		return tokOwn
+	}
+}
+
+func (p *pipeline) release(s *sourceState, tok uint8) {
+	switch tok {
+	case tokOwn:
+		s.own <- struct{}{}
+	case tokShared:
+		p.shared <- struct{}{}
+	}
+}
+
 func (p *pipeline) finish(j *job) {
 	if j.pooled != nil {
 		*j.pooled = (*j.pooled)[:0]
 		if cap(*j.pooled) == p.opts.ChunkSize {
-			p.bufPool.Put(j.pooled)
+			select {
+			case p.free <- j.pooled:
+			default:
+			}
 		}
+	}
+	if j.tok != 0 {
+		p.release(j.src, j.tok)
+		j.tok = 0
 	}
 	if j.recs != nil && cap(j.recs) <= 1<<16 {
 		p.recPool.Put(j.recs[:0]) //nolint:staticcheck // a slice header is fine here
@@ -363,14 +411,12 @@ func (p *pipeline) finish(j *job) {
 }
 
 // start opens an input and launches its reader.
-func (p *pipeline) start(s *sourceState, active int) {
-	// Inputs read side by side share the chunk budget, so that many overlapping exports do
-	// not multiply the memory in flight.
-	depth := fifoDepth
-	if active > 2 {
-		depth = max(2, 2*fifoDepth/active)
+func (p *pipeline) start(s *sourceState) {
+	s.fifo = make(chan *job, fifoDepth)
+	s.own = make(chan struct{}, ownChunks)
+	for i := 0; i < ownChunks; i++ {
+		s.own <- struct{}{}
 	}
-	s.fifo = make(chan *job, depth)
 	go func() {
 		defer close(s.fifo)
 		d, err := openDecoded(s.in)
@@ -419,11 +465,20 @@ func (p *pipeline) submit(j *job) {
 	p.jobs <- j
 }
 
-func (p *pipeline) getBuf() *[]byte { return p.bufPool.Get().(*[]byte) }
+func (p *pipeline) getBuf() *[]byte {
+	select {
+	case b := <-p.free:
+		return b
+	default:
+		b := make([]byte, 0, p.opts.ChunkSize)
+		return &b
+	}
+}
 
 // readLines cuts the input into chunks of whole lines.
 func (p *pipeline) readLines(s *sourceState, d *decodedInput) error {
 	r := d.r
+	tok := p.acquire(s)
 	bp := p.getBuf()
 	buf := (*bp)[:0]
 	discarding := false
@@ -455,12 +510,11 @@ func (p *pipeline) readLines(s *sourceState, d *decodedInput) error {
 			}
 		}
 		if rerr != nil {
+			*bp = buf
 			if len(buf) > 0 {
-				*bp = buf
-				p.submit(&job{src: s, data: buf, pooled: bp})
+				p.submit(&job{src: s, data: buf, pooled: bp, tok: tok})
 			} else {
-				*bp = buf
-				p.finish(&job{pooled: bp})
+				p.finish(&job{src: s, pooled: bp, tok: tok})
 			}
 			return ioErr(rerr)
 		}
@@ -478,11 +532,12 @@ func (p *pipeline) readLines(s *sourceState, d *decodedInput) error {
 			bp = &nb
 			continue
 		}
+		ntok := p.acquire(s)
 		nbp := p.getBuf()
 		next := append((*nbp)[:0], buf[last+1:]...)
 		*bp = buf[:last+1]
-		p.submit(&job{src: s, data: buf[:last+1], pooled: bp})
-		bp, buf = nbp, next
+		p.submit(&job{src: s, data: buf[:last+1], pooled: bp, tok: tok})
+		bp, buf, tok = nbp, next, ntok
 	}
 }
 
