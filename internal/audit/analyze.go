@@ -276,7 +276,12 @@ func (a *analyzer) countTalker(r *record) {
 		a.talkers[k] = t
 	}
 	t.requests++
-	b := a.series.at(r.Recv)
+	// A watch is counted when it ended: its start can lie long before the window.
+	at := r.Recv
+	if r.Verb == VerbWatch {
+		at = r.Done
+	}
+	b := a.series.at(at)
 	b.Requests++
 	if r.Code == 429 {
 		t.throttled++
@@ -286,7 +291,7 @@ func (a *analyzer) countTalker(r *record) {
 			us = &tseries{}
 			a.userThrot[r.User] = us
 		}
-		us.at(r.Recv).Throttled++
+		us.at(at).Throttled++
 	} else if r.Code >= 500 {
 		t.serverErrors++
 	}

@@ -196,6 +196,8 @@ type chartView struct {
 	Left, Bottom  int
 	Bars          []chartBar
 	Line          string // SVG points of the requests line
+	APFLine       string // SVG points of the mean APF queue wait, "" when nothing waited
+	APFMax        string
 	Legend        []legendItem
 	Ticks         []tick
 	YMax          int64
@@ -224,7 +226,7 @@ func buildChart(r *Report) chartView {
 		c.Empty = true
 		return c
 	}
-	plotW := float64(c.Width - c.Left - 60)
+	plotW := float64(c.Width - c.Left - 100)
 	plotH := float64(c.Height - c.Bottom - 20)
 	bw := plotW / float64(n)
 	for _, v := range tl.Throttled {
@@ -265,6 +267,20 @@ func buildChart(r *Report) chartView {
 		pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, y))
 	}
 	c.Line = strings.Join(pts, " ")
+	wmax := 0.0
+	for _, w := range tl.APFWaitMS {
+		wmax = math.Max(wmax, w)
+	}
+	if wmax > 0 {
+		pts = pts[:0]
+		for i, w := range tl.APFWaitMS {
+			x := float64(c.Left) + (float64(i)+0.5)*bw
+			y := float64(c.Height-c.Bottom) - w/wmax*plotH
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, y))
+		}
+		c.APFLine = strings.Join(pts, " ")
+		c.APFMax = fmtDur(time.Duration(wmax * float64(time.Millisecond)))
+	}
 	for k, us := range tl.ThrottledUsers {
 		c.Legend = append(c.Legend, legendItem{Color: palette[k%len(palette)], Label: us.User})
 	}
@@ -366,15 +382,17 @@ td.ident{max-width:190px;word-break:break-all} td.calls{min-width:170px}
 <h2>Throttling over time</h2>
 {{if .Chart.Empty}}<p class="muted">No requests.</p>{{else}}
 <svg width="{{.Chart.Width}}" height="{{.Chart.Height}}" role="img" aria-label="throttling chart">
-<line class="axis" x1="{{.Chart.Left}}" x2="{{sub .Chart.Width 60}}" y1="{{sub .Chart.Height .Chart.Bottom}}" y2="{{sub .Chart.Height .Chart.Bottom}}"/>
+<line class="axis" x1="{{.Chart.Left}}" x2="{{sub .Chart.Width 100}}" y1="{{sub .Chart.Height .Chart.Bottom}}" y2="{{sub .Chart.Height .Chart.Bottom}}"/>
 <line class="axis" x1="{{.Chart.Left}}" x2="{{.Chart.Left}}" y1="20" y2="{{sub .Chart.Height .Chart.Bottom}}"/>
 <text x="4" y="24">{{.Chart.YMax}} × 429</text><text x="4" y="{{sub .Chart.Height .Chart.Bottom}}">0</text>
-<text x="{{sub .Chart.Width 56}}" y="24" fill="#1f77b4">{{.Chart.ReqMax}} req</text>
+<text x="{{sub .Chart.Width 94}}" y="24" fill="#1f77b4">{{.Chart.ReqMax}} req</text>
 {{range .Chart.Bars}}<rect x="{{.X}}" y="{{.Y}}" width="{{.W}}" height="{{.H}}" fill="{{.Color}}"><title>{{.Title}}</title></rect>{{end}}
 <polyline points="{{.Chart.Line}}" fill="none" stroke="#1f77b4" stroke-width="1.2"/>
+{{if .Chart.APFLine}}<polyline points="{{.Chart.APFLine}}" fill="none" stroke="#2ca02c" stroke-width="1.2" stroke-dasharray="4 3"/>
+<text x="{{sub .Chart.Width 94}}" y="38" fill="#2ca02c">{{.Chart.APFMax}} wait</text>{{end}}
 {{range .Chart.Ticks}}<text x="{{.X}}" y="{{sub $.Chart.Height 10}}" text-anchor="middle">{{.Label}}</text>{{end}}
 </svg>
-<div class="muted">bars: 429 responses per {{.Chart.Step}}{{range .Chart.Legend}} · <span style="color:{{.Color}}">■</span> {{.Label}}{{end}} · blue line: all requests</div>{{end}}
+<div class="muted">bars: 429 responses per {{.Chart.Step}}{{range .Chart.Legend}} · <span style="color:{{.Color}}">■</span> {{.Label}}{{end}} · blue line: all requests{{if .Chart.APFLine}} · green dashes: mean APF queue wait of requests that queued{{end}}</div>{{end}}
 {{if .R.Throttling.ByKey}}<table><tr><th>user</th><th>user agent</th><th>verb</th><th>resource</th><th>429s</th><th>requests</th><th>APF queued</th><th>APF wait max</th></tr>
 {{range .R.Throttling.ByKey}}<tr><td>{{.User}}</td><td>{{.UserAgent}}</td><td>{{.Verb}}</td><td>{{.Resource}}</td><td class="n">{{.Throttled}}</td><td class="n">{{.Requests}}</td><td class="n">{{.APFWaited}}</td><td class="n">{{dur .APFWaitMax}}</td></tr>{{end}}</table>{{end}}
 
