@@ -2,16 +2,89 @@ package gen
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 	"time"
 )
 
-func TestGenerateDev(t *testing.T) {
-	var b bytes.Buffer
-	tr, err := Generate(&b, Config{Nodes: 50, Duration: 5 * time.Minute, ThrottledClient: true})
+type line struct {
+	Kind       string `json:"kind"`
+	APIVersion string `json:"apiVersion"`
+	Stage      string `json:"stage"`
+	Verb       string `json:"verb"`
+	User       struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ResponseStatus struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+	Received  time.Time `json:"requestReceivedTimestamp"`
+	StageTime time.Time `json:"stageTimestamp"`
+}
+
+func TestGenerateIsValidOrderedAndDeterministic(t *testing.T) {
+	cfg := Config{Nodes: 40, Duration: 4 * time.Minute, Seed: 9, ThrottledClient: true}
+	var a, b bytes.Buffer
+	ta, err := Generate(&a, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%+v", tr)
-	t.Logf("%s", b.Bytes()[:2000])
+	if _, err := Generate(&b, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a.Bytes(), b.Bytes()) {
+		t.Fatal("the same seed gave two different logs")
+	}
+	if ta.Bytes != int64(a.Len()) {
+		t.Fatalf("truth says %d bytes, wrote %d", ta.Bytes, a.Len())
+	}
+	var prev time.Time
+	var n, throttled int64
+	for _, l := range bytes.Split(bytes.TrimSuffix(a.Bytes(), []byte("\n")), []byte("\n")) {
+		var ev line
+		if err := json.Unmarshal(l, &ev); err != nil {
+			t.Fatalf("line %d is not JSON: %v\n%s", n+1, err, l)
+		}
+		n++
+		if ev.Kind != "Event" || ev.APIVersion != "audit.k8s.io/v1" || ev.Stage != "ResponseComplete" || ev.Verb == "" || ev.User.Username == "" {
+			t.Fatalf("line %d is not a complete audit event: %s", n, l)
+		}
+		if ev.StageTime.Before(prev) {
+			t.Fatalf("line %d goes back in stageTimestamp: %v after %v", n, ev.StageTime, prev)
+		}
+		if ev.StageTime.Before(ev.Received) {
+			t.Fatalf("line %d ends before it starts", n)
+		}
+		prev = ev.StageTime
+		if ev.ResponseStatus.Code == 429 {
+			throttled++
+		}
+	}
+	if n != ta.Events || throttled != ta.Throttled || throttled == 0 {
+		t.Fatalf("truth: %d events %d throttled; log: %d events %d throttled", ta.Events, ta.Throttled, n, throttled)
+	}
+	// Two deletions of each kind: shutdown, modern zombie, legacy zombie (which leaks).
+	if len(ta.Deleted) != 6 || len(ta.Zombies) != 4 || len(ta.Leaked) != 2 {
+		t.Fatalf("truth %+v", ta)
+	}
+	zombies := map[string]bool{}
+	for _, z := range ta.Zombies {
+		zombies[z] = true
+	}
+	for _, l := range ta.Leaked {
+		if !zombies[l] {
+			t.Fatalf("leaked %s is not a zombie", l)
+		}
+	}
+}
+
+func TestGenerateBySize(t *testing.T) {
+	var b bytes.Buffer
+	tr, err := Generate(&b, Config{Bytes: 3 << 20, Nodes: 100, Deletions: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(b.Len()) < 3<<20 || int64(b.Len()) > 3<<20+(1<<20) || len(tr.Deleted) != 0 {
+		t.Fatalf("%d bytes, truth %+v", b.Len(), tr)
+	}
 }
