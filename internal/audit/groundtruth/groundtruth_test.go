@@ -90,6 +90,7 @@ func TestAuditLogGroundTruth(t *testing.T) {
 		"dead":        "ip-10-0-1-5.us-west-2.compute.internal",
 		"bystander":   "ip-10-0-1-6.us-west-2.compute.internal",
 		"legacyalive": "ip-10-0-1-7.us-west-2.compute.internal",
+		"legacylease": "ip-10-0-1-8.us-west-2.compute.internal",
 	}
 	kubelets := map[string]*kubeletsim.Kubelet{}
 	for role, name := range names {
@@ -117,9 +118,12 @@ func TestAuditLogGroundTruth(t *testing.T) {
 
 	// The machine of "dead" dies first, then its Node is deleted: no zombie, no leak.
 	kubelets["dead"].Stop()
-	// A lease deleted alone comes back at once, owned (the kubelet's Node exists).
-	if err := adminClient.CoordinationV1().Leases(kubeletsim.NodeLeaseNamespace).Delete(ctx, names["leaseonly"], metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
+	// A lease deleted alone comes back at once (the kubelet's Node exists), from a modern and
+	// from a legacy kubelet.
+	for _, role := range []string{"leaseonly", "legacylease"} {
+		if err := adminClient.CoordinationV1().Leases(kubeletsim.NodeLeaseNamespace).Delete(ctx, names[role], metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, role := range []string{"modern", "legacy", "restart", "dead"} {
 		if err := adminClient.CoreV1().Nodes().Delete(ctx, names[role], metav1.DeleteOptions{}); err != nil {
@@ -236,6 +240,26 @@ func TestAuditLogGroundTruth(t *testing.T) {
 	last := lc.Events[len(lc.Events)-1]
 	if last.Action != "create" || last.Code != 201 || last.Actor.User != "system:node:"+names["leaseonly"] || last.Owners != "Node/"+names["leaseonly"] {
 		t.Errorf("re-creation of the lease deleted alone: %+v", last)
+	}
+
+	// The legacy kubelet re-creates the lease deleted alone too, and no leak remains: its
+	// Node exists, so the lease is (or soon gets) its owner.
+	var lcl *audit.LeaseLifecycle
+	for i := range rep.Leases {
+		if rep.Leases[i].Name == names["legacylease"] {
+			lcl = &rep.Leases[i]
+		}
+	}
+	if lcl == nil || lcl.Deletes != 1 || lcl.Creates+lcl.UpdateCreates < 2 {
+		t.Fatalf("lifecycle of the legacy lease deleted alone: %+v", lcl)
+	}
+	if e := lcl.Events[len(lcl.Events)-1]; e.Code != 201 || e.Actor.User != "system:node:"+names["legacylease"] {
+		t.Errorf("re-creation of the legacy lease deleted alone: %+v", e)
+	}
+	for _, l := range rep.Leaks {
+		if l.Name == names["legacylease"] {
+			t.Logf("legacy lease deleted alone: %s, %s", l.Cause, l.Status)
+		}
 	}
 
 	// Throttling: every 429 the client saw is in the report, attributed to it.
