@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -288,7 +289,7 @@ func BenchmarkControllerMemory(b *testing.B) {
 		})
 		b.Logf("%d realistic Nodes and %d leases created", nodes, leases)
 
-		measure := func(full bool) (rssKiB int, heap float64) {
+		measure := func(full bool) (rssKiB, anonKiB int, heap float64) {
 			addr := freeAddr(b)
 			// A grace period of a year: the ownerless leases are zombies of stopped kubelets, so
 			// neither controller deletes anything while it is measured.
@@ -297,23 +298,33 @@ func BenchmarkControllerMemory(b *testing.B) {
 			waitMetric(b, addr, "nodekeeper_cache_synced", 10*time.Minute, func(v float64) bool { return v == 1 })
 			waitMetric(b, addr, `nodekeeper_leases{class="zombie"}`, time.Minute, func(v float64) bool { return v == float64(leases-nodes) })
 			time.Sleep(30 * time.Second) // let the work queue drain and the runtime return what the initial sync freed
-			rssKiB = r.rssKiB(b)
+			rssKiB, anonKiB = r.rssKiB(b)
+			if dir := os.Getenv("NODEKEEPER_BENCH_PROFILE_DIR"); dir != "" {
+				if resp, err := http.Get("http://" + addr + "/debug/pprof/heap"); err == nil {
+					f, _ := os.Create(fmt.Sprintf("%s/heap-full-%v.pprof", dir, full))
+					_, _ = io.Copy(f, resp.Body)
+					f.Close()
+					resp.Body.Close()
+				}
+			}
 			m, err := scrape(addr)
 			if err != nil {
 				b.Fatal(err)
 			}
 			heap = m["go_memstats_heap_inuse_bytes"]
 			r.terminate(b)
-			return rssKiB, heap
+			return rssKiB, anonKiB, heap
 		}
-		metaRSS, metaHeap := measure(false)
-		fullRSS, fullHeap := measure(true)
-		b.Logf("metadata-only Node cache: RSS %.1f MiB, heap in use %.1f MiB", float64(metaRSS)/1024, metaHeap/(1<<20))
-		b.Logf("full Node cache:          RSS %.1f MiB, heap in use %.1f MiB", float64(fullRSS)/1024, fullHeap/(1<<20))
-		b.Logf("ratio metadata/full: RSS %.2f, heap %.2f (target: RSS at most 0.33)", float64(metaRSS)/float64(fullRSS), metaHeap/fullHeap)
+		metaRSS, metaAnon, metaHeap := measure(false)
+		fullRSS, fullAnon, fullHeap := measure(true)
+		b.Logf("metadata-only Node cache: RSS %.1f MiB (anonymous %.1f MiB), heap in use %.1f MiB", float64(metaRSS)/1024, float64(metaAnon)/1024, metaHeap/(1<<20))
+		b.Logf("full Node cache:          RSS %.1f MiB (anonymous %.1f MiB), heap in use %.1f MiB", float64(fullRSS)/1024, float64(fullAnon)/1024, fullHeap/(1<<20))
+		b.Logf("ratio metadata/full: RSS %.2f, anonymous RSS %.2f, heap %.2f (target: RSS at most 0.33)",
+			float64(metaRSS)/float64(fullRSS), float64(metaAnon)/float64(fullAnon), metaHeap/fullHeap)
 		b.ReportMetric(float64(metaRSS)/1024, "meta-rss-MiB")
 		b.ReportMetric(float64(fullRSS)/1024, "full-rss-MiB")
 		b.ReportMetric(float64(metaRSS)/float64(fullRSS), "meta/full-rss")
+		b.ReportMetric(float64(metaAnon)/float64(fullAnon), "meta/full-anon")
 	}
 }
 

@@ -38,7 +38,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/informers"
+	coordinationinformers "k8s.io/client-go/informers/coordination/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
@@ -125,9 +126,6 @@ type Controller struct {
 	deleter   *deleter.Deleter
 	metrics   *metrics
 
-	leaseFactory  informers.SharedInformerFactory
-	nodeStarter   interface{ Start(<-chan struct{}) }
-	nodeShutdown  func()
 	leaseInformer cache.SharedIndexInformer
 	nodeInformer  cache.SharedIndexInformer
 
@@ -139,21 +137,39 @@ type Controller struct {
 	leading atomic.Bool
 	watch   *leaderelection.HealthzAdaptor
 
-	mu    sync.Mutex
-	state map[string]leaseState // by lease name; values, not pointers: one allocation less per lease
+	mu       sync.Mutex
+	state    map[string]leaseState // by lease name (the key shares the cached name's bytes)
+	dryRunRV map[string]string     // dry run: the lease version whose decision was reported
 
 	// beforeAction, set only by tests, runs between classification and a delete or adoption so
 	// that races with kubelets and users can be staged at the worst moment.
 	beforeAction func(*coordinationv1.Lease)
 }
 
-// leaseState is what the controller remembers about one lease between decisions: enough to log
-// class changes once and to report a zombie or a dry-run decision once per lease version.
-type leaseState struct {
-	uid            types.UID
-	class          lease.Class
-	zombieReported bool
-	dryRunRV       string
+// leaseState is what the controller remembers about one lease between decisions, in one byte
+// because there is one per cached lease: the lease's last class (its index in lease.Classes()
+// plus one; 0 for not seen yet) and whether it was reported as a zombie. A deleted lease's state
+// is dropped at once, so a lease re-created under the same name starts afresh.
+type leaseState uint8
+
+const zombieReported leaseState = 1 << 7
+
+var classList = lease.Classes()
+
+func (s leaseState) class() lease.Class {
+	if i := int(s &^ zombieReported); i > 0 && i <= len(classList) {
+		return classList[i-1]
+	}
+	return ""
+}
+
+func (s leaseState) withClass(c lease.Class) leaseState {
+	for i, k := range classList {
+		if k == c {
+			return s&zombieReported | leaseState(i+1)
+		}
+	}
+	return s & zombieReported
 }
 
 // New builds a controller. cfg is used for leases and Nodes (its QPS and Burst are the client
@@ -164,7 +180,7 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 	if cfg == nil {
 		return nil, errors.New("controller: no client configuration")
 	}
-	c := &Controller{opts: opts, state: map[string]leaseState{}}
+	c := &Controller{opts: opts, state: map[string]leaseState{}, dryRunRV: map[string]string{}}
 	if c.opts.Workers == 0 {
 		c.opts.Workers = DefaultWorkers
 	}
@@ -217,22 +233,26 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 	c.evClient = evClient
 	c.events = newEventEmitter(evClient, c.metrics.eventsDropped)
 
-	c.leaseFactory = informers.NewSharedInformerFactoryWithOptions(c.leases, 0,
-		informers.WithNamespace(lease.NodeLeaseNamespace),
-		informers.WithTransform(stripLease))
-	c.leaseInformer = c.leaseFactory.Coordination().V1().Leases().Informer()
+	// Informers without the namespace index the factories add: one namespace (or none, for
+	// Nodes) makes it a second copy of every key.
+	noIndex := cache.Indexers{}
+	c.leaseInformer = coordinationinformers.NewFilteredLeaseInformer(c.leases, lease.NodeLeaseNamespace, 0, noIndex, nil)
+	nodeTransform := cache.TransformFunc(slimNode)
 	if opts.fullNodes {
 		full, err := kubernetes.NewForConfig(deleter.ProtobufConfig(cfg))
 		if err != nil {
 			return nil, err
 		}
-		f := informers.NewSharedInformerFactoryWithOptions(full, 0, informers.WithTransform(stripManagedFields))
-		c.nodeInformer = f.Core().V1().Nodes().Informer()
-		c.nodeStarter, c.nodeShutdown = f, f.Shutdown
+		c.nodeInformer = coreinformers.NewFilteredNodeInformer(full, 0, noIndex, nil)
+		nodeTransform = stripManagedFields
 	} else {
-		f := metadatainformer.NewSharedInformerFactoryWithOptions(c.metaNodes, 0, metadatainformer.WithTransform(slimNode))
-		c.nodeInformer = f.ForResource(deleter.NodesResource).Informer()
-		c.nodeStarter, c.nodeShutdown = f, f.Shutdown
+		c.nodeInformer = metadatainformer.NewFilteredMetadataInformer(c.metaNodes, deleter.NodesResource, "", 0, noIndex, nil).Informer()
+	}
+	if err := c.leaseInformer.SetTransform(compactLease); err != nil {
+		return nil, err
+	}
+	if err := c.nodeInformer.SetTransform(nodeTransform); err != nil {
+		return nil, err
 	}
 	for _, inf := range []cache.SharedIndexInformer{c.leaseInformer, c.nodeInformer} {
 		if err := inf.SetWatchErrorHandlerWithContext(c.watchError); err != nil {
@@ -278,10 +298,13 @@ func (c *Controller) Run(ctx context.Context) error {
 	evWG.Go(func() { c.events.run(evCtx) })
 	defer evWG.Wait()
 	defer stopEvents()
-	c.leaseFactory.Start(ctx.Done())
-	c.nodeStarter.Start(ctx.Done())
-	defer c.nodeShutdown()
-	defer c.leaseFactory.Shutdown()
+	infCtx, stopInformers := context.WithCancel(ctx)
+	var infWG sync.WaitGroup
+	defer infWG.Wait()
+	defer stopInformers()
+	for _, inf := range []cache.SharedIndexInformer{c.leaseInformer, c.nodeInformer} {
+		infWG.Go(func() { inf.RunWithContext(infCtx) })
+	}
 	logger.Info("Waiting for caches to sync", "namespace", lease.NodeLeaseNamespace, "nodeCache", c.nodeCacheKind())
 	if !cache.WaitForCacheSync(ctx.Done(), c.leaseInformer.HasSynced, c.nodeInformer.HasSynced) {
 		return ctx.Err()
@@ -391,10 +414,11 @@ func (c *Controller) sync(ctx context.Context, name string) (result, error) {
 		c.dropState(name)
 		return result{}, nil
 	}
-	l, ok := obj.(*coordinationv1.Lease)
+	cl, ok := obj.(*cachedLease)
 	if !ok {
 		return result{}, fmt.Errorf("unexpected object %T in the lease cache", obj)
 	}
+	l := cl.lease(new(coordinationv1.Lease))
 	node := c.nodeRef(name)
 	now := c.clock.Now()
 	// Most events are healthy renewals: classify without formatting a reason, and format it
@@ -427,7 +451,7 @@ func until(now, at time.Time) time.Duration {
 }
 
 func (c *Controller) handleLeaked(ctx context.Context, logger klog.Logger, l *coordinationv1.Lease, node *lease.NodeRef, st leaseState) (result, error) {
-	if c.opts.DryRun && st.dryRunRV == l.ResourceVersion {
+	if c.opts.DryRun && c.dryRunReported(l) {
 		return result{}, nil // this version was already reported
 	}
 	if c.beforeAction != nil {
@@ -468,7 +492,7 @@ func (c *Controller) handleUnowned(ctx context.Context, logger klog.Logger, l *c
 		}
 		return result{after: until(now, adoptAt)}, nil
 	}
-	if c.opts.DryRun && st.dryRunRV == l.ResourceVersion {
+	if c.opts.DryRun && c.dryRunReported(l) {
 		return result{}, nil
 	}
 	if c.beforeAction != nil {
@@ -507,7 +531,7 @@ func (c *Controller) handleUnowned(ctx context.Context, logger klog.Logger, l *c
 // kubelet would re-create the lease at once (before 1.29) or keep polling for it (1.29+).
 func (c *Controller) handleZombie(logger klog.Logger, l *coordinationv1.Lease, v lease.Verdict, st leaseState, now time.Time, explain func() string) result {
 	after := until(now, v.RecheckAt)
-	if st.zombieReported || v.Expired {
+	if st&zombieReported != 0 || v.Expired {
 		// Expired: the kubelet has stopped; the lease is merely waiting out its grace period.
 		return result{after: after}
 	}
@@ -516,9 +540,8 @@ func (c *Controller) handleZombie(logger klog.Logger, l *coordinationv1.Lease, v
 		return result{after: min(after, until(now, reportAt))}
 	}
 	c.mu.Lock()
-	if s, ok := c.state[l.Name]; ok && s.uid == l.UID {
-		s.zombieReported = true
-		c.state[l.Name] = s
+	if s, ok := c.state[l.Name]; ok {
+		c.state[l.Name] = s | zombieReported
 	}
 	c.mu.Unlock()
 	logger.Info("Zombie kubelet: lease renewed without a Node; not deleting it while it is renewed",
@@ -563,14 +586,11 @@ func (c *Controller) decided(l *coordinationv1.Lease, r deleter.Result) {
 // only for a line that is logged. Returns the lease's state.
 func (c *Controller) noteClass(logger klog.Logger, l *coordinationv1.Lease, class lease.Class, explain func() string) leaseState {
 	c.mu.Lock()
-	s, ok := c.state[l.Name]
-	if !ok || s.uid != l.UID {
-		s = leaseState{uid: l.UID}
-	}
-	prev := s.class
-	s.class = class
+	s := c.state[l.Name]
+	prev := s.class()
+	s = s.withClass(class)
 	if class != lease.Zombie {
-		s.zombieReported = false
+		s &^= zombieReported
 	}
 	c.state[l.Name] = s
 	c.mu.Unlock()
@@ -597,16 +617,21 @@ func (c *Controller) noteClass(logger klog.Logger, l *coordinationv1.Lease, clas
 
 func (c *Controller) setDryRunRV(l *coordinationv1.Lease) {
 	c.mu.Lock()
+	c.dryRunRV[l.Name] = l.ResourceVersion
+	c.mu.Unlock()
+}
+
+func (c *Controller) dryRunReported(l *coordinationv1.Lease) bool {
+	c.mu.Lock()
 	defer c.mu.Unlock()
-	if s, ok := c.state[l.Name]; ok && s.uid == l.UID {
-		s.dryRunRV = l.ResourceVersion
-		c.state[l.Name] = s
-	}
+	rv, ok := c.dryRunRV[l.Name]
+	return ok && rv == l.ResourceVersion
 }
 
 func (c *Controller) dropState(name string) {
 	c.mu.Lock()
 	delete(c.state, name)
+	delete(c.dryRunRV, name)
 	c.mu.Unlock()
 }
 
@@ -632,8 +657,10 @@ func (c *Controller) classCounts() (map[lease.Class]int, int) {
 		return counts, 0
 	}
 	now := c.clock.Now()
+	var scratch coordinationv1.Lease // one Lease rebuilt per cached lease, not one allocated
 	for _, obj := range c.leaseInformer.GetIndexer().List() {
-		if l, ok := obj.(*coordinationv1.Lease); ok {
+		if cl, ok := obj.(*cachedLease); ok {
+			l := cl.lease(&scratch)
 			v := lease.ClassOf(l, c.nodeRef(l.Name), now, c.classify)
 			counts[v.Class]++
 			if v.Class == lease.Zombie && !v.Expired {
@@ -663,7 +690,8 @@ func (c *Controller) leaseDeleted(obj any) {
 		return
 	}
 	if _, name, err := cache.SplitMetaNamespaceKey(key); err == nil {
-		c.enqueue(name) // sync finds it gone and drops its state
+		c.dropState(name) // a lease re-created under this name starts afresh
+		c.enqueue(name)
 	}
 }
 
@@ -683,55 +711,6 @@ func (c *Controller) nodeChanged(obj any) {
 func (c *Controller) watchError(ctx context.Context, r *cache.Reflector, err error) {
 	c.metrics.errors.WithLabelValues("list_watch").Inc()
 	cache.DefaultWatchErrorHandler(ctx, r, err)
-}
-
-// stripLease keeps only what classification and the deleter read, and shares repeated strings,
-// because the lease cache is most of the controller's memory (50,000 leases in a large cluster).
-// managedFields alone are as large as the rest of a lease. Cached objects are never mutated, so
-// sharing is safe.
-func stripLease(obj any) (any, error) {
-	l, ok := obj.(*coordinationv1.Lease)
-	if !ok {
-		return obj, nil
-	}
-	l.ManagedFields = nil
-	l.Annotations = nil
-	l.Labels = nil
-	l.Finalizers = nil
-	l.GenerateName = ""
-	if l.Namespace == lease.NodeLeaseNamespace {
-		l.Namespace = lease.NodeLeaseNamespace
-	}
-	for i := range l.OwnerReferences {
-		r := &l.OwnerReferences[i]
-		if r.APIVersion == "v1" {
-			r.APIVersion = "v1"
-		}
-		if r.Kind == "Node" {
-			r.Kind = "Node"
-		}
-		if r.Name == l.Name {
-			r.Name = l.Name
-		}
-	}
-	if h := l.Spec.HolderIdentity; h != nil && *h == l.Name {
-		*h = l.Name
-	}
-	if d := l.Spec.LeaseDurationSeconds; d != nil {
-		l.Spec.LeaseDurationSeconds = internDuration(*d)
-	}
-	return l, nil
-}
-
-// durations holds one shared pointer per lease duration seen (a handful in any cluster).
-var durations sync.Map // int32 → *int32
-
-func internDuration(d int32) *int32 {
-	if p, ok := durations.Load(d); ok {
-		return p.(*int32)
-	}
-	p, _ := durations.LoadOrStore(d, &d)
-	return p.(*int32)
 }
 
 // stripManagedFields is the generic transform used for the full-Node comparison cache.

@@ -7,10 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,6 +54,9 @@ type replicaConfig struct {
 // replicaMain runs in the child: one controller until SIGTERM, decisions appended to a file as
 // JSON lines the moment they are made (unbuffered, so a SIGKILL loses none that were made).
 func replicaMain() int {
+	if os.Getenv("NODEKEEPER_BENCH_PROFILE_DIR") != "" {
+		runtime.MemProfileRate = 1 // exact heap profiles for the memory investigation
+	}
 	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(fs)
 	_ = fs.Set("v", "2")
@@ -100,7 +106,11 @@ func replicaMain() int {
 		return 2
 	}
 	if rc.MetricsAddr != "" {
-		stopMetrics, err := Serve(ctx, "metrics", rc.MetricsAddr, c.MetricsHandler())
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", c.MetricsHandler())
+		// Heap profiles of the child, for investigating the memory benchmark.
+		mux.HandleFunc("/debug/pprof/heap", pprof.Index)
+		stopMetrics, err := Serve(ctx, "metrics", rc.MetricsAddr, mux)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "replica:", err)
 			return 2
@@ -199,25 +209,36 @@ func (r *replica) readDecisions(t testing.TB) []Decision {
 	return out
 }
 
-// rssKiB reads the child's resident set size from /proc.
-func (r *replica) rssKiB(t testing.TB) int {
+// rssKiB reads the child's resident set size (VmRSS) and its anonymous part (RssAnon: heap and
+// stacks, without the file-backed pages of the binary) from /proc, in KiB.
+func (r *replica) rssKiB(t testing.TB) (rss, anon int) {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", r.cmd.Process.Pid))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			f := strings.Fields(line)
-			n, err := strconv.Atoi(f[1])
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		n, err := strconv.Atoi(f[1])
+		switch f[0] {
+		case "VmRSS:":
+			rss = n
+		case "RssAnon:":
+			anon = n
+		default:
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
-	t.Fatal("no VmRSS in /proc status")
-	return 0
+	if rss == 0 || anon == 0 {
+		t.Fatal("no VmRSS or RssAnon in /proc status")
+	}
+	return rss, anon
 }
 
 func (r *replica) tail(t testing.TB) string {

@@ -10,6 +10,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -18,15 +19,16 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
-// TestStripLeaseKeepsWhatClassificationReads: the cache transform must not change any verdict.
-func TestStripLeaseKeepsWhatClassificationReads(t *testing.T) {
+// TestCompactLeaseKeepsWhatClassificationReads: the cache's compact form must not change any
+// verdict, nor anything the deleter and events read.
+func TestCompactLeaseKeepsWhatClassificationReads(t *testing.T) {
 	now := time.Now()
 	name := "ip-10-0-0-1.ec2.internal"
-	mk := func() *coordinationv1.Lease {
+	base := func() *coordinationv1.Lease {
 		return &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{
 				Name: name, Namespace: lease.NodeLeaseNamespace, UID: "u", ResourceVersion: "7",
-				CreationTimestamp: metav1.NewTime(now.Add(-time.Hour)),
+				CreationTimestamp: metav1.NewTime(now.Add(-time.Hour).Truncate(time.Second)),
 				Labels:            map[string]string{"a": "b"}, Annotations: map[string]string{"c": "d"},
 				ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubelet"}},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: name, UID: "n"}},
@@ -37,35 +39,55 @@ func TestStripLeaseKeepsWhatClassificationReads(t *testing.T) {
 			},
 		}
 	}
+	variants := map[string]func(*coordinationv1.Lease){
+		"kubelet lease":         func(*coordinationv1.Lease) {},
+		"no owner":              func(l *coordinationv1.Lease) { l.OwnerReferences = nil },
+		"foreign owner":         func(l *coordinationv1.Lease) { l.OwnerReferences[0].Kind = "Deployment" },
+		"controller owner flag": func(l *coordinationv1.Lease) { l.OwnerReferences[0].Controller = ptr.To(true) },
+		"two owners": func(l *coordinationv1.Lease) {
+			l.OwnerReferences = append(l.OwnerReferences, metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: name, UID: "m"})
+		},
+		"other holder":          func(l *coordinationv1.Lease) { l.Spec.HolderIdentity = ptr.To("x") },
+		"no holder":             func(l *coordinationv1.Lease) { l.Spec.HolderIdentity = nil },
+		"no renew, no duration": func(l *coordinationv1.Lease) { l.Spec.RenewTime, l.Spec.LeaseDurationSeconds = nil, nil },
+		"acquire time":          func(l *coordinationv1.Lease) { l.Spec.AcquireTime = ptr.To(metav1.NewMicroTime(now.Add(-time.Second))) },
+		"no creation time":      func(l *coordinationv1.Lease) { l.CreationTimestamp = metav1.Time{} },
+		"renewTime in the year 3000": func(l *coordinationv1.Lease) {
+			l.Spec.RenewTime = ptr.To(metav1.NewMicroTime(time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)))
+		},
+	}
 	nodes := []*lease.NodeRef{nil, {Name: name, UID: "n"}, {Name: name, UID: "other"}}
-	for _, owned := range []bool{true, false} {
+	for vname, mod := range variants {
+		orig := base()
+		mod(orig)
+		obj, err := compactLease(orig.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl := obj.(*cachedLease)
+		back := cl.lease(new(coordinationv1.Lease))
+		if back.Name != orig.Name || back.Namespace != orig.Namespace || back.UID != orig.UID || back.ResourceVersion != orig.ResourceVersion {
+			t.Errorf("%s: identity changed: %+v", vname, back.ObjectMeta)
+		}
 		for _, node := range nodes {
-			orig := mk()
-			if !owned {
-				orig.OwnerReferences = nil
-			}
-			obj, err := stripLease(orig.DeepCopy())
-			if err != nil {
-				t.Fatal(err)
-			}
-			stripped := obj.(*coordinationv1.Lease)
 			for _, at := range []time.Time{now, now.Add(2 * time.Hour)} {
 				a := lease.Classify(orig, node, at, lease.Options{})
-				b := lease.Classify(stripped, node, at, lease.Options{})
-				if a != b {
-					t.Errorf("owned=%v node=%v: verdict changed by the transform:\n%+v\n%+v", owned, node, a, b)
+				b := lease.Classify(back, node, at, lease.Options{})
+				if a.Class != b.Class || a.Reason != b.Reason || !a.RecheckAt.Equal(b.RecheckAt) || a.Expired != b.Expired ||
+					!a.LastActivity.Equal(b.LastActivity) || a.RenewAge != b.RenewAge {
+					t.Errorf("%s, node %v: verdict changed by the cache:\n%+v\n%+v", vname, node, a, b)
 				}
 			}
-			if stripped.ManagedFields != nil || stripped.Labels != nil || stripped.Annotations != nil {
-				t.Error("transform kept managedFields, labels or annotations")
-			}
-			if stripped.UID != "u" || stripped.ResourceVersion != "7" {
-				t.Error("transform lost the UID or resourceVersion the delete preconditions need")
-			}
 		}
-	}
-	if internDuration(40) != internDuration(40) {
-		t.Error("durations are not shared")
+		if m, err := meta.Accessor(cl); err != nil || m.GetName() != name || m.GetNamespace() != lease.NodeLeaseNamespace {
+			t.Errorf("%s: meta.Accessor on the cached lease: %v %v", vname, m, err)
+		}
+		if cp := cl.DeepCopyObject().(*cachedLease); cp == cl || cp.name != cl.name {
+			t.Errorf("%s: DeepCopyObject", vname)
+		}
+		if again, _ := compactLease(cl); again != cl {
+			t.Errorf("%s: the transform is not idempotent", vname)
+		}
 	}
 }
 
@@ -120,3 +142,20 @@ func TestLeaderElectionOptionsValidate(t *testing.T) {
 }
 
 var restConfigForUnit = rest.Config{Host: "https://127.0.0.1:1"}
+
+func TestLeaseStateBits(t *testing.T) {
+	var s leaseState
+	if s.class() != "" {
+		t.Fatal("fresh state has a class")
+	}
+	for _, c := range lease.Classes() {
+		s = s.withClass(c) | zombieReported
+		if s.class() != c || s&zombieReported == 0 {
+			t.Errorf("class %s: got %s, zombie bit %v", c, s.class(), s&zombieReported != 0)
+		}
+		s &^= zombieReported
+		if s.class() != c {
+			t.Errorf("clearing the zombie bit lost class %s", c)
+		}
+	}
+}
