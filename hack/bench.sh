@@ -4,6 +4,7 @@
 # Select some with BENCH="gc controller" (names below); all by default. Output is also kept in
 # bin/bench/<name>.txt.
 #
+#   testenv    warm start time of the local control plane (with and without kube-controller-manager)
 #   capacity   kubeletsim: largest number of simulated kubelets that keeps every node Ready
 #   gc         nodekeeper gc vs the raw parallel DELETE rate vs the seed's kubectl|jq|xargs pipeline
 #   controller controller convergence on 20,000 leaked leases, RSS metadata vs full Nodes, idle LISTs
@@ -16,14 +17,18 @@ export PATH="$PATH:$PWD/bin/controlplane"
 mkdir -p bin/bench
 
 declare -A cmd=(
+  [testenv]="./internal/testenv -bench Start -benchtime 3x -timeout 10m"
   [capacity]="./internal/kubeletsim -bench Capacity -timeout 90m"
   [gc]="./internal/gc -bench GCvsRaw -timeout 60m"
   [controller]="./internal/controller -bench . -timeout 90m"
-  [leases]="./internal/leasesview/clustertest -bench LeasesVersusKubectl -timeout 60m"
-  [audit]="./internal/audit -bench . -timeout 60m"
+  [leases]="./internal/leasesview/clustertest -bench LeasesVersusKubectl -benchtime 3x -timeout 60m"
+  [audit]="./internal/audit -bench BenchmarkAuditVsJQ\$ -timeout 60m"
+  [audit-rss]="./internal/audit -bench BenchmarkAuditPeakRSS\$ -timeout 60m"
   [doctor]="./internal/doctor -bench Doctor2000 -timeout 30m"
 )
-order=(gc controller leases audit doctor capacity)
+order=(testenv gc controller leases audit audit-rss doctor capacity)
+# The audit RSS benchmark measures at 1 GB and 4 GB unless told otherwise.
+export NODEKEEPER_AUDIT_BENCH_RSS_SIZES=${NODEKEEPER_AUDIT_BENCH_RSS_SIZES:-1G,4G}
 selected=(${BENCH:-${order[*]}})
 
 for name in "${selected[@]}"; do
