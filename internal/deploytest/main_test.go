@@ -13,7 +13,5 @@ var update = flag.Bool("update", false, "rewrite the copies of deploy/prometheus
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	// testenv.Main asks testing.Verbose(), which needs the flags parsed first.
-	flag.Parse()
 	testenv.Main(m, testenv.Options{}, &env)
 }

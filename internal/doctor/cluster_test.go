@@ -2,7 +2,6 @@ package doctor
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"net/http"
 	"strings"
@@ -30,7 +29,6 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	flag.Parse() // testenv.Main reads testing.Verbose
 	testenv.Main(m, testenv.Options{}, &env)
 }
 

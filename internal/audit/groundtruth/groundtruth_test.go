@@ -53,7 +53,7 @@ rules:
 `
 
 func TestMain(m *testing.M) {
-	flag.Parse() // testenv.Main asks testing.Verbose before m.Run parses the flags
+	flag.Parse() // testing.Verbose below needs the flags before m.Run parses them
 	if !testing.Verbose() {
 		// The simulated kubelets log every 404 their zombies get; that is the point here.
 		klog.LogToStderr(false)

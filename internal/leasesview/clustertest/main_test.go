@@ -2,7 +2,6 @@ package clustertest
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"strings"
 	"sync"
@@ -29,7 +28,6 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	flag.Parse() // testenv.Main consults testing.Verbose before m.Run parses flags
 	testenv.Main(m, testenv.Options{
 		ControllerManager:     true,
 		ControllerManagerArgs: []string{"--leader-elect=true"},
