@@ -55,9 +55,10 @@ there are of each class, asks for confirmation and deletes the leaked ones in pa
 
 A lease is leaked when no Node has its name, it has no ownerReference, it is held by a kubelet
 of its own name, and it has not been renewed for longer than --grace-period. Each delete follows
-the controller's safety rules: a live GET of the Node must answer NotFound, and the DELETE carries
-the lease's UID and resourceVersion, so a lease renewed, adopted or re-created since the listing
-is kept (reported as precondition-failed). Zombie leases (renewed by a kubelet whose Node is gone)
+the controller's safety rules: a live read of the API server started after the decision must find
+no Node of that name (concurrent deletes share one consistent LIST of Node names instead of a GET
+each), and the DELETE carries the lease's UID and resourceVersion, so a lease renewed, adopted or
+re-created since the listing is kept (reported as precondition-failed). Zombie leases (renewed by a kubelet whose Node is gone)
 are never deleted.
 
 Exit codes: 0 done (or nothing to do, or dry run); 1 error before any delete; 2 bad flags;
@@ -134,8 +135,11 @@ Exit codes: 0 done (or nothing to do, or dry run); 1 error before any delete; 2 
 					return withExitCode(gcExitAborted, errors.New("not confirmed; nothing deleted"))
 				}
 			}
+			// Concurrent deletes share their live Node reads (one consistent LIST started after
+			// all the checks it answers) instead of sending one GET per lease.
+			checker := deleter.NewBatchNodeChecker(nodes)
 			d, err := deleter.New(leases.CoordinationV1(), nodes, deleter.Options{
-				Classify: lease.Options{GracePeriod: grace}, DryRun: dryRun,
+				Classify: lease.Options{GracePeriod: grace}, DryRun: dryRun, NodeChecker: checker,
 			})
 			if err != nil {
 				return withExitCode(gcExitError, err)
@@ -145,6 +149,7 @@ Exit codes: 0 done (or nothing to do, or dry run); 1 error before any delete; 2 
 				opts.Progress = terminalProgress(stderr, time.Now())
 			}
 			report, collectErr := gc.Collect(ctx, d, plan, opts)
+			report.Requests += checker.Requests()
 			if showProgress {
 				fmt.Fprintln(stderr)
 			}
@@ -164,8 +169,8 @@ Exit codes: 0 done (or nothing to do, or dry run); 1 error before any delete; 2 
 	f.DurationVar(&grace, "grace-period", lease.DefaultGracePeriod, "how long an ownerless lease without a Node must go unrenewed to be leaked")
 	f.BoolVar(&dryRun, "dry-run", false, "classify and check each leaked lease's Node, delete nothing")
 	f.BoolVarP(&yes, "yes", "y", false, "delete without asking for confirmation")
-	f.IntVar(&workers, "workers", gc.DefaultWorkers, "deletes in flight at once")
-	f.Float32Var(&qps, "qps", 100, "client-side rate limit in requests per second (each lease costs a Node GET and a DELETE; 0: no limit)")
+	f.IntVar(&workers, "workers", gc.DefaultWorkers, "leases processed at once (each waits for its shared live Node check, then deletes)")
+	f.Float32Var(&qps, "qps", 100, "client-side rate limit in requests per second (0: no limit)")
 	f.IntVar(&burst, "burst", 200, "client-side burst")
 	f.StringVarP(&output, "output", "o", "table", "output format: table, json or yaml")
 	f.StringVar(&progress, "progress", "auto", "progress line on stderr: auto (when stderr is a terminal), always or never")

@@ -5,8 +5,9 @@
 // A lease is deleted only when all three safety rules hold, checked in this order:
 //
 //  1. the lease, as the caller last saw it (informer cache or LIST), classifies as lease.Leaked;
-//  2. a live GET of the Node with the lease's name returns NotFound (the cache may lag behind a
-//     Node that has just registered);
+//  2. a live read of the Node with the lease's name finds none (the cache may lag behind a Node
+//     that has just registered): a GET started after the decision, or for bulk deletes one
+//     consistent LIST of Nodes started after all the decisions it answers (see NodeChecker);
 //  3. the DELETE carries Preconditions{UID, ResourceVersion} of that very lease, so a lease that
 //     was renewed, adopted or re-created in between is never removed. A precondition failure is
 //     reported as PreconditionFailed for the caller to re-classify from fresh data; the deleter
@@ -93,12 +94,15 @@ type Options struct {
 	DryRun bool
 	// Clock defaults to the real clock.
 	Clock clock.PassiveClock
+	// NodeChecker performs the live Node check of Delete; nil means a GET per lease.
+	NodeChecker NodeChecker
 }
 
 // Deleter deletes leaked leases and adopts unowned ones in kube-node-lease.
 type Deleter struct {
 	leases coordinationclient.LeaseInterface
 	nodes  metadata.ResourceInterface
+	check  NodeChecker
 	opts   Options
 }
 
@@ -110,11 +114,16 @@ func New(leases coordinationclient.LeasesGetter, nodes metadata.Interface, opts 
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Deleter{
+	d := &Deleter{
 		leases: leases.Leases(lease.NodeLeaseNamespace),
 		nodes:  metadata.Interface(nodes).Resource(NodesResource),
+		check:  opts.NodeChecker,
 		opts:   opts,
-	}, nil
+	}
+	if d.check == nil {
+		d.check = GetNodeChecker{Nodes: d.nodes}
+	}
+	return d, nil
 }
 
 // ProtobufConfig returns a copy of cfg that speaks protobuf to the API server, which costs both
@@ -148,14 +157,16 @@ func (d *Deleter) Delete(ctx context.Context, l *coordinationv1.Lease, node *lea
 		return r
 	}
 
-	r.Requests++
-	if _, err := d.nodes.Get(ctx, l.Name, metav1.GetOptions{}); err == nil {
-		r.Outcome = NodeExists
-		r.Reason = fmt.Sprintf("not deleted: a live GET found Node %s (the cached view was stale)", l.Name)
-		return r
-	} else if !apierrors.IsNotFound(err) {
+	exists, n, err := d.check.NodeExists(ctx, l.Name)
+	r.Requests += n
+	switch {
+	case err != nil:
 		r.Outcome, r.Step, r.Err = Failed, "get node", err
-		r.Reason = fmt.Sprintf("not deleted: live GET of Node %s failed: %v", l.Name, err)
+		r.Reason = fmt.Sprintf("not deleted: live read of Node %s failed: %v", l.Name, err)
+		return r
+	case exists:
+		r.Outcome = NodeExists
+		r.Reason = fmt.Sprintf("not deleted: a live read found Node %s (the cached view was stale)", l.Name)
 		return r
 	}
 
@@ -166,7 +177,7 @@ func (d *Deleter) Delete(ctx context.Context, l *coordinationv1.Lease, node *lea
 	}
 	uid, rv := l.UID, l.ResourceVersion
 	r.Requests++
-	err := d.leases.Delete(ctx, l.Name, metav1.DeleteOptions{
+	err = d.leases.Delete(ctx, l.Name, metav1.DeleteOptions{
 		Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv},
 	})
 	switch {

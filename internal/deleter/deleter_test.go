@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -380,4 +381,117 @@ func TestAdoptPatch(t *testing.T) {
 	if _, err := AdoptPatch(l, "n1", "nu"); err == nil {
 		t.Error("adopting an owned lease succeeded")
 	}
+}
+
+func TestBatchNodeChecker(t *testing.T) {
+	ctx := context.Background()
+	admin := env.AdminClient()
+	md, err := metadata.NewForConfig(env.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var present []string
+	for range 5 {
+		n := uniqueName(t)
+		createNode(t, admin, n)
+		present = append(present, n)
+	}
+
+	t.Run("concurrent checks share LIST rounds and answer right", func(t *testing.T) {
+		b := NewBatchNodeChecker(md)
+		const checks = 200
+		var wg sync.WaitGroup
+		errs := make(chan error, checks)
+		for i := range checks {
+			wg.Go(func() {
+				name, want := fmt.Sprintf("absent-%d", i), false
+				if i%40 == 0 {
+					name, want = present[i/40], true
+				}
+				got, n, err := b.NodeExists(ctx, name)
+				if err != nil || got != want || n != 0 {
+					errs <- fmt.Errorf("%s: exists=%v n=%d err=%v, want %v", name, got, n, err, want)
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		if b.Requests() >= checks/2 || b.Lists() == 0 {
+			t.Errorf("%d requests (%d LIST rounds) for %d concurrent checks; want far fewer than one per check", b.Requests(), b.Lists(), checks)
+		}
+	})
+
+	t.Run("a Node created before a check is always seen, even with a round in flight", func(t *testing.T) {
+		b := NewBatchNodeChecker(md)
+		stop := make(chan struct{})
+		var bg sync.WaitGroup
+		// Keep rounds running back to back, so checks often register mid-round.
+		for range 8 {
+			bg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+						_, _, _ = b.NodeExists(ctx, "background-absent")
+					}
+				}
+			})
+		}
+		for range 30 {
+			name := uniqueName(t)
+			createNode(t, admin, name)
+			if got, _, err := b.NodeExists(ctx, name); err != nil || !got {
+				t.Errorf("node %s created before the check: exists=%v err=%v", name, got, err)
+			}
+		}
+		close(stop)
+		bg.Wait()
+	})
+
+	t.Run("many Nodes and few checks: GETs instead of a LIST", func(t *testing.T) {
+		b := NewBatchNodeChecker(md)
+		b.lastSize = 10 * listWorthIt // as if a LIST had found many Nodes
+		got, _, err := b.NodeExists(ctx, present[0])
+		if err != nil || !got {
+			t.Fatalf("exists=%v err=%v", got, err)
+		}
+		if b.Lists() != 0 || b.Requests() != 1 {
+			t.Errorf("%d lists, %d requests; want one GET", b.Lists(), b.Requests())
+		}
+	})
+
+	t.Run("cancelled check", func(t *testing.T) {
+		b := NewBatchNodeChecker(md)
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if _, _, err := b.NodeExists(cctx, "x"); err == nil {
+			t.Error("no error from a cancelled check")
+		}
+	})
+
+	t.Run("deleter with the batch checker keeps a lease whose Node the cache missed", func(t *testing.T) {
+		cs, err := kubernetes.NewForConfig(ProtobufConfig(env.AdminConfig()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := New(cs.CoordinationV1(), md, Options{Classify: lease.Options{GracePeriod: time.Hour}, NodeChecker: NewBatchNodeChecker(md)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := uniqueName(t)
+		l := createLease(t, admin, name, 2*time.Hour)
+		createNode(t, admin, name)
+		if r := d.Delete(ctx, l, nil); r.Outcome != NodeExists {
+			t.Fatalf("outcome %s: %s", r.Outcome, r.Reason)
+		}
+		other := uniqueName(t)
+		l2 := createLease(t, admin, other, 2*time.Hour)
+		if r := d.Delete(ctx, l2, nil); r.Outcome != Deleted || r.Requests != 1 {
+			t.Fatalf("outcome %s with %d requests: %s", r.Outcome, r.Requests, r.Reason)
+		}
+	})
 }

@@ -27,9 +27,11 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
-// DefaultWorkers is how many deletes are in flight at once. The API server, not the client, is the
-// limit: a few dozen concurrent requests keep it busy without queueing in its priority and fairness.
-const DefaultWorkers = 32
+// DefaultWorkers is how many leases are processed at once. Each worker first waits for its live
+// Node check, which concurrent workers share (one LIST round answers all checks waiting for it),
+// then sends its DELETE; with 128 workers the rounds are large and enough DELETEs stay in flight
+// to keep a local API server busy. --qps still bounds the rate.
+const DefaultWorkers = 128
 
 // Plan is the classified state of kube-node-lease at one moment.
 type Plan struct {
