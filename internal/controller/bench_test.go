@@ -176,9 +176,9 @@ func BenchmarkControllerConverge(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(fleet.StopAll)
-		b.Logf("%d kubelets started in %s", nodes, time.Since(start).Round(time.Second))
+		benchLog(b, "%d kubelets started in %s", nodes, time.Since(start).Round(time.Second))
 		names := seedLeaked(b, "ip-10-250-0", leaked, 2*time.Hour)
-		b.Logf("%d leaked leases seeded", len(names))
+		benchLog(b, "%d leaked leases seeded", len(names))
 
 		addr := freeAddr(b)
 		start = time.Now()
@@ -191,10 +191,10 @@ func BenchmarkControllerConverge(b *testing.B) {
 		}
 		r.terminate(b)
 		counts := auditCounts(b, start)
-		b.Logf("converged in %s: %d leaked leases deleted beside %d live nodes (%.0f leases/s)",
+		benchLog(b, "converged in %s: %d leaked leases deleted beside %d live nodes (%.0f leases/s)",
 			converged.Round(time.Millisecond), leaked, nodes, float64(leaked)/converged.Seconds())
-		b.Logf("controller requests (audit): %d total: %v", total(counts), counts)
-		b.Logf("controller metrics: deleted=%v healthy=%v", m[`nodekeeper_lease_deletions_total{result="deleted"}`], m[`nodekeeper_leases{class="healthy"}`])
+		benchLog(b, "controller requests (audit): %d total: %v", total(counts), counts)
+		benchLog(b, "controller metrics: deleted=%v healthy=%v", m[`nodekeeper_lease_deletions_total{result="deleted"}`], m[`nodekeeper_leases{class="healthy"}`])
 
 		// No other lease touched: every live node's lease is still there, owned, and the only
 		// writes the controller sent were the DELETEs of the leaked ones.
@@ -241,7 +241,7 @@ func realisticNodes(b *testing.B, n int) []*corev1.Node {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("template Node: %d bytes of JSON", len(raw))
+	benchLog(b, "template Node: %d bytes of JSON", len(raw))
 	out := make([]*corev1.Node, n)
 	parallel(b, n, func(i int) error {
 		name := kubeletsim.NodeName(i)
@@ -287,7 +287,7 @@ func BenchmarkControllerMemory(b *testing.B) {
 			_, err := adminClient().CoordinationV1().Leases(lease.NodeLeaseNamespace).Create(ctx, l, metav1.CreateOptions{FieldManager: "kubelet"})
 			return err
 		})
-		b.Logf("%d realistic Nodes and %d leases created", nodes, leases)
+		benchLog(b, "%d realistic Nodes and %d leases created", nodes, leases)
 
 		measure := func(full bool) (rssKiB, anonKiB int, heap float64) {
 			addr := freeAddr(b)
@@ -317,9 +317,9 @@ func BenchmarkControllerMemory(b *testing.B) {
 		}
 		metaRSS, metaAnon, metaHeap := measure(false)
 		fullRSS, fullAnon, fullHeap := measure(true)
-		b.Logf("metadata-only Node cache: RSS %.1f MiB (anonymous %.1f MiB), heap in use %.1f MiB", float64(metaRSS)/1024, float64(metaAnon)/1024, metaHeap/(1<<20))
-		b.Logf("full Node cache:          RSS %.1f MiB (anonymous %.1f MiB), heap in use %.1f MiB", float64(fullRSS)/1024, float64(fullAnon)/1024, fullHeap/(1<<20))
-		b.Logf("ratio metadata/full: RSS %.2f, anonymous RSS %.2f, heap %.2f (target: RSS at most 0.33)",
+		benchLog(b, "metadata-only Node cache: RSS %.1f MiB (anonymous %.1f MiB), heap in use %.1f MiB", float64(metaRSS)/1024, float64(metaAnon)/1024, metaHeap/(1<<20))
+		benchLog(b, "full Node cache:          RSS %.1f MiB (anonymous %.1f MiB), heap in use %.1f MiB", float64(fullRSS)/1024, float64(fullAnon)/1024, fullHeap/(1<<20))
+		benchLog(b, "ratio metadata/full: RSS %.2f, anonymous RSS %.2f, heap %.2f (target: RSS at most 0.33)",
 			float64(metaRSS)/float64(fullRSS), float64(metaAnon)/float64(fullAnon), metaHeap/fullHeap)
 		b.ReportMetric(float64(metaRSS)/1024, "meta-rss-MiB")
 		b.ReportMetric(float64(fullRSS)/1024, "full-rss-MiB")
@@ -358,8 +358,8 @@ func BenchmarkIdleListRequests(b *testing.B) {
 		initial := auditCounts(b, start)
 		after := auditCounts(b, synced)
 		lists := after["list leases"] + after["list nodes"]
-		b.Logf("whole run: %v", initial)
-		b.Logf("%s idle after the initial sync, %d kubelets renewing: %d LIST requests, %d requests in all: %v",
+		benchLog(b, "whole run: %v", initial)
+		benchLog(b, "%s idle after the initial sync, %d kubelets renewing: %d LIST requests, %d requests in all: %v",
 			idle, nodes, lists, total(after), after)
 		if lists != 0 {
 			b.Errorf("%d LIST requests after the initial sync", lists)
@@ -367,4 +367,11 @@ func BenchmarkIdleListRequests(b *testing.B) {
 		b.ReportMetric(float64(lists), "lists-after-sync")
 		b.ReportMetric(float64(total(after)), "requests-after-sync")
 	}
+}
+
+// benchLog logs and prints: go test shortens a benchmark's log, and these are the figures.
+func benchLog(b *testing.B, format string, args ...any) {
+	b.Helper()
+	b.Logf(format, args...)
+	fmt.Fprintf(os.Stderr, "%s: %s\n", b.Name(), fmt.Sprintf(format, args...))
 }
