@@ -183,7 +183,8 @@ func BenchmarkControllerConverge(b *testing.B) {
 		addr := freeAddr(b)
 		start = time.Now()
 		r := startReplica(b, replicaConfig{Identity: "converge", Grace: time.Hour, Workers: workers, QPS: float32(qps), Burst: max(qps, 1), MetricsAddr: addr})
-		waitMetric(b, addr, `nodekeeper_leases{class="leaked"}`, 30*time.Minute, func(v float64) bool { return v == 0 })
+		waitMetric(b, addr, "nodekeeper_cache_synced", 10*time.Minute, func(v float64) bool { return v == 1 })
+		waitMetric(b, addr, `nodekeeper_lease_deletions_total{result="deleted"}`, 30*time.Minute, func(v float64) bool { return v >= float64(leaked) })
 		converged := time.Since(start)
 		m, err := scrape(addr)
 		if err != nil {
