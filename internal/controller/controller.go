@@ -204,6 +204,10 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 	if err := c.opts.LeaderElection.complete(cfg); err != nil {
 		return nil, err
 	}
+	if c.opts.LeaderElection.Enabled {
+		// Created here, before any probe can read it; each election term registers its elector.
+		c.watch = leaderelection.NewLeaderHealthzAdaptor(c.opts.LeaderElection.LeaseDuration)
+	}
 	reg := opts.Registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()

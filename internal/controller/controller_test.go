@@ -3,6 +3,9 @@ package controller
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -550,5 +553,50 @@ func TestNoPeriodicList(t *testing.T) {
 	lists := countRequests(events, h.user, "list", "leases", synced) + countRequests(events, h.user, "list", "nodes", synced)
 	if lists != 0 {
 		t.Errorf("%d LIST requests after the initial sync", lists)
+	}
+}
+
+// TestEndpoints: readiness follows the cache sync, liveness the leader lease, and /metrics serves
+// the controller's own registry in the Prometheus text format.
+func TestEndpoints(t *testing.T) {
+	reset(t)
+	ctx := context.Background()
+	if _, err := adminClient().CoreV1().Namespaces().Create(ctx, nsObject("nodekeeper-probes"), metav1.CreateOptions{}); err != nil && !isAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	le := LeaderElectionOptions{Enabled: true, Namespace: "nodekeeper-probes", Name: "nodekeeper-controller",
+		LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond}
+	get := func(h http.Handler, path string) (int, string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec.Code, rec.Body.String()
+	}
+	_, cfg := controllerUser(t)
+	idle, err := New(cfg, Options{LeaderElection: le})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := get(idle.ProbeHandler(), "/readyz"); code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz before the caches synced: %d, want 503", code)
+	}
+
+	h := startController(t, Options{GracePeriod: time.Hour, LeaderElection: le})
+	for _, path := range []string{"/readyz", "/healthz"} {
+		if code, body := get(h.c.ProbeHandler(), path); code != http.StatusOK {
+			t.Errorf("%s: %d %s", path, code, body)
+		}
+	}
+	code, body := get(h.c.MetricsHandler(), "/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d", code)
+	}
+	for _, want := range []string{
+		"nodekeeper_is_leader 1", `nodekeeper_leases{class="leaked"} 0`, "nodekeeper_zombie_kubelets 0",
+		`nodekeeper_lease_deletions_total{result="error"} 0`, "nodekeeper_decision_duration_seconds_bucket",
+		"go_goroutines", "process_resident_memory_bytes",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
 	}
 }

@@ -117,7 +117,6 @@ func (c *Controller) runElected(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.watch = leaderelection.NewLeaderHealthzAdaptor(o.LeaseDuration)
 
 	// The elector's context outlives ctx until the current term's workers have stopped, so the
 	// lease is released (ReleaseOnCancel) only once nothing acts under it any more.
