@@ -290,7 +290,7 @@ func BenchmarkControllerMemory(b *testing.B) {
 		})
 		benchLog(b, "%d realistic Nodes and %d leases created", nodes, leases)
 
-		measure := func(full bool) (rssKiB, anonKiB int, heap float64) {
+		measure := func(full bool) (rssKiB, anonKiB, peakKiB int, heap float64) {
 			addr := freeAddr(b)
 			// A grace period of a year: the ownerless leases are zombies of stopped kubelets, so
 			// neither controller deletes anything while it is measured.
@@ -299,7 +299,7 @@ func BenchmarkControllerMemory(b *testing.B) {
 			waitMetric(b, addr, "nodekeeper_cache_synced", 10*time.Minute, func(v float64) bool { return v == 1 })
 			waitMetric(b, addr, `nodekeeper_leases{class="zombie"}`, time.Minute, func(v float64) bool { return v == float64(leases-nodes) })
 			time.Sleep(30 * time.Second) // let the work queue drain and the runtime return what the initial sync freed
-			rssKiB, anonKiB = r.rssKiB(b)
+			rssKiB, anonKiB, peakKiB = r.rssKiB(b)
 			if dir := os.Getenv("NODEKEEPER_BENCH_PROFILE_DIR"); dir != "" {
 				if resp, err := http.Get("http://" + addr + "/debug/pprof/heap"); err == nil {
 					f, _ := os.Create(fmt.Sprintf("%s/heap-full-%v.pprof", dir, full))
@@ -314,18 +314,21 @@ func BenchmarkControllerMemory(b *testing.B) {
 			}
 			heap = m["go_memstats_heap_inuse_bytes"]
 			r.terminate(b)
-			return rssKiB, anonKiB, heap
+			return rssKiB, anonKiB, peakKiB, heap
 		}
-		metaRSS, metaAnon, metaHeap := measure(false)
-		fullRSS, fullAnon, fullHeap := measure(true)
-		benchLog(b, "metadata-only Node cache: RSS %.1f MiB (anonymous %.1f MiB), heap in use %.1f MiB", float64(metaRSS)/1024, float64(metaAnon)/1024, metaHeap/(1<<20))
-		benchLog(b, "full Node cache:          RSS %.1f MiB (anonymous %.1f MiB), heap in use %.1f MiB", float64(fullRSS)/1024, float64(fullAnon)/1024, fullHeap/(1<<20))
-		benchLog(b, "ratio metadata/full: RSS %.2f, anonymous RSS %.2f, heap %.2f (target: RSS at most 0.33)",
-			float64(metaRSS)/float64(fullRSS), float64(metaAnon)/float64(fullAnon), metaHeap/fullHeap)
+		metaRSS, metaAnon, metaPeak, metaHeap := measure(false)
+		fullRSS, fullAnon, fullPeak, fullHeap := measure(true)
+		benchLog(b, "metadata-only Node cache: RSS %.1f MiB (anonymous %.1f MiB, peak %.1f MiB), heap in use %.1f MiB",
+			float64(metaRSS)/1024, float64(metaAnon)/1024, float64(metaPeak)/1024, metaHeap/(1<<20))
+		benchLog(b, "full Node cache:          RSS %.1f MiB (anonymous %.1f MiB, peak %.1f MiB), heap in use %.1f MiB",
+			float64(fullRSS)/1024, float64(fullAnon)/1024, float64(fullPeak)/1024, fullHeap/(1<<20))
+		benchLog(b, "ratio metadata/full: RSS %.2f, anonymous RSS %.2f, peak RSS %.2f, heap %.2f (target: RSS at most 0.33)",
+			float64(metaRSS)/float64(fullRSS), float64(metaAnon)/float64(fullAnon), float64(metaPeak)/float64(fullPeak), metaHeap/fullHeap)
 		b.ReportMetric(float64(metaRSS)/1024, "meta-rss-MiB")
 		b.ReportMetric(float64(fullRSS)/1024, "full-rss-MiB")
 		b.ReportMetric(float64(metaRSS)/float64(fullRSS), "meta/full-rss")
 		b.ReportMetric(float64(metaAnon)/float64(fullAnon), "meta/full-anon")
+		b.ReportMetric(float64(metaPeak)/float64(fullPeak), "meta/full-peak")
 	}
 }
 

@@ -338,6 +338,9 @@ func (c *Controller) nodeCacheKind() string {
 	return "metadata only"
 }
 
+// firstPassSlice is how many keys of the first pass are queued at a time.
+const firstPassSlice = 1000
+
 // lead runs one term of work: a fresh queue holding every cached lease, and the workers, until
 // ctx ends. Then it shuts the queue down and waits for the workers to finish their item.
 func (c *Controller) lead(ctx context.Context) {
@@ -351,16 +354,23 @@ func (c *Controller) lead(ctx context.Context) {
 	c.queue.Store(&q)
 	c.leading.Store(true)
 	c.metrics.leader.Set(1)
-	keys := c.leaseInformer.GetIndexer().ListKeys()
-	for _, k := range keys {
-		if _, name, err := cache.SplitMetaNamespaceKey(k); err == nil {
-			q.Add(name)
-		}
-	}
-	logger.Info("Started processing leases", "queued", len(keys), "workers", c.opts.Workers)
 	var wg sync.WaitGroup
 	for i := 0; i < c.opts.Workers; i++ {
 		wg.Go(func() { c.work(ctx, q) })
+	}
+	keys := c.leaseInformer.GetIndexer().ListKeys()
+	logger.Info("Started processing leases", "leases", len(keys), "workers", c.opts.Workers)
+	// Feed the first pass in slices: the queue's sets and slice never shrink, so queueing 50,000
+	// keys at once would keep room for 50,000 for the life of the process.
+	for i, k := range keys {
+		if _, name, err := cache.SplitMetaNamespaceKey(k); err == nil {
+			q.Add(name)
+		}
+		if (i+1)%firstPassSlice == 0 {
+			for q.Len() > firstPassSlice/2 && ctx.Err() == nil {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
 	}
 	<-ctx.Done()
 	c.queue.CompareAndSwap(&q, nil)

@@ -209,9 +209,9 @@ func (r *replica) readDecisions(t testing.TB) []Decision {
 	return out
 }
 
-// rssKiB reads the child's resident set size (VmRSS) and its anonymous part (RssAnon: heap and
-// stacks, without the file-backed pages of the binary) from /proc, in KiB.
-func (r *replica) rssKiB(t testing.TB) (rss, anon int) {
+// rssKiB reads the child's resident set size (VmRSS), its anonymous part (RssAnon: heap and
+// stacks, without the file-backed pages of the binary) and its peak (VmHWM) from /proc, in KiB.
+func (r *replica) rssKiB(t testing.TB) (rss, anon, peak int) {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", r.cmd.Process.Pid))
 	if err != nil {
@@ -228,6 +228,8 @@ func (r *replica) rssKiB(t testing.TB) (rss, anon int) {
 			rss = n
 		case "RssAnon:":
 			anon = n
+		case "VmHWM:":
+			peak = n
 		default:
 			continue
 		}
@@ -238,7 +240,7 @@ func (r *replica) rssKiB(t testing.TB) (rss, anon int) {
 	if rss == 0 || anon == 0 {
 		t.Fatal("no VmRSS or RssAnon in /proc status")
 	}
-	return rss, anon
+	return rss, anon, peak
 }
 
 func (r *replica) tail(t testing.TB) string {
