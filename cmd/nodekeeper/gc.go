@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,7 +16,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/yaml"
 
 	"github.com/nodekeeper/nodekeeper/internal/deleter"
 	"github.com/nodekeeper/nodekeeper/internal/gc"
@@ -120,11 +117,11 @@ Exit codes: 0 done (or nothing to do, or dry run); 1 error before any delete; 2 
 			if output != "table" {
 				summaryTo = stderr // stdout carries only the report
 			}
-			printPlan(summaryTo, plan, dryRun)
+			gc.PrintPlan(summaryTo, plan, dryRun)
 
 			n := len(plan.Leaked())
 			if n == 0 {
-				return writeReport(out, output, plan, &gc.Report{Counts: map[deleter.Outcome]int{}}, dryRun)
+				return gc.WriteReport(out, output, plan, &gc.Report{Counts: map[deleter.Outcome]int{}}, dryRun)
 			}
 			if !dryRun && !yes {
 				ok, err := confirm(cmd.InOrStdin(), stderr, n)
@@ -153,7 +150,7 @@ Exit codes: 0 done (or nothing to do, or dry run); 1 error before any delete; 2 
 			if showProgress {
 				fmt.Fprintln(stderr)
 			}
-			if err := writeReport(out, output, plan, report, dryRun); err != nil {
+			if err := gc.WriteReport(out, output, plan, report, dryRun); err != nil {
 				return withExitCode(gcExitError, err)
 			}
 			switch {
@@ -190,47 +187,6 @@ func wantProgress(mode string, w io.Writer) (bool, error) {
 	return false, fmt.Errorf("unknown --progress %q (want auto, always or never)", mode)
 }
 
-// action is what gc does with a class.
-func action(c lease.Class) string {
-	switch c {
-	case lease.Leaked:
-		return "delete"
-	case lease.Zombie:
-		return "keep (kubelet alive)"
-	case lease.Unowned:
-		return "keep (the controller adopts)"
-	case lease.StaleOwner, lease.OwnerMissing:
-		return "keep (garbage collector)"
-	}
-	return "keep"
-}
-
-func printPlan(w io.Writer, p *gc.Plan, dryRun bool) {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLASS\tLEASES\tACTION\tMEANING")
-	total := 0
-	for _, c := range lease.Classes() {
-		if c == lease.Leader || c == lease.APIServerIdentity {
-			continue // never in kube-node-lease
-		}
-		total += p.Counts[c]
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", c, p.Counts[c], action(c), c.Explain())
-	}
-	tw.Flush()
-	n := len(p.Leaked())
-	verb := "will be deleted"
-	if dryRun {
-		verb = "would be deleted (dry run)"
-	}
-	fmt.Fprintf(w, "\n%d leases in %s, %d Nodes; %d leaked leases %s (grace period %s).\n",
-		total, lease.NodeLeaseNamespace, p.Nodes, n, verb, p.GracePeriod)
-	if n > 0 {
-		oldest := p.Leaked()[0]
-		v := lease.Classify(oldest, nil, p.At, lease.Options{GracePeriod: p.GracePeriod})
-		fmt.Fprintf(w, "Longest idle: %s, last active %s ago.\n", oldest.Name, p.At.Sub(v.LastActivity).Round(time.Second))
-	}
-}
-
 func confirm(in io.Reader, out io.Writer, n int) (bool, error) {
 	if f, ok := in.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
 		return false, errors.New("refusing to delete without confirmation: stdin is not a terminal; pass --yes (or --dry-run)")
@@ -251,63 +207,4 @@ func terminalProgress(w io.Writer, start time.Time) gc.Progress {
 		fmt.Fprintf(w, "\r%d/%d leases (%.0f/s): %d deleted, %d kept by a safety check, %d failed   ",
 			done, total, rate, counts[deleter.Deleted]+counts[deleter.WouldDelete], kept, counts[deleter.Failed])
 	}
-}
-
-// gcReport is the -o json|yaml document.
-type gcReport struct {
-	DryRun      bool                    `json:"dryRun"`
-	GracePeriod string                  `json:"gracePeriod"`
-	Nodes       int                     `json:"nodes"`
-	Classes     map[lease.Class]int     `json:"classes"`
-	Outcomes    map[deleter.Outcome]int `json:"outcomes"`
-	Requests    int                     `json:"requests"`
-	Seconds     float64                 `json:"durationSeconds"`
-	Results     []gc.Result             `json:"results"`
-}
-
-func writeReport(w io.Writer, format string, p *gc.Plan, r *gc.Report, dryRun bool) error {
-	if format == "table" {
-		if len(r.Results) == 0 {
-			return nil
-		}
-		fmt.Fprintf(w, "\n%d leases in %s: ", len(r.Results), r.Duration.Round(time.Millisecond))
-		var parts []string
-		for _, o := range []deleter.Outcome{deleter.Deleted, deleter.WouldDelete, deleter.PreconditionFailed, deleter.NodeExists, deleter.NotLeaked, deleter.Gone, deleter.Failed} {
-			if r.Counts[o] > 0 {
-				parts = append(parts, fmt.Sprintf("%d %s", r.Counts[o], o))
-			}
-		}
-		fmt.Fprintln(w, strings.Join(parts, ", "))
-		shown := 0
-		for _, res := range r.Results {
-			if res.Outcome == deleter.Deleted || res.Outcome == deleter.WouldDelete {
-				continue
-			}
-			if shown == 20 {
-				fmt.Fprintln(w, "  ... (use -o json for every result)")
-				break
-			}
-			fmt.Fprintf(w, "  %s: %s: %s\n", res.Name, res.Outcome, res.Reason)
-			shown++
-		}
-		return nil
-	}
-	doc := gcReport{DryRun: dryRun, GracePeriod: p.GracePeriod.String(), Nodes: p.Nodes, Classes: p.Counts,
-		Outcomes: r.Counts, Requests: r.Requests, Seconds: r.Seconds, Results: r.Results}
-	if doc.Results == nil {
-		doc.Results = []gc.Result{}
-	}
-	var b []byte
-	var err error
-	if format == "yaml" {
-		b, err = yaml.Marshal(doc)
-	} else {
-		b, err = json.MarshalIndent(doc, "", "  ")
-		b = append(b, '\n')
-	}
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(b)
-	return err
 }

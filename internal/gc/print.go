@@ -1,0 +1,119 @@
+package gc
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/nodekeeper/nodekeeper/internal/deleter"
+	"github.com/nodekeeper/nodekeeper/internal/lease"
+)
+
+// Action is what gc does with a lease of class c.
+func Action(c lease.Class) string {
+	switch c {
+	case lease.Leaked:
+		return "delete"
+	case lease.Zombie:
+		return "keep (kubelet alive)"
+	case lease.Unowned:
+		return "keep (the controller adopts)"
+	case lease.StaleOwner, lease.OwnerMissing:
+		return "keep (garbage collector)"
+	}
+	return "keep"
+}
+
+// PrintPlan writes the summary table shown before anything is deleted: leases per class, what gc
+// does with each, and how many leaked leases it will (or, dry, would) delete.
+func PrintPlan(w io.Writer, p *Plan, dryRun bool) {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLASS\tLEASES\tACTION\tMEANING")
+	total := 0
+	for _, c := range lease.Classes() {
+		if c == lease.Leader || c == lease.APIServerIdentity {
+			continue // never in kube-node-lease
+		}
+		total += p.Counts[c]
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", c, p.Counts[c], Action(c), c.Explain())
+	}
+	tw.Flush()
+	n := len(p.Leaked())
+	verb := "will be deleted"
+	if dryRun {
+		verb = "would be deleted (dry run)"
+	}
+	fmt.Fprintf(w, "\n%d leases in %s, %d Nodes; %d leaked leases %s (grace period %s).\n",
+		total, lease.NodeLeaseNamespace, p.Nodes, n, verb, p.GracePeriod)
+	if n > 0 {
+		oldest := p.Leaked()[0]
+		v := lease.Classify(oldest, nil, p.At, lease.Options{GracePeriod: p.GracePeriod})
+		fmt.Fprintf(w, "Longest idle: %s, last active %s ago.\n", oldest.Name, p.At.Sub(v.LastActivity).Round(time.Second))
+	}
+}
+
+// Document is the -o json|yaml report of a run.
+type Document struct {
+	DryRun      bool                    `json:"dryRun"`
+	GracePeriod string                  `json:"gracePeriod"`
+	Nodes       int                     `json:"nodes"`
+	Classes     map[lease.Class]int     `json:"classes"`
+	Outcomes    map[deleter.Outcome]int `json:"outcomes"`
+	Requests    int                     `json:"requests"`
+	Seconds     float64                 `json:"durationSeconds"`
+	Results     []Result                `json:"results"`
+}
+
+// WriteReport writes the outcome of a run: for "table" a line of outcome counts and every lease a
+// safety check kept or an error stopped (the first 20); for "json" and "yaml" the whole Document.
+func WriteReport(w io.Writer, format string, p *Plan, r *Report, dryRun bool) error {
+	if format == "table" {
+		if len(r.Results) == 0 {
+			return nil
+		}
+		fmt.Fprintf(w, "\n%d leases in %s: ", len(r.Results), r.Duration.Round(time.Millisecond))
+		var parts []string
+		for _, o := range []deleter.Outcome{deleter.Deleted, deleter.WouldDelete, deleter.PreconditionFailed, deleter.NodeExists, deleter.NotLeaked, deleter.Gone, deleter.Failed} {
+			if r.Counts[o] > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", r.Counts[o], o))
+			}
+		}
+		fmt.Fprintln(w, strings.Join(parts, ", "))
+		shown := 0
+		for _, res := range r.Results {
+			if res.Outcome == deleter.Deleted || res.Outcome == deleter.WouldDelete {
+				continue
+			}
+			if shown == 20 {
+				fmt.Fprintln(w, "  ... (use -o json for every result)")
+				break
+			}
+			fmt.Fprintf(w, "  %s: %s: %s\n", res.Name, res.Outcome, res.Reason)
+			shown++
+		}
+		return nil
+	}
+	doc := Document{DryRun: dryRun, GracePeriod: p.GracePeriod.String(), Nodes: p.Nodes, Classes: p.Counts,
+		Outcomes: r.Counts, Requests: r.Requests, Seconds: r.Seconds, Results: r.Results}
+	if doc.Results == nil {
+		doc.Results = []Result{}
+	}
+	var b []byte
+	var err error
+	if format == "yaml" {
+		b, err = yaml.Marshal(doc)
+	} else {
+		b, err = json.MarshalIndent(doc, "", "  ")
+		b = append(b, '\n')
+	}
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
