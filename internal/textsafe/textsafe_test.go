@@ -1,0 +1,102 @@
+package textsafe
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestEscape(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"plain", "ip-10-0-1-23.ec2.internal", "ip-10-0-1-23.ec2.internal"},
+		{"non-ASCII letters stay", "노드-ñ", "노드-ñ"},
+		{"OSC window title", "x\x1b]0;pwned\x07y", `x\x1b]0;pwned\x07y`},
+		{"clear screen", "\x1b[2J", `\x1b[2J`},
+		{"newline and tab", "a\nb\tc\r", `a\nb\tc\r`},
+		{"DEL", "a\x7fb", `a\x7fb`},
+		{"C1 CSI", "a\u009b2Jb", `a\u009b2Jb`},
+		{"bidi override", "abc\u202edcba", `abc\u202edcba`},
+		{"invalid UTF-8", "a\xffb\xc3", `a\xffb\xc3`},
+		{"NUL", "a\x00b", `a\x00b`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Escape(tc.in)
+			if got != tc.want {
+				t.Fatalf("Escape(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+			if !Safe(got) {
+				t.Fatalf("Escape(%q) = %q is not Safe", tc.in, got)
+			}
+			if Safe(tc.in) != (tc.in == tc.want) {
+				t.Fatalf("Safe(%q) = %v", tc.in, Safe(tc.in))
+			}
+		})
+	}
+}
+
+func TestClip(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly10!", 10, "exactly10!"},
+		{"hello world", 6, "hello…"},
+		{"노드노드노드", 4, "노드노…"},
+		{"ab\x1b[2J", 4, "ab…"},      // never a half escape: "ab\x" would mislead
+		{"ab\x1b[2J", 7, `ab\x1b…`}, // whole escape kept
+		{"anything", 0, "anything"},
+		{"anything", 1, "…"},
+	} {
+		got := Clip(tc.in, tc.max)
+		if got != tc.want {
+			t.Errorf("Clip(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
+		}
+		if !utf8.ValidString(got) || !Safe(got) {
+			t.Errorf("Clip(%q, %d) = %q is not valid, safe text", tc.in, tc.max, got)
+		}
+		if tc.max > 0 && utf8.RuneCountInString(got) > tc.max {
+			t.Errorf("Clip(%q, %d) = %q is longer than %d runes", tc.in, tc.max, got, tc.max)
+		}
+	}
+}
+
+func TestClipBytes(t *testing.T) {
+	in := strings.Repeat("가", 50) // 3 bytes each
+	for max := 1; max < 40; max++ {
+		got := ClipBytes(in, max)
+		if !utf8.ValidString(got) {
+			t.Fatalf("ClipBytes(.., %d) = %q cuts a character", max, got)
+		}
+		if len(got) > max && got != "…" {
+			t.Fatalf("ClipBytes(.., %d) = %q is %d bytes", max, got, len(got))
+		}
+	}
+	if got := ClipBytes("a\x1b[2Jbcdefghij", 7); got != "a…" {
+		t.Fatalf("ClipBytes kept a half escape: %q", got)
+	}
+}
+
+func FuzzEscape(f *testing.F) {
+	for _, s := range []string{"", "plain", "\x1b]0;x\x07", "\u202e", "\xff\xfe", "노드\n"} {
+		f.Add(s, 5)
+	}
+	f.Fuzz(func(t *testing.T, s string, max int) {
+		e := Escape(s)
+		if !utf8.ValidString(e) || !Safe(e) {
+			t.Fatalf("Escape(%q) = %q is not safe", s, e)
+		}
+		if Safe(s) && e != s {
+			t.Fatalf("Escape changed safe text %q to %q", s, e)
+		}
+		max = max % 200
+		c := Clip(s, max)
+		if !utf8.ValidString(c) || !Safe(c) {
+			t.Fatalf("Clip(%q, %d) = %q is not safe", s, max, c)
+		}
+		if max > 0 && utf8.RuneCountInString(c) > max {
+			t.Fatalf("Clip(%q, %d) = %q too long", s, max, c)
+		}
+	})
+}
