@@ -44,7 +44,7 @@ func TestClip(t *testing.T) {
 		{"exactly10!", 10, "exactly10!"},
 		{"hello world", 6, "hello…"},
 		{"노드노드노드", 4, "노드노…"},
-		{"ab\x1b[2J", 4, "ab…"},      // never a half escape: "ab\x" would mislead
+		{"ab\x1b[2J", 4, "ab…"},     // never a half escape: "ab\x" would mislead
 		{"ab\x1b[2J", 7, `ab\x1b…`}, // whole escape kept
 		{"anything", 0, "anything"},
 		{"anything", 1, "…"},
