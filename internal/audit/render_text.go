@@ -300,6 +300,8 @@ func WriteText(w io.Writer, r *Report) error {
 		}
 	}
 
+	writeDenied(p, r.AccessDenied)
+
 	p("\nTOP TALKERS BY REQUESTS\n")
 	writeTalkers(tw, r.TopByRequests)
 	p("\nTOP TALKERS BY LATENCY (stageTimestamp − requestReceivedTimestamp, watches excluded)\n")
@@ -319,6 +321,40 @@ func writeTalkers(tw *tabwriter.Writer, ts []Talker) {
 	for _, t := range ts {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", esc(t.User), clip(t.UserAgent, 48), esc(t.Verb), esc(t.Resource),
 			t.Requests, t.Throttled, t.ServerErrors, fmtDur(t.LatencyTotal), fmtDur(t.LatencyP99), fmtDur(t.LatencyMax))
+	}
+}
+
+func writeDenied(p func(string, ...any), d AccessDenied) {
+	p("\nACCESS DENIED  %d responses 403 (forbidden), %d responses 401 (unauthenticated)", d.Forbidden, d.Unauthorized)
+	if d.Distinct > 0 {
+		p(", %d distinct (who, what)", d.Distinct)
+	}
+	if d.Untracked > 0 {
+		p("; %d more denials of pairs not tracked (over %d pairs): in the totals only", d.Untracked, maxDeniedKeys)
+	}
+	p("\n")
+	if len(d.Rows) == 0 {
+		p("  none\n")
+		return
+	}
+	p("  CODE\tUSER\tGROUPS\tVERB\tRESOURCE\tOBJECT\tCOUNT\tFIRST\tLAST\tUSER AGENT\tSOURCE IP\n")
+	for _, x := range d.Rows {
+		user := esc(x.User)
+		if x.User == "" {
+			user = "(unauthenticated)"
+		}
+		if x.ImpersonatedBy != "" {
+			user += " (impersonated by " + esc(x.ImpersonatedBy) + ")"
+		}
+		obj := x.Name
+		if x.Namespace != "" {
+			obj = x.Namespace + "/" + x.Name
+		}
+		p("  %d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", x.Code, user, orDash(x.Groups), esc(x.Verb), esc(x.Resource),
+			dashIfEmpty(clip(obj, 80)), x.Count, fmtTime(x.First), fmtTime(x.Last), clip(x.UserAgent, 48), orDash(x.SourceIP))
+	}
+	if shown := int64(len(d.Rows)); shown < d.Distinct {
+		p("  … %d more pairs, raise --top to see them\n", d.Distinct-shown)
 	}
 }
 
