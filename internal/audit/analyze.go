@@ -182,6 +182,7 @@ type analyzer struct {
 	uaMinor map[uint32]int // kubelet minor version by user agent, -1 if not a kubelet
 
 	talkers   map[talkerKey]*talkerStat
+	denied    deniedTable
 	series    tseries
 	userThrot map[uint32]*tseries
 
@@ -195,7 +196,7 @@ func newAnalyzer(in *interner, opts Options, p *pipeline) *analyzer {
 	a := &analyzer{in: in, opts: opts, p: p,
 		from: math.MaxInt64, to: math.MinInt64, wfrom: math.MaxInt64, wto: math.MinInt64,
 		nodes: map[uint32]*nodeState{}, leases: map[[2]uint32]*leaseState{},
-		talkers: map[talkerKey]*talkerStat{}, userThrot: map[uint32]*tseries{}, uaMinor: map[uint32]int{}}
+		talkers: map[talkerKey]*talkerStat{}, denied: deniedTable{limit: maxDeniedKeys}, userThrot: map[uint32]*tseries{}, uaMinor: map[uint32]int{}}
 	a.idNodeLeaseNS = in.intern([]byte(kubeNodeLease))
 	a.idLeasesRes = in.intern([]byte("leases"))
 	a.idNodesRes = in.intern([]byte("nodes"))
@@ -242,6 +243,9 @@ func (a *analyzer) process(r *record) {
 	}
 	if a.talkerMatch(r) {
 		a.countTalker(r)
+		if r.Flags&flagDenied != 0 {
+			a.denied.add(r)
+		}
 	}
 	if r.Flags&flagNode != 0 && r.Name != 0 {
 		a.nodeEvent(r)
@@ -351,7 +355,7 @@ func mkEvent(r *record) lcEvent {
 func (a *analyzer) nodeEvent(r *record) {
 	n := a.node(r.Name)
 	switch {
-	case r.Verb == VerbDelete && r.Aux != nil:
+	case r.Verb == VerbDelete && isLifecycleRec(r):
 		if !is2xx(r.Code) {
 			return
 		}
@@ -361,7 +365,7 @@ func (a *analyzer) nodeEvent(r *record) {
 		a.deletions = append(a.deletions, d)
 		n.seen, n.deleted, n.missing = true, true, false
 		n.deletedAt, n.del = r.Done, d
-	case r.Verb == VerbCreate && r.Aux != nil:
+	case r.Verb == VerbCreate && isLifecycleRec(r):
 		if is2xx(r.Code) {
 			a.nodeBack(n, r, "Node re-created")
 		}
@@ -401,7 +405,7 @@ func (a *analyzer) endEpisode(n *nodeState, r *record, how string) {
 
 func (a *analyzer) leaseEvent(r *record) {
 	key := [2]uint32{r.NS, r.Name}
-	if r.Aux == nil {
+	if !isLifecycleRec(r) {
 		// Not a lifecycle event; a successful write that shows an owner adopts a leak.
 		if r.Flags&flagOwnerPresent != 0 && is2xx(r.Code) {
 			if ls := a.leases[key]; ls != nil {

@@ -176,6 +176,7 @@ func (a *analyzer) report() (*Report, error) {
 	}
 
 	a.buildTalkers(rep, s)
+	rep.AccessDenied = a.denied.build(s, a.opts.Top)
 	a.buildTimeline(rep, s)
 	// Empty lists are [] in JSON, not null: consumers iterate without checks.
 	rep.NodeDeletions = nonNil(rep.NodeDeletions)

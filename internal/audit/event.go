@@ -25,6 +25,9 @@ type rawEvent struct {
 
 type userInfo struct {
 	Username, UID []byte
+	// Groups is the raw JSON array of the user's groups: only denied requests show it, so it
+	// is decoded only for them.
+	Groups []byte
 	// Instance identity from user.extra: EKS puts the STS session name (the EC2 instance ID for
 	// a node role) in sessionName and the assumed-role ARN in arn; clients authenticated by
 	// certificate carry authentication.kubernetes.io/credential-id (X509SHA256=...) since 1.32.
@@ -148,6 +151,8 @@ func parseUser(b []byte, i int, u *userInfo, arena *[]byte) (int, error) {
 			u.Username, i, err = readString(b, i, arena)
 		case "uid":
 			u.UID, i, err = readString(b, i, arena)
+		case "groups":
+			u.Groups, i, err = rawValue(b, i)
 		case "extra":
 			u.SessionName, u.ARN, u.CredentialID = nil, nil, nil
 			i, err = parseExtra(b, i, u, arena)

@@ -26,6 +26,7 @@ type message struct {
 	exportTime int64  // the log pipeline's timestamp, Unix ns (0 if none)
 	eventID    string // CloudWatch eventId / @ptr: orders same-millisecond events
 	loc        int64  // 1-based record number in the input
+	tooLong    bool   // the record was over its limit; data is nil
 }
 
 // sortBatch is how many messages are put in (timestamp, eventId) order at a time: exports are
@@ -35,9 +36,11 @@ const sortBatch = 20000
 // messageSink receives messages in input order, batched; it may keep the slice.
 type messageSink func([]message) error
 
-// readMessages streams the messages of a non-line input to sink.
-func readMessages(d *decodedInput, sink messageSink) error {
-	b := &batcher{sink: sink}
+// readMessages streams the messages of a non-line input to sink. No record is held whole
+// beyond limit bytes (twice that for a record that quotes its event as a JSON string, whose
+// escapes take room): a longer one is skimmed to its end and passed on as tooLong.
+func readMessages(d *decodedInput, limit int, sink messageSink) error {
+	b := &batcher{sink: sink, limit: limit}
 	var err error
 	switch d.format {
 	case formatFilterEvents:
@@ -61,21 +64,36 @@ func readMessages(d *decodedInput, sink messageSink) error {
 	return err
 }
 
+// maxBatchBytes bounds the message bytes a batch holds before it is sorted and handed on.
+const maxBatchBytes = 64 << 20
+
 type batcher struct {
-	sink messageSink
-	buf  []message
-	n    int64
+	sink  messageSink
+	buf   []message
+	bytes int
+	n     int64
+	limit int // bytes of an audit event (--max-line-size)
 }
+
+// quotedLimit is the bound on a record that carries the event as a JSON string.
+func (b *batcher) quotedLimit() int { return 2*b.limit + 64<<10 }
 
 func (b *batcher) add(m message) error {
 	b.n++
 	m.loc = b.n
+	if len(m.data) > b.limit {
+		m.data, m.tooLong = nil, true
+	}
 	b.buf = append(b.buf, m)
-	if len(b.buf) >= sortBatch {
+	b.bytes += len(m.data)
+	if len(b.buf) >= sortBatch || b.bytes >= maxBatchBytes {
 		return b.flush()
 	}
 	return nil
 }
+
+// addTooLong counts a record that was over its limit.
+func (b *batcher) addTooLong() error { return b.add(message{tooLong: true}) }
 
 func (b *batcher) flush() error {
 	if len(b.buf) == 0 {
@@ -90,7 +108,7 @@ func (b *batcher) flush() error {
 		return b.buf[i].eventID < b.buf[j].eventID
 	})
 	out := b.buf
-	b.buf = nil
+	b.buf, b.bytes = nil, 0
 	return b.sink(out)
 }
 
@@ -102,39 +120,61 @@ type cwEvent struct {
 	ID            string `json:"id"` // subscription payloads call it id
 }
 
-// readFilterEvents reads one or more concatenated `aws logs filter-log-events` documents.
-func readFilterEvents(r io.Reader, b *batcher) error {
-	dec := json.NewDecoder(r)
+// eachDocument calls fn for every top-level value of a stream of concatenated documents.
+func eachDocument(v *valueReader, fn func() error) error {
 	for {
-		err := walkObject(dec, func(key string) error {
-			if key != "events" {
-				return skipJSON(dec)
-			}
-			return walkArray(dec, func() error {
-				var ev cwEvent
-				if err := dec.Decode(&ev); err != nil {
-					return err
-				}
-				return b.add(message{data: []byte(ev.Message), exportTime: ev.Timestamp * 1e6, eventID: ev.EventID})
-			})
-		})
-		if err == io.EOF {
+		if _, err := v.peek(); err == io.EOF {
 			return nil
+		} else if err != nil {
+			return err
 		}
-		if err != nil {
-			return fmt.Errorf("filter-log-events document: %w", err)
+		if err := fn(); err != nil {
+			return err
 		}
 	}
+}
+
+// readCWEvent reads one element of an events array into a message.
+func readCWEvent(v *valueReader, b *batcher, what string) error {
+	raw, tooLong, err := v.value(b.quotedLimit())
+	if err != nil {
+		return err
+	}
+	if tooLong {
+		return b.addTooLong()
+	}
+	var ev cwEvent
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		return fmt.Errorf("%s event %d: %w", what, b.n+1, err)
+	}
+	id := ev.EventID
+	if id == "" {
+		id = ev.ID
+	}
+	return b.add(message{data: []byte(ev.Message), exportTime: ev.Timestamp * 1e6, eventID: id})
+}
+
+// readFilterEvents reads one or more concatenated `aws logs filter-log-events` documents.
+func readFilterEvents(r io.Reader, b *batcher) error {
+	v := newValueReader(r)
+	err := eachDocument(v, func() error {
+		return v.object(func(key string) error {
+			if key != "events" {
+				return v.skip()
+			}
+			return v.array(func() error { return readCWEvent(v, b, "filter-log-events") })
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("filter-log-events document: %w", err)
+	}
+	return nil
 }
 
 // readInsightsJSON reads `aws logs get-query-results` output ({"results":[[{field,value}]]})
 // or the console's JSON export (an array of objects keyed by field name).
 func readInsightsJSON(r io.Reader, b *batcher) error {
-	dec := json.NewDecoder(r)
-	tok, err := dec.Token()
-	if err != nil {
-		return fmt.Errorf("logs insights results: %w", err)
-	}
+	v := newValueReader(r)
 	row := func(fields map[string]string) error {
 		msg, ok := fields["@message"]
 		if !ok {
@@ -143,35 +183,55 @@ func readInsightsJSON(r io.Reader, b *batcher) error {
 		ts, _ := parseInsightsTime(fields["@timestamp"])
 		return b.add(message{data: []byte(msg), exportTime: ts, eventID: fields["@ptr"]})
 	}
-	switch tok {
-	case json.Delim('['):
-		for dec.More() {
-			var fields map[string]any
-			if err := dec.Decode(&fields); err != nil {
-				return fmt.Errorf("logs insights export: %w", err)
-			}
-			str := map[string]string{}
-			for k, v := range fields {
-				if s, ok := v.(string); ok {
-					str[k] = s
+	first, err := v.peek()
+	if err != nil {
+		return fmt.Errorf("logs insights results: %w", v.unexpected(err))
+	}
+	switch first {
+	case '[':
+		err := eachDocument(v, func() error {
+			return v.array(func() error {
+				raw, tooLong, err := v.value(b.quotedLimit())
+				if err != nil {
+					return err
 				}
-			}
-			if err := row(str); err != nil {
-				return err
-			}
+				if tooLong {
+					return b.addTooLong()
+				}
+				var fields map[string]any
+				if err := json.Unmarshal(raw, &fields); err != nil {
+					return err
+				}
+				str := map[string]string{}
+				for k, v := range fields {
+					if s, ok := v.(string); ok {
+						str[k] = s
+					}
+				}
+				return row(str)
+			})
+		})
+		if err != nil {
+			return fmt.Errorf("logs insights export: %w", err)
 		}
-		_, err = dec.Token()
-		return err
-	case json.Delim('{'):
+		return nil
+	case '{':
 		// One document, or several concatenated (one per page of get-query-results).
-		for {
-			err := walkObjectBody(dec, func(key string) error {
+		err := eachDocument(v, func() error {
+			return v.object(func(key string) error {
 				if key != "results" {
-					return skipJSON(dec)
+					return v.skip()
 				}
-				return walkArray(dec, func() error {
+				return v.array(func() error {
+					raw, tooLong, err := v.value(b.quotedLimit())
+					if err != nil {
+						return err
+					}
+					if tooLong {
+						return b.addTooLong()
+					}
 					var cells []struct{ Field, Value string }
-					if err := dec.Decode(&cells); err != nil {
+					if err := json.Unmarshal(raw, &cells); err != nil {
 						return err
 					}
 					fields := make(map[string]string, len(cells))
@@ -181,17 +241,13 @@ func readInsightsJSON(r io.Reader, b *batcher) error {
 					return row(fields)
 				})
 			})
-			if err != nil {
-				return fmt.Errorf("logs insights results: %w", err)
-			}
-			if err := walkObject(dec, nil); err == io.EOF {
-				return nil
-			} else if err != nil {
-				return fmt.Errorf("logs insights results: %w", err)
-			}
+		})
+		if err != nil {
+			return fmt.Errorf("logs insights results: %w", err)
 		}
+		return nil
 	}
-	return fmt.Errorf("logs insights results: unexpected %v", tok)
+	return fmt.Errorf("logs insights results: unexpected %q", first)
 }
 
 // parseInsightsTime reads "2024-04-05 06:04:14.665" (UTC), the way Logs Insights prints
@@ -213,12 +269,19 @@ func parseInsightsTime(s string) (int64, bool) {
 }
 
 // readInsightsCSV reads a Logs Insights CSV export: a header naming the fields
-// (@logStream,@timestamp,@message), then one row per event with the JSON CSV-quoted.
+// (@logStream,@timestamp,@message), then one row per event with the JSON CSV-quoted. Each row
+// is cut out (bounded) before the csv package reads it.
 func readInsightsCSV(r io.Reader, b *batcher) error {
-	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = -1
-	cr.ReuseRecord = true
-	header, err := cr.Read()
+	br := bufio.NewReaderSize(r, 64<<10)
+	var buf []byte
+	hrec, tooLong, err := csvRecord(br, maxKey, buf)
+	if err == nil && tooLong {
+		err = errors.New("longer than 4 KiB")
+	}
+	if err != nil {
+		return fmt.Errorf("logs insights CSV header: %w", err)
+	}
+	header, err := readCSVFields(hrec)
 	if err != nil {
 		return fmt.Errorf("logs insights CSV header: %w", err)
 	}
@@ -236,13 +299,27 @@ func readInsightsCSV(r io.Reader, b *batcher) error {
 	if msgCol < 0 {
 		return errors.New("logs insights CSV: no @message column in the header")
 	}
-	for {
-		rec, err := cr.Read()
+	for row := 2; ; row++ {
+		raw, tooLong, err := csvRecord(br, b.quotedLimit(), buf)
 		if err == io.EOF {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("logs insights CSV: %w", err)
+		}
+		buf = raw[:0]
+		if tooLong {
+			if err := b.addTooLong(); err != nil {
+				return err
+			}
+			continue
+		}
+		if len(bytes.TrimSpace(raw)) == 0 {
+			continue
+		}
+		rec, err := readCSVFields(raw)
+		if err != nil {
+			return fmt.Errorf("logs insights CSV: row %d: %w", row, err)
 		}
 		m := message{}
 		if msgCol < len(rec) {
@@ -260,169 +337,161 @@ func readInsightsCSV(r io.Reader, b *batcher) error {
 	}
 }
 
-type subscriptionPayload struct {
-	MessageType string    `json:"messageType"`
-	LogGroup    string    `json:"logGroup"`
-	LogStream   string    `json:"logStream"`
-	LogEvents   []cwEvent `json:"logEvents"`
+// readCSVFields reads the fields of one CSV record.
+func readCSVFields(rec []byte) ([]string, error) {
+	cr := csv.NewReader(bytes.NewReader(rec))
+	cr.FieldsPerRecord = -1
+	cr.LazyQuotes = false
+	return cr.Read()
 }
 
 // readSubscription reads CloudWatch Logs subscription payloads: a stream of JSON documents
 // (what Firehose writes to S3 once gunzipped), or lines of base64 each holding one gzipped
-// payload (what a Kinesis consumer or a Lambda test event shows).
+// payload (what a Kinesis consumer or a Lambda test event shows). A base64 line is bounded
+// by --max-line-size, its decompressed payload by maxPayloadFactor times that.
 func readSubscription(r io.Reader, b *batcher) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	head, _ := br.Peek(4)
-	if string(head) == "H4sI" {
-		sc := bufio.NewReader(br)
-		n := 0
-		for {
-			line, err := sc.ReadBytes('\n')
-			line = bytes.TrimSpace(line)
-			if len(line) > 0 {
-				n++
-				raw, derr := base64.StdEncoding.DecodeString(string(line))
-				if derr != nil {
-					return fmt.Errorf("subscription payload %d: base64: %w", n, derr)
-				}
-				zr, zerr := gzip.NewReader(bytes.NewReader(raw))
-				if zerr != nil {
-					return fmt.Errorf("subscription payload %d: gzip: %w", n, zerr)
-				}
-				if perr := readSubscriptionJSON(zr, b); perr != nil {
-					return fmt.Errorf("subscription payload %d: %w", n, perr)
-				}
+	if string(head) != "H4sI" {
+		return readSubscriptionJSON(br, b)
+	}
+	var line, raw []byte
+	for n := 1; ; n++ {
+		l, tooLong, err := readRecordLine(br, b.limit, line)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if tooLong {
+			if err := b.addTooLong(); err != nil {
+				return err
 			}
-			if err == io.EOF {
+			continue
+		}
+		line = l[:0]
+		l = bytes.TrimSpace(l)
+		if len(l) == 0 {
+			continue
+		}
+		raw = slicesGrow(raw[:0], base64.StdEncoding.DecodedLen(len(l)))
+		k, derr := base64.StdEncoding.Decode(raw[:cap(raw)], l)
+		if derr != nil {
+			return fmt.Errorf("subscription payload %d: base64: %w", n, derr)
+		}
+		zr, zerr := gzip.NewReader(bytes.NewReader(raw[:k]))
+		if zerr != nil {
+			return fmt.Errorf("subscription payload %d: gzip: %w", n, zerr)
+		}
+		lp := &limitedPayload{r: zr, max: int64(maxPayloadFactor) * int64(b.limit)}
+		if perr := readSubscriptionJSON(lp, b); perr != nil {
+			if errors.Is(perr, errPayloadTooLarge) {
+				if err := b.addTooLong(); err != nil {
+					return err
+				}
+				continue
+			}
+			return fmt.Errorf("subscription payload %d: %w", n, perr)
+		}
+	}
+}
+
+// maxPayloadFactor times --max-line-size bounds one decompressed base64 subscription payload.
+const maxPayloadFactor = 4
+
+func slicesGrow(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, 0, n)
+	}
+	return b
+}
+
+// controlMessage is how CloudWatch Logs starts the text of a subscription's control message.
+const controlMessage = "CWL CONTROL MESSAGE"
+
+func readSubscriptionJSON(r io.Reader, b *batcher) error {
+	v := newValueReader(r)
+	err := eachDocument(v, func() error {
+		control := false
+		return v.object(func(key string) error {
+			switch key {
+			case "messageType":
+				raw, _, err := v.value(maxKey)
+				if err != nil {
+					return err
+				}
+				var mt string
+				_ = json.Unmarshal(raw, &mt)
+				control = mt == "CONTROL_MESSAGE"
 				return nil
+			case "logEvents":
+				return v.array(func() error {
+					if control {
+						return v.skip()
+					}
+					raw, tooLong, err := v.value(b.quotedLimit())
+					if err != nil {
+						return err
+					}
+					if tooLong {
+						return b.addTooLong()
+					}
+					var ev cwEvent
+					if err := json.Unmarshal(raw, &ev); err != nil {
+						return fmt.Errorf("log event %d: %w", b.n+1, err)
+					}
+					if strings.HasPrefix(ev.Message, controlMessage) {
+						return nil // messageType came after logEvents
+					}
+					id := ev.ID
+					if id == "" {
+						id = ev.EventID
+					}
+					return b.add(message{data: []byte(ev.Message), exportTime: ev.Timestamp * 1e6, eventID: id})
+				})
 			}
+			return v.skip()
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("subscription payload: %w", err)
+	}
+	return nil
+}
+
+// readJSONArray reads JSON arrays whose elements are audit events (as `jq -s` writes).
+func readJSONArray(r io.Reader, b *batcher) error {
+	v := newValueReader(r)
+	return eachDocument(v, func() error {
+		err := v.array(func() error {
+			raw, tooLong, err := v.value(b.limit)
 			if err != nil {
 				return err
 			}
-		}
-	}
-	return readSubscriptionJSON(br, b)
-}
-
-func readSubscriptionJSON(r io.Reader, b *batcher) error {
-	dec := json.NewDecoder(r)
-	for {
-		var p subscriptionPayload
-		err := dec.Decode(&p)
-		if err == io.EOF {
-			return nil
-		}
+			if tooLong {
+				return b.addTooLong()
+			}
+			return b.add(message{data: append([]byte(nil), raw...)})
+		})
 		if err != nil {
-			return fmt.Errorf("subscription payload: %w", err)
-		}
-		if p.MessageType == "CONTROL_MESSAGE" {
-			continue
-		}
-		for _, ev := range p.LogEvents {
-			id := ev.ID
-			if id == "" {
-				id = ev.EventID
-			}
-			if err := b.add(message{data: []byte(ev.Message), exportTime: ev.Timestamp * 1e6, eventID: id}); err != nil {
-				return err
-			}
-		}
-	}
-}
-
-// readJSONArray reads a JSON array whose elements are audit events (as `jq -s` writes).
-func readJSONArray(r io.Reader, b *batcher) error {
-	dec := json.NewDecoder(r)
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if tok != json.Delim('[') {
-		return fmt.Errorf("expected a JSON array, found %v", tok)
-	}
-	for dec.More() {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
 			return fmt.Errorf("JSON array element %d: %w", b.n+1, err)
 		}
-		if err := b.add(message{data: raw}); err != nil {
-			return err
-		}
-	}
-	_, err = dec.Token()
-	return err
+		return nil
+	})
 }
 
-// readJSONStream reads concatenated JSON objects, however they are laid out.
+// readJSONStream reads concatenated JSON values, however they are laid out.
 func readJSONStream(r io.Reader, b *batcher) error {
-	dec := json.NewDecoder(r)
-	for {
-		var raw json.RawMessage
-		err := dec.Decode(&raw)
-		if err == io.EOF {
-			return nil
-		}
+	v := newValueReader(r)
+	return eachDocument(v, func() error {
+		raw, tooLong, err := v.value(b.limit)
 		if err != nil {
 			return fmt.Errorf("JSON object %d: %w", b.n+1, err)
 		}
-		if err := b.add(message{data: raw}); err != nil {
-			return err
+		if tooLong {
+			return b.addTooLong()
 		}
-	}
-}
-
-// walkObject reads a whole JSON object from dec, calling fn for each key with the decoder
-// positioned on its value; fn must consume the value. io.EOF means no more documents.
-func walkObject(dec *json.Decoder, fn func(key string) error) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if tok != json.Delim('{') {
-		return fmt.Errorf("expected a JSON object, found %v", tok)
-	}
-	if fn == nil {
-		return nil
-	}
-	return walkObjectBody(dec, fn)
-}
-
-func walkObjectBody(dec *json.Decoder, fn func(key string) error) error {
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		key, _ := tok.(string)
-		if err := fn(key); err != nil {
-			return err
-		}
-	}
-	_, err := dec.Token() // '}'
-	return err
-}
-
-func walkArray(dec *json.Decoder, fn func() error) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if tok == nil { // null
-		return nil
-	}
-	if tok != json.Delim('[') {
-		return fmt.Errorf("expected a JSON array, found %v", tok)
-	}
-	for dec.More() {
-		if err := fn(); err != nil {
-			return err
-		}
-	}
-	_, err = dec.Token()
-	return err
-}
-
-func skipJSON(dec *json.Decoder) error {
-	var raw json.RawMessage
-	return dec.Decode(&raw)
+		return b.add(message{data: append([]byte(nil), raw...)})
+	})
 }

@@ -433,7 +433,7 @@ func (p *pipeline) start(s *sourceState) {
 			s.stats.unitIsLines = true
 			err = p.readLines(s, d)
 		} else {
-			err = readMessages(d, func(msgs []message) error {
+			err = readMessages(d, p.opts.MaxLineSize, func(msgs []message) error {
 				for len(msgs) > 0 {
 					n := min(len(msgs), 2048)
 					p.submit(&job{src: s, msgs: msgs[:n]})
@@ -600,6 +600,14 @@ func (p *pipeline) parseJob(c *converter, j *job) {
 		j.lines = int64(len(j.msgs))
 		for k := range j.msgs {
 			m := &j.msgs[k]
+			if m.tooLong {
+				j.bad[badTooLong]++
+				if j.bad[badTooLong] <= maxBadExamples {
+					j.badEx = append(j.badEx, badLine{kind: badTooLong, loc: m.loc,
+						reason: fmt.Sprintf("record longer than %d bytes", p.opts.MaxLineSize)})
+				}
+				continue
+			}
 			if len(bytes.TrimSpace(m.data)) == 0 {
 				j.blank++
 				continue

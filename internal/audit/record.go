@@ -2,8 +2,10 @@ package audit
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Verb is the request verb of an audit event.
@@ -63,6 +65,7 @@ const (
 	flagSalvaged                 // rebuilt from a message cut by CloudWatch ("[Truncated...]")
 	flagPanic                    // stage Panic
 	flagImpersonated             // user is the impersonated identity
+	flagDenied                   // answered 401 or 403: Aux carries what was denied to whom
 )
 
 // record is the compact form of one counted audit event: strings are interned IDs.
@@ -70,7 +73,7 @@ type record struct {
 	Recv, Done int64      // requestReceivedTimestamp and stageTimestamp, Unix ns
 	Seq        uint64     // source index << 48 | locator (line or element number): tie-breaker and "where"
 	ID         uint64     // hash of auditID (0 when absent): drops the same event read twice
-	Aux        *recordAux // only for lifecycle events (creates, deletes of leases and nodes)
+	Aux        *recordAux // only for lifecycle events (creates, deletes of leases and nodes) and denials
 	User       uint32     // effective user name (the impersonated one when impersonation was used)
 	UA, IP     uint32
 	Ident      uint32 // instance identity from user.extra
@@ -88,6 +91,18 @@ type recordAux struct {
 	AuditID    string
 	RealUser   string // the authenticated user when it impersonated User
 	OwnerNames string // ownerReferences as "Kind/name" list, when the level shows the object
+	// For a denied request (flagDenied): the user's groups, summarised, and the object asked
+	// for (any kind, so not interned; clipped to maxDeniedField bytes).
+	Groups, DenyNS, DenyName string
+}
+
+// maxDeniedField bounds the strings a denied request keeps: object names come from request
+// URIs, which anyone may send.
+const maxDeniedField = 256
+
+// isLifecycleRec reports whether r is a lifecycle event of a lease or node (see isLifecycle).
+func isLifecycleRec(r *record) bool {
+	return r.Flags&(flagLease|flagNode) != 0 && r.Name != 0 && isLifecycle(r)
 }
 
 func (r *record) source() int    { return int(r.Seq >> 48) }
@@ -273,8 +288,22 @@ func (c *converter) convert(line []byte, exportTime int64, rec *record) (convRes
 			rec.APFWaitUS = uint32(us)
 		}
 	}
-	if rec.Flags&(flagLease|flagNode) != 0 && rec.Name != 0 && isLifecycle(rec) {
-		aux := &recordAux{AuditID: string(ev.AuditID)}
+	if rec.Code == 401 || rec.Code == 403 {
+		rec.Flags |= flagDenied
+		rec.Aux = &recordAux{AuditID: string(ev.AuditID), Groups: summariseGroups(user.Groups)}
+		if ev.HasObjectRef {
+			rec.Aux.DenyNS = clipField(o.Namespace)
+			rec.Aux.DenyName = clipField(o.Name)
+		}
+		if rec.Flags&flagImpersonated != 0 {
+			rec.Aux.RealUser = fixUTF8(ev.User.Username)
+		}
+	}
+	if isLifecycleRec(rec) {
+		aux := rec.Aux
+		if aux == nil {
+			aux = &recordAux{AuditID: string(ev.AuditID)}
+		}
 		if rec.Flags&flagImpersonated != 0 {
 			aux.RealUser = fixUTF8(ev.User.Username)
 		}
@@ -297,6 +326,57 @@ func (c *converter) convert(line []byte, exportTime int64, rec *record) (convRes
 		}
 	}
 	return convOK, 0, nil
+}
+
+// clipField turns an attacker-chosen byte string into a bounded, valid UTF-8 string.
+func clipField(b []byte) string {
+	if len(b) > maxDeniedField {
+		b = b[:maxDeniedField]
+		for len(b) > 0 && !utf8.RuneStart(b[len(b)-1]) {
+			b = b[:len(b)-1]
+		}
+		if len(b) > 0 {
+			b = b[:len(b)-1] // the last rune may be cut; drop it whole
+		}
+		return fixUTF8(b) + "…"
+	}
+	return fixUTF8(b)
+}
+
+// summariseGroups reads a user's groups (a JSON array of strings) as "a,b,c +N more": the
+// first three besides system:authenticated, which every authenticated user has.
+func summariseGroups(raw []byte) string {
+	const show = 3
+	var names []string
+	more := 0
+	var arena []byte
+	i := skipWS(raw, 0)
+	if i >= len(raw) || raw[i] != '[' {
+		return ""
+	}
+	i = skipWS(raw, i+1)
+	for i < len(raw) && raw[i] != ']' {
+		v, j, err := readString(raw, i, &arena)
+		if err != nil {
+			return strings.Join(names, ",")
+		}
+		if g := string(v); g != "system:authenticated" && g != "" {
+			if len(names) < show {
+				names = append(names, clipField(v))
+			} else {
+				more++
+			}
+		}
+		i = skipWS(raw, j)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipWS(raw, i+1)
+		}
+	}
+	s := strings.Join(names, ",")
+	if more > 0 {
+		s += fmt.Sprintf(" +%d more", more)
+	}
+	return s
 }
 
 // isLifecycle reports whether a lease or node record is one the lifecycle reports list:

@@ -293,17 +293,21 @@ func buildChart(r *Report) chartView {
 }
 
 var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
-	"t":    fmtTime,
-	"dur":  fmtDur,
-	"rate": fmtRate,
-	"join": strings.Join,
-	"add":  func(a, b int) int { return a + b },
-	"sub":  func(a, b int) int { return a - b },
+	"t":     fmtTime,
+	"dur":   fmtDur,
+	"rate":  fmtRate,
+	"join":  strings.Join,
+	"add":   func(a, b int) int { return a + b },
+	"add64": func(a, b int64) int64 { return a + b },
+	"sub":   func(a, b int) int { return a - b },
 	"owners": func(e Event) string {
 		if !e.OwnersKnown {
 			return "?"
 		}
-		return orDash(e.Owners)
+		if e.Owners == "" {
+			return "-"
+		}
+		return e.Owners // html/template escapes it
 	},
 	"diamond": func(x float64, y int) string {
 		cy := float64(y) + laneHeight/2 - 2
@@ -340,6 +344,7 @@ td.ident{max-width:190px;word-break:break-all} td.calls{min-width:170px}
 <div class="card{{if .R.Zombies}} alert{{end}}"><b>{{len .R.Zombies}}</b>zombie kubelets</div>
 <div class="card{{if .R.Leaks}} alert{{end}}"><b>{{len .R.Leaks}}</b>lease leaks</div>
 <div class="card{{if .R.Throttling.Throttled}} alert{{end}}"><b>{{.R.Throttling.Throttled}}</b>429 responses</div>
+<div class="card{{if .R.AccessDenied.Forbidden}} alert{{end}}"><b>{{add64 .R.AccessDenied.Forbidden .R.AccessDenied.Unauthorized}}</b>denied (401/403)</div>
 <div class="card"><b>{{.R.Totals.Bad}}</b>unusable lines</div>
 </div>
 {{range .R.Errors}}<p class="bad">ERROR: {{.}}</p>{{end}}
@@ -395,6 +400,12 @@ td.ident{max-width:190px;word-break:break-all} td.calls{min-width:170px}
 <div class="muted">bars: 429 responses per {{.Chart.Step}}{{range .Chart.Legend}} · <span style="color:{{.Color}}">■</span> {{.Label}}{{end}} · blue line: all requests{{if .Chart.APFLine}} · green dashes: mean APF queue wait of requests that queued{{end}}</div>{{end}}
 {{if .R.Throttling.ByKey}}<table><tr><th>user</th><th>user agent</th><th>verb</th><th>resource</th><th>429s</th><th>requests</th><th>APF queued</th><th>APF wait max</th></tr>
 {{range .R.Throttling.ByKey}}<tr><td>{{.User}}</td><td>{{.UserAgent}}</td><td>{{.Verb}}</td><td>{{.Resource}}</td><td class="n">{{.Throttled}}</td><td class="n">{{.Requests}}</td><td class="n">{{.APFWaited}}</td><td class="n">{{dur .APFWaitMax}}</td></tr>{{end}}</table>{{end}}
+
+<h2>Access denied <span class="muted">(403: {{.R.AccessDenied.Forbidden}}, 401: {{.R.AccessDenied.Unauthorized}})</span></h2>
+{{with .R.AccessDenied}}{{if .Rows}}<table><tr><th>code</th><th>user</th><th>groups</th><th>verb</th><th>resource</th><th>object</th><th>count</th><th>first</th><th>last</th><th>user agent</th><th>source IP</th></tr>
+{{range .Rows}}<tr><td>{{.Code}}</td><td>{{if .User}}{{.User}}{{else}}<span class="muted">unauthenticated</span>{{end}}{{with .ImpersonatedBy}} <span class="muted">impersonated by {{.}}</span>{{end}}</td><td>{{.Groups}}</td><td>{{.Verb}}</td><td>{{.Resource}}</td><td>{{if .Namespace}}{{.Namespace}}/{{end}}{{.Name}}</td><td class="n">{{.Count}}</td><td>{{t .First}}</td><td>{{t .Last}}</td><td>{{.UserAgent}}</td><td>{{.SourceIP}}</td></tr>{{end}}</table>
+{{if lt (len .Rows) .Distinct}}<div class="muted">{{len .Rows}} of {{.Distinct}} pairs shown (--top){{if .Untracked}}; {{.Untracked}} denials of pairs not tracked{{end}}</div>{{end}}
+{{else}}<p class="ok">No request was denied.</p>{{end}}{{end}}
 
 <h2>Top talkers</h2>
 <table><tr><th>user</th><th>user agent</th><th>verb</th><th>resource</th><th>requests</th><th>429s</th><th>5xx</th><th>latency total</th><th>p99 ≤</th><th>max</th></tr>

@@ -6,7 +6,15 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
+
+// Every string in a report that came from the log (user names, user agents, source IPs,
+// object names, file names, error texts quoting input) was written by someone else: a client
+// chooses its user agent, a tenant names its objects. The text renderer passes each of them
+// through esc or clip so that no control character reaches the terminal; -o json, -o yaml and
+// --html escape by themselves.
 
 const timeLayout = "2006-01-02T15:04:05.000Z"
 
@@ -37,18 +45,18 @@ func fmtDur(d time.Duration) string {
 	return fmt.Sprintf("%dd%s", days, strings.TrimSuffix((d-days*24*time.Hour).Round(time.Minute).String(), "0s"))
 }
 
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-1] + "…"
-}
+// esc makes a string from the log safe to print.
+func esc(s string) string { return textsafe.Escape(s) }
 
+// clip escapes s and shortens it to n runes, never cutting a character in half.
+func clip(s string, n int) string { return textsafe.Clip(s, n) }
+
+// orDash escapes s, or stands "-" in for an empty one.
 func orDash(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return s
+	return esc(s)
 }
 
 // WriteText writes the report for people.
@@ -65,7 +73,7 @@ func WriteText(w io.Writer, r *Report) error {
 		var parts []string
 		for _, kv := range [][2]string{{"node", f.Node}, {"lease", f.Lease}, {"user", f.User}} {
 			if kv[1] != "" {
-				parts = append(parts, kv[0]+"="+kv[1])
+				parts = append(parts, kv[0]+"="+esc(kv[1]))
 			}
 		}
 		if !f.Since.IsZero() {
@@ -85,7 +93,7 @@ func WriteText(w io.Writer, r *Report) error {
 		if in.Format != formatJSONLines.String() {
 			unit = "records"
 		}
-		p("input %s (%s%s): %d %s, %d events, %d skipped stages", in.Name, orDash(in.Format), gz, in.Lines, unit, in.Events, in.SkipStage)
+		p("input %s (%s%s): %d %s, %d events, %d skipped stages", esc(in.Name), orDash(in.Format), gz, in.Lines, unit, in.Events, in.SkipStage)
 		if in.Salvaged > 0 {
 			p(", %d truncated messages salvaged", in.Salvaged)
 		}
@@ -101,12 +109,12 @@ func WriteText(w io.Writer, r *Report) error {
 			}
 			reason := ""
 			if len(b.Examples) > 0 && b.Examples[0].Reason != "" {
-				reason = " (first: " + b.Examples[0].Reason + ")"
+				reason = " (first: " + clip(b.Examples[0].Reason, 200) + ")"
 			}
-			p("  %d %s: %s%s\n", b.Count, b.Kind, strings.Join(where, ", "), reason)
+			p("  %d %s: %s%s\n", b.Count, esc(b.Kind), strings.Join(where, ", "), reason)
 		}
 		if in.Error != "" {
-			p("  ERROR: %s\n", in.Error)
+			p("  ERROR: %s\n", esc(in.Error))
 		}
 	}
 	t := r.Totals
@@ -133,9 +141,9 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 	for _, d := range r.NodeDeletions {
 		e := d.Event
-		p("  %s  node %s deleted (%d)\n", fmtTime(e.Time), d.Node, e.Code)
+		p("  %s  node %s deleted (%d)\n", fmtTime(e.Time), esc(d.Node), e.Code)
 		p("      by %s", actorText(e.Actor))
-		p("  [%s]\n", e.Where)
+		p("  [%s]\n", esc(e.Where))
 		var then []string
 		type step struct {
 			after time.Duration
@@ -143,17 +151,17 @@ func WriteText(w io.Writer, r *Report) error {
 		}
 		var steps []step
 		if f := d.LeaseDeleted; f != nil {
-			steps = append(steps, step{f.After, "lease deleted by " + f.Actor.User})
+			steps = append(steps, step{f.After, "lease deleted by " + esc(f.Actor.User)})
 		}
 		if d.RequestsAfter > 0 {
 			steps = append(steps, step{d.FirstRequest.Sub(e.Time), fmt.Sprintf("%d requests by its kubelet (system:node:%s), the last at %s",
-				d.RequestsAfter, d.Node, fmtTime(*d.LastRequest))})
+				d.RequestsAfter, esc(d.Node), fmtTime(*d.LastRequest))})
 		}
 		if f := d.LeaseRecreated; f != nil {
-			steps = append(steps, step{f.After, fmt.Sprintf("lease re-created (%s, %d) by %s", f.How, f.Code, f.Actor.User)})
+			steps = append(steps, step{f.After, fmt.Sprintf("lease re-created (%s, %d) by %s", esc(f.How), f.Code, esc(f.Actor.User))})
 		}
 		if f := d.NodeRecreated; f != nil {
-			steps = append(steps, step{f.After, f.How + " (" + f.Actor.User + ")"})
+			steps = append(steps, step{f.After, esc(f.How) + " (" + esc(f.Actor.User) + ")"})
 		}
 		for i := 1; i < len(steps); i++ { // few steps: insertion sort by time
 			for k := i; k > 0 && steps[k].after < steps[k-1].after; k-- {
@@ -183,13 +191,13 @@ func WriteText(w io.Writer, r *Report) error {
 		for _, l := range r.Leaks {
 			after := "-"
 			if l.NodeDeletion != nil {
-				after = fmt.Sprintf("%s by %s", fmtDur(l.Created.Time.Sub(l.NodeDeletion.Time)), l.NodeDeletion.Actor.User)
+				after = fmt.Sprintf("%s by %s", fmtDur(l.Created.Time.Sub(l.NodeDeletion.Time)), esc(l.NodeDeletion.Actor.User))
 			}
 			status := l.Status
 			if l.StatusEvent != nil {
-				status += fmt.Sprintf(" (+%s, %s)", fmtDur(l.StatusEvent.After), l.StatusEvent.Actor.User)
+				status += fmt.Sprintf(" (+%s, %s)", fmtDur(l.StatusEvent.After), esc(l.StatusEvent.Actor.User))
 			}
-			p("  %s/%s\t%s\t%s\t%s %d\t%s\t%s\t%s\n", l.Namespace, l.Name, fmtTime(l.Created.Time), l.Created.Actor.User,
+			p("  %s/%s\t%s\t%s\t%s %d\t%s\t%s\t%s\n", esc(l.Namespace), esc(l.Name), fmtTime(l.Created.Time), esc(l.Created.Actor.User),
 				l.Created.Action, l.Created.Code, l.Cause, after, status)
 		}
 	}
@@ -202,17 +210,17 @@ func WriteText(w io.Writer, r *Report) error {
 		for _, z := range r.Zombies {
 			del := "(before the log)"
 			if z.Deletion != nil {
-				del = z.Deletion.Actor.User
+				del = esc(z.Deletion.Actor.User)
 			}
 			status := z.Status
 			if z.Ended != nil {
-				status += " (" + z.Ended.How + ")"
+				status += " (" + esc(z.Ended.How) + ")"
 			}
 			var ids []string
 			for _, id := range z.Identities {
 				ids = append(ids, clip(id, 28)) // certificate hashes are long; -o json has them whole
 			}
-			p("  %s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", z.Node, orDash(strings.Join(ids, ",")),
+			p("  %s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", esc(z.Node), dashIfEmpty(strings.Join(ids, ",")),
 				orDash(strings.Join(z.SourceIPs, ",")), fmtTime(z.FirstSeen), fmtTime(z.LastSeen), z.Requests, fmtRate(z.PerMinute), del, status)
 		}
 		for _, z := range r.Zombies {
@@ -222,9 +230,9 @@ func WriteText(w io.Writer, r *Report) error {
 					calls = append(calls, "…")
 					break
 				}
-				calls = append(calls, fmt.Sprintf("%s %s %d ×%d", c.Verb, c.Resource, c.Code, c.Count))
+				calls = append(calls, fmt.Sprintf("%s %s %d ×%d", esc(c.Verb), esc(c.Resource), c.Code, c.Count))
 			}
-			p("  %s: %s; %s", z.Node, strings.Join(calls, ", "), strings.Join(z.UserAgents, ", "))
+			p("  %s: %s; %s", esc(z.Node), strings.Join(calls, ", "), esc(strings.Join(z.UserAgents, ", ")))
 			if z.LeaseRecreations > 0 {
 				p("; re-created its lease %d times (a kubelet older than 1.29 does)", z.LeaseRecreations)
 			}
@@ -252,15 +260,15 @@ func WriteText(w io.Writer, r *Report) error {
 		if !interestingLease(l, r.Filters) {
 			continue
 		}
-		p("  %s/%s  creates %d, deletes %d, created by update %d\n", l.Namespace, l.Name, l.Creates, l.Deletes, l.UpdateCreates)
+		p("  %s/%s  creates %d, deletes %d, created by update %d\n", esc(l.Namespace), esc(l.Name), l.Creates, l.Deletes, l.UpdateCreates)
 		p("    TIME\tACTION\tCODE\tUSER\tUSER AGENT\tSOURCE IP\tOWNERS\tWHERE\n")
 		for _, e := range l.Events {
 			owners := "?"
 			if e.OwnersKnown {
 				owners = orDash(e.Owners)
 			}
-			p("    %s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", fmtTime(e.Time), e.Action, e.Code, e.Actor.User,
-				clip(e.Actor.UserAgent, 48), orDash(e.Actor.SourceIP), owners, e.Where)
+			p("    %s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", fmtTime(e.Time), esc(e.Action), e.Code, esc(e.Actor.User),
+				clip(e.Actor.UserAgent, 48), orDash(e.Actor.SourceIP), owners, esc(e.Where))
 		}
 		if l.Omitted > 0 {
 			p("    … %d more events in between\n", l.Omitted)
@@ -272,7 +280,7 @@ func WriteText(w io.Writer, r *Report) error {
 	if len(th.ByKey) > 0 {
 		p("  USER\tUSER AGENT\tVERB\tRESOURCE\t429s\tREQUESTS\tAPF QUEUED\tAPF WAIT MAX\n")
 		for _, k := range th.ByKey {
-			p("  %s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", k.User, clip(k.UserAgent, 48), k.Verb, k.Resource, k.Throttled, k.Requests, k.APFWaited, fmtDur(k.APFWaitMax))
+			p("  %s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", esc(k.User), clip(k.UserAgent, 48), esc(k.Verb), esc(k.Resource), k.Throttled, k.Requests, k.APFWaited, fmtDur(k.APFWaitMax))
 		}
 		tl := r.Timeline
 		var rows []string
@@ -292,12 +300,14 @@ func WriteText(w io.Writer, r *Report) error {
 		}
 	}
 
+	writeDenied(p, r.AccessDenied)
+
 	p("\nTOP TALKERS BY REQUESTS\n")
 	writeTalkers(tw, r.TopByRequests)
 	p("\nTOP TALKERS BY LATENCY (stageTimestamp − requestReceivedTimestamp, watches excluded)\n")
 	writeTalkers(tw, r.TopByLatency)
 	for _, e := range r.Errors {
-		p("\nERROR: %s\n", e)
+		p("\nERROR: %s\n", esc(e))
 	}
 	return tw.Flush()
 }
@@ -309,21 +319,55 @@ func writeTalkers(tw *tabwriter.Writer, ts []Talker) {
 	}
 	fmt.Fprintf(tw, "  USER\tUSER AGENT\tVERB\tRESOURCE\tREQUESTS\t429s\t5xx\tLATENCY TOTAL\tP99 ≤\tMAX\n")
 	for _, t := range ts {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", t.User, clip(t.UserAgent, 48), t.Verb, t.Resource,
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", esc(t.User), clip(t.UserAgent, 48), esc(t.Verb), esc(t.Resource),
 			t.Requests, t.Throttled, t.ServerErrors, fmtDur(t.LatencyTotal), fmtDur(t.LatencyP99), fmtDur(t.LatencyMax))
 	}
 }
 
+func writeDenied(p func(string, ...any), d AccessDenied) {
+	p("\nACCESS DENIED  %d responses 403 (forbidden), %d responses 401 (unauthenticated)", d.Forbidden, d.Unauthorized)
+	if d.Distinct > 0 {
+		p(", %d distinct (who, what)", d.Distinct)
+	}
+	if d.Untracked > 0 {
+		p("; %d more denials of pairs not tracked (over %d pairs): in the totals only", d.Untracked, maxDeniedKeys)
+	}
+	p("\n")
+	if len(d.Rows) == 0 {
+		p("  none\n")
+		return
+	}
+	p("  CODE\tUSER\tGROUPS\tVERB\tRESOURCE\tOBJECT\tCOUNT\tFIRST\tLAST\tUSER AGENT\tSOURCE IP\n")
+	for _, x := range d.Rows {
+		user := esc(x.User)
+		if x.User == "" {
+			user = "(unauthenticated)"
+		}
+		if x.ImpersonatedBy != "" {
+			user += " (impersonated by " + esc(x.ImpersonatedBy) + ")"
+		}
+		obj := x.Name
+		if x.Namespace != "" {
+			obj = x.Namespace + "/" + x.Name
+		}
+		p("  %d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", x.Code, user, orDash(x.Groups), esc(x.Verb), esc(x.Resource),
+			dashIfEmpty(clip(obj, 80)), x.Count, fmtTime(x.First), fmtTime(x.Last), clip(x.UserAgent, 48), orDash(x.SourceIP))
+	}
+	if shown := int64(len(d.Rows)); shown < d.Distinct {
+		p("  … %d more pairs, raise --top to see them\n", d.Distinct-shown)
+	}
+}
+
 func actorText(a Actor) string {
-	s := a.User
+	s := esc(a.User)
 	if a.ImpersonatedBy != "" {
-		s += " (impersonated by " + a.ImpersonatedBy + ")"
+		s += " (impersonated by " + esc(a.ImpersonatedBy) + ")"
 	}
 	if a.UserAgent != "" {
-		s += "  " + a.UserAgent
+		s += "  " + esc(a.UserAgent)
 	}
 	if a.SourceIP != "" {
-		s += "  from " + a.SourceIP
+		s += "  from " + esc(a.SourceIP)
 	}
 	if a.Identity != "" {
 		s += "  identity " + clip(a.Identity, 48)
@@ -345,6 +389,14 @@ func interestingLease(l LeaseLifecycle, f Filters) bool {
 		}
 	}
 	return false
+}
+
+// dashIfEmpty is orDash for text that is already escaped.
+func dashIfEmpty(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func fmtRate(r float64) string {

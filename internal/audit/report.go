@@ -19,6 +19,8 @@ type Report struct {
 	// Zombies lists kubelets that kept calling the API server after their Node was deleted.
 	Zombies    []Zombie   `json:"zombies"`
 	Throttling Throttling `json:"throttling"`
+	// AccessDenied lists who was denied what (401 and 403 responses).
+	AccessDenied AccessDenied `json:"accessDenied"`
 	// TopByRequests and TopByLatency rank (user, user agent, verb, resource) by request count
 	// and by the summed latency of requests that are not watches.
 	TopByRequests []Talker `json:"topByRequests"`

@@ -149,6 +149,7 @@ func TestAuditLogGroundTruth(t *testing.T) {
 		t.Fatalf("restarted kubelet has no owned lease: %v", err)
 	}
 	n429 := <-throttled
+	denied := deny(ctx, t)
 	time.Sleep(3 * renewEvery)
 	// The dead machine's lease must be gone before the log is read (the garbage collector).
 	if _, err := adminClient.CoordinationV1().Leases(kubeletsim.NodeLeaseNamespace).Get(ctx, names["dead"], metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -276,8 +277,51 @@ func TestAuditLogGroundTruth(t *testing.T) {
 	if sum != n429 {
 		t.Errorf("timeline holds %d 429s, want %d", sum, n429)
 	}
+	// Access denied: exactly the requests of the user without RBAC, each pair counted exactly.
+	// (Other components may be denied too while the cluster starts: only this user is checked.)
+	got := map[string]int64{}
+	for _, row := range rep.AccessDenied.Rows {
+		if row.User == deniedUser {
+			if row.Code != 403 || row.Groups != "nodekeeper:test-tenants" {
+				t.Errorf("denial of %s: %+v", deniedUser, row)
+			}
+			got[row.Verb+" "+row.Resource+" "+row.Namespace+"/"+row.Name] = row.Count
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(denied) {
+		t.Errorf("denials of %s: report %v, client saw %v (all: %+v)", deniedUser, got, denied, rep.AccessDenied)
+	}
 	t.Logf("%d events, %d node deletions, %d leaks (%d leaked), %d zombies, %d throttled", rep.Totals.Events,
 		len(rep.NodeDeletions), len(rep.Leaks), len(leaked), len(rep.Zombies), n429)
+}
+
+const deniedUser = "tenant-without-rbac"
+
+// deny makes requests as a user no role is bound to and returns how many 403s of each
+// (verb resource namespace/name) it received.
+func deny(ctx context.Context, t *testing.T) map[string]int64 {
+	cs := kubernetes.NewForConfigOrDie(env.UserConfig(deniedUser, "nodekeeper:test-tenants"))
+	out := map[string]int64{}
+	count := func(key string, err error) {
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("%s as %s: want 403, got %v", key, deniedUser, err)
+			return
+		}
+		out[key]++
+	}
+	for i := 0; i < 5; i++ {
+		_, err := cs.CoreV1().Secrets("kube-system").Get(ctx, "bootstrap-token-abcdef", metav1.GetOptions{})
+		count("get secrets kube-system/bootstrap-token-abcdef", err)
+	}
+	for i := 0; i < 3; i++ {
+		_, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 10})
+		count("list nodes /", err)
+	}
+	for i := 0; i < 2; i++ {
+		err := cs.CoordinationV1().Leases(kubeletsim.NodeLeaseNamespace).Delete(ctx, "ip-10-0-1-6.us-west-2.compute.internal", metav1.DeleteOptions{})
+		count("delete leases kube-node-lease/ip-10-0-1-6.us-west-2.compute.internal", err)
+	}
+	return out
 }
 
 func hasCall(z audit.Zombie, verb, res string, code int) bool {
