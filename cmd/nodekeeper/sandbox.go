@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -19,7 +18,7 @@ func newSandboxCmd() *cobra.Command {
 	mix := sandbox.DefaultMix()
 	var kubeconfigOut string
 	var runFor time.Duration
-	var verbose bool
+	var verbose, force bool
 	cmd := &cobra.Command{
 		Use:   "sandbox",
 		Short: "Run a local control plane with simulated EKS kubelets to try nodekeeper on",
@@ -40,15 +39,25 @@ kubeconfig, prints how to use it, and stops everything on Ctrl-C.`,
 				return err
 			}
 			defer sb.Stop()
-			path, err := filepath.Abs(kubeconfigOut)
+			data, err := sb.Env.Kubeconfig(sb.Env.AdminConfig())
 			if err != nil {
 				return err
 			}
-			// Written last: scripts wait for this file to know the sandbox is ready.
-			if err := sb.Env.WriteKubeconfig(path, sb.Env.AdminConfig()); err != nil {
-				return fmt.Errorf("write kubeconfig: %w", err)
+			// Written last: scripts wait for this file to know the sandbox is ready. Created 0600
+			// with O_EXCL; an existing file only with --force; removed on exit only if this run
+			// created it (see sandbox.KubeconfigFile).
+			kf, err := sandbox.WriteKubeconfigFile(kubeconfigOut, data, force)
+			if err != nil {
+				return err
 			}
-			defer os.Remove(path)
+			path := kf.Path
+			defer func() {
+				if msg, err := kf.Cleanup(); err != nil {
+					fmt.Fprintln(out, "sandbox: removing the kubeconfig:", err)
+				} else if msg != "" {
+					fmt.Fprintln(out, "sandbox:", msg)
+				}
+			}()
 			fmt.Fprintf(cmd.OutOrStdout(), `
 The sandbox is running. Point kubectl and nodekeeper at it:
 
@@ -80,7 +89,8 @@ Press Ctrl-C to stop it (everything it started is removed).
 	f.IntVar(&mix.Leaked, "leaked", mix.Leaked, "ownerless leases leaked in the past, with no Node and no kubelet")
 	f.DurationVar(&mix.LeakedAge, "leaked-age", mix.LeakedAge, "how long ago the leaked leases were last renewed")
 	f.Int32Var(&mix.LeaseDurationSeconds, "lease-duration", 40, "nodeLeaseDurationSeconds of every simulated kubelet")
-	f.StringVar(&kubeconfigOut, "write-kubeconfig", "nodekeeper-sandbox.kubeconfig", "where to write the admin kubeconfig (removed on exit)")
+	f.StringVar(&kubeconfigOut, "write-kubeconfig", "nodekeeper-sandbox.kubeconfig", "where to write the admin kubeconfig, created 0600 (removed on exit; an existing file is refused unless --force)")
+	f.BoolVar(&force, "force", false, "replace an existing --write-kubeconfig file (atomically, at 0600; it is then left in place on exit)")
 	f.BoolVar(&verbose, "kubelet-logs", false, "show the simulated kubelets' logs")
 	f.DurationVar(&runFor, "for", 0, "stop by itself after this long (0: run until Ctrl-C)")
 	return cmd

@@ -10,6 +10,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/flowcontrol"
+
+	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // Event pacing: events are best effort. Deleting 20,000 leaked leases must neither hold 20,000
@@ -64,9 +66,7 @@ func (e *eventEmitter) run(ctx context.Context) {
 // emit queues an event about obj; action is what nodekeeper did (Delete, Adopt, Report, ...).
 func (e *eventEmitter) emit(obj runtime.Object, eventType, reason, action, note string, args ...any) {
 	msg := fmt.Sprintf(note, args...)
-	if len(msg) > 1000 {
-		msg = msg[:1000] // the API rejects notes over 1 kB
-	}
+	msg = textsafe.ClipBytes(msg, 1000) // the API rejects notes over 1 kB; cut on a character boundary
 	select {
 	case e.queue <- func() { e.recorder.Eventf(obj, nil, eventType, reason, action, "%s", msg) }:
 	default:

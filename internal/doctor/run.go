@@ -33,6 +33,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
+	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // Options tune a doctor run.
@@ -348,15 +349,7 @@ func (r *runner) getConfigz(ctx context.Context, node string) configzResult {
 		// RBAC's denial names the resource; other 403s come from the path to the kubelet.
 		return configzResult{err: "forbidden: needs get on nodes/proxy"}
 	case err != nil:
-		msg := err.Error()
-		var st apierrors.APIStatus
-		if errors.As(err, &st) && st.Status().Code != 0 {
-			msg = fmt.Sprintf("HTTP %d: %s", st.Status().Code, msg)
-		}
-		if len(msg) > 200 {
-			msg = msg[:200] + "..."
-		}
-		return configzResult{err: msg}
+		return configzResult{err: configzFailure(err)}
 	}
 	c, err := ParseConfigz(raw)
 	if err != nil {
@@ -536,4 +529,17 @@ func (r *runner) checkAPF(ctx context.Context) error {
 	r.rep.Checked(SectionAPF, levels)
 	r.rep.Add(fs...)
 	return nil
+}
+
+// configzFailure is the one-line reason a configz request failed, with the HTTP status when there
+// is one. The error can quote whatever answered on the path to the kubelet (a proxy's HTML page, a
+// kubelet's message in any language), so it is clipped to 200 characters on a character boundary
+// and escaped.
+func configzFailure(err error) string {
+	msg := err.Error()
+	var st apierrors.APIStatus
+	if errors.As(err, &st) && st.Status().Code != 0 {
+		msg = fmt.Sprintf("HTTP %d: %s", st.Status().Code, msg)
+	}
+	return textsafe.Clip(msg, 200)
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // Formats accepted by Print.
@@ -69,7 +71,12 @@ func scoreColour(score int) string {
 }
 
 // PrintText writes the grouped human report: sections, then per rule the resources it hit.
+//
+// Resources, messages and evidence carry text written by others (a Node's kubeletVersion, a
+// kubelet log line, an object name), so every field goes through textsafe.Escape before it reaches
+// the terminal; the only escape sequences in the output are the colours this printer adds itself.
 func PrintText(w io.Writer, r *Report, o PrintOptions) error {
+	esc := textsafe.Escape
 	paint := func(colour, s string) string {
 		if !o.Color || colour == "" {
 			return s
@@ -81,7 +88,7 @@ func PrintText(w io.Writer, r *Report, o PrintOptions) error {
 		limit = 20
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s  %s\n", paint(ansiBold, "nodekeeper "+r.Tool), r.Target, r.Generated.Format("2006-01-02T15:04:05Z"))
+	fmt.Fprintf(&b, "%s %s  %s\n", paint(ansiBold, "nodekeeper "+esc(r.Tool)), esc(r.Target), r.Generated.Format("2006-01-02T15:04:05Z"))
 	total := map[Severity]int{}
 	for _, s := range r.Sections() {
 		for k, v := range s.Counts() {
@@ -95,7 +102,7 @@ func PrintText(w io.Writer, r *Report, o PrintOptions) error {
 
 	for _, s := range r.Sections() {
 		b.WriteString("\n")
-		fmt.Fprintf(&b, "%s", paint(ansiBold, strings.ToUpper(s.Title)))
+		fmt.Fprintf(&b, "%s", paint(ansiBold, strings.ToUpper(esc(s.Title))))
 		if s.Checked > 0 {
 			fmt.Fprintf(&b, "  %d checked", s.Checked)
 		}
@@ -121,7 +128,7 @@ func PrintText(w io.Writer, r *Report, o PrintOptions) error {
 			if rule, ok := LookupRule(f.Code); ok {
 				title = rule.Title
 			}
-			fmt.Fprintf(&b, "  %s %s %s", paint(colour, mark), paint(colour, f.Code), title)
+			fmt.Fprintf(&b, "  %s %s %s", paint(colour, mark), paint(colour, esc(f.Code)), esc(title))
 			if len(group) > 1 {
 				fmt.Fprintf(&b, " (%d)", len(group))
 			}
@@ -131,22 +138,22 @@ func PrintText(w io.Writer, r *Report, o PrintOptions) error {
 					fmt.Fprintf(&b, "      ... and %d more (-o json lists all)\n", len(group)-limit)
 					break
 				}
-				fmt.Fprintf(&b, "      %s: %s\n", g.Resource, g.Message)
+				fmt.Fprintf(&b, "      %s: %s\n", esc(g.Resource), esc(g.Message))
 				for _, e := range g.Evidence {
-					fmt.Fprintf(&b, "        %s\n", paint(ansiGrey, e))
+					fmt.Fprintf(&b, "        %s\n", paint(ansiGrey, esc(e)))
 				}
 			}
 			if f.Remediation != "" {
-				fmt.Fprintf(&b, "      fix: %s\n", f.Remediation)
+				fmt.Fprintf(&b, "      fix: %s\n", esc(f.Remediation))
 			}
 			if f.DocURL != "" {
-				fmt.Fprintf(&b, "      doc: %s\n", paint(ansiGrey, f.DocURL))
+				fmt.Fprintf(&b, "      doc: %s\n", paint(ansiGrey, esc(f.DocURL)))
 			}
 			i = j
 		}
 	}
 	if len(r.Ignored) > 0 {
-		fmt.Fprintf(&b, "\nignored: %s\n", strings.Join(r.Ignored, ", "))
+		fmt.Fprintf(&b, "\nignored: %s\n", esc(strings.Join(r.Ignored, ", ")))
 	}
 	if len(r.Stats) > 0 || r.Duration > 0 {
 		b.WriteString("\n")
@@ -160,7 +167,7 @@ func PrintText(w io.Writer, r *Report, o PrintOptions) error {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			parts = append(parts, fmt.Sprintf("%s %d", k, r.Stats[k]))
+			parts = append(parts, fmt.Sprintf("%s %d", esc(k), r.Stats[k]))
 		}
 		fmt.Fprintf(&b, "%s\n", paint(ansiGrey, strings.Join(parts, ", ")))
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/deleter"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
+	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // Action is what gc does with a lease of class c.
@@ -53,7 +54,7 @@ func PrintPlan(w io.Writer, p *Plan, dryRun bool) {
 	if n > 0 {
 		oldest := p.Leaked()[0]
 		v := lease.Classify(oldest, nil, p.At, lease.Options{GracePeriod: p.GracePeriod})
-		fmt.Fprintf(w, "Longest idle: %s, last active %s ago.\n", oldest.Name, p.At.Sub(v.LastActivity).Round(time.Second))
+		fmt.Fprintf(w, "Longest idle: %s, last active %s ago.\n", textsafe.Escape(oldest.Name), p.At.Sub(v.LastActivity).Round(time.Second))
 	}
 }
 
@@ -93,7 +94,8 @@ func WriteReport(w io.Writer, format string, p *Plan, r *Report, dryRun bool) er
 				fmt.Fprintln(w, "  ... (use -o json for every result)")
 				break
 			}
-			fmt.Fprintf(w, "  %s: %s: %s\n", res.Name, res.Outcome, res.Reason)
+			// A reason can quote an API error, and so whatever a server or proxy answered.
+			fmt.Fprintf(w, "  %s: %s: %s\n", textsafe.Escape(res.Name), res.Outcome, textsafe.Escape(res.Reason))
 			shown++
 		}
 		return nil

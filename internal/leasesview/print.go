@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodekeeper/nodekeeper/internal/lease"
+	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // Output formats accepted by -o.
@@ -129,7 +130,7 @@ func Print(w io.Writer, r *Report, o PrintOptions) error {
 	if len(r.Items) == 0 {
 		scope := "in any namespace"
 		if r.Namespace != "" {
-			scope = "in namespace " + r.Namespace
+			scope = "in namespace " + textsafe.Escape(r.Namespace)
 		}
 		if _, err := fmt.Fprintf(w, "No leases %s%s.\n", matchNote(r), scope); err != nil {
 			return err
@@ -188,7 +189,7 @@ func PrintSummary(w io.Writer, r *Report) error {
 		fmt.Fprintf(&b, "API servers: %d live", a.Live)
 		if a.Stale > 0 {
 			fmt.Fprintf(&b, ", %d stale %s (%s); kube-apiserver deletes stale identities itself, hourly",
-				a.Stale, plural(a.Stale, "identity", "identities"), strings.Join(a.StaleIdentities, ", "))
+				a.Stale, plural(a.Stale, "identity", "identities"), textsafe.Escape(strings.Join(a.StaleIdentities, ", ")))
 		} else {
 			b.WriteString(", no stale identity")
 		}
@@ -219,8 +220,8 @@ const (
 // writeAligned writes n rows exactly as kubectl's tab writer lays them out — every column but the
 // last padded to its widest cell plus three spaces, at least six — but computes the widths in a
 // first pass over the rows instead of buffering the whole table: row(i) is called twice per row.
-// Tabs and line breaks inside a cell (a holder identity can contain anything) become spaces so that
-// they cannot break the layout.
+// Every cell goes through cleanCell, so a holder identity cannot reach the terminal raw or break
+// the layout.
 func writeAligned(w io.Writer, n int, row func(i int) []string) error {
 	var widths []int
 	for i := 0; i < n; i++ {
@@ -251,14 +252,11 @@ func writeAligned(w io.Writer, n int, row func(i int) []string) error {
 	return bw.Flush()
 }
 
-var cellCleaner = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ", "\v", " ", "\f", " ")
-
-func cleanCell(s string) string {
-	if strings.ContainsAny(s, "\t\n\r\v\f") {
-		return cellCleaner.Replace(s)
-	}
-	return s
-}
+// cleanCell makes a cell safe for the terminal and for the layout: every field of a Lease or Node
+// is written by somebody else (a tenant can put ESC]0;…BEL or ESC[2J into a holderIdentity), so
+// control characters, C1 controls, bidirectional overrides and invalid UTF-8 are shown as visible
+// escapes, which also keeps a tab or newline from shifting columns or starting a row.
+func cleanCell(s string) string { return textsafe.Escape(s) }
 
 func writeRow(w io.Writer, withNS bool, ns string, cells []string) {
 	if withNS {
@@ -410,8 +408,16 @@ func shortUID(u types.UID, wide bool) string {
 	if s == "" {
 		return none
 	}
-	if !wide && len(s) > 8 {
-		return s[:8]
+	if wide {
+		return s
+	}
+	// An ownerReference's UID is written by whoever wrote the Lease: cut on a character boundary.
+	n := 0
+	for i := range s {
+		if n == 8 {
+			return s[:i]
+		}
+		n++
 	}
 	return s
 }
@@ -587,5 +593,5 @@ func (p *WatchPrinter) writeChangeRow(when, typ, ns string, cells []string) {
 		cells[i] = cleanCell(cells[i])
 	}
 	fmt.Fprint(p.tw, when, "\t", typ, "\t")
-	writeRow(p.tw, p.o.AllNamespaces, ns, cells)
+	writeRow(p.tw, p.o.AllNamespaces, cleanCell(ns), cells)
 }

@@ -482,6 +482,15 @@ func (e *Env) ServiceAccountConfig(ctx context.Context, namespace, name string) 
 
 // WriteKubeconfig writes cfg as a self-contained kubeconfig file.
 func (e *Env) WriteKubeconfig(path string, cfg *rest.Config) error {
+	return clientcmd.WriteToFile(*kubeconfigFor(cfg), path)
+}
+
+// Kubeconfig returns cfg as a kubeconfig file's content (client key included: keep it private).
+func (e *Env) Kubeconfig(cfg *rest.Config) ([]byte, error) {
+	return clientcmd.Write(*kubeconfigFor(cfg))
+}
+
+func kubeconfigFor(cfg *rest.Config) *clientcmdapi.Config {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["nodekeeper-sandbox"] = &clientcmdapi.Cluster{
 		Server:                   cfg.Host,
@@ -494,7 +503,7 @@ func (e *Env) WriteKubeconfig(path string, cfg *rest.Config) error {
 	}
 	kc.Contexts["nodekeeper-sandbox"] = &clientcmdapi.Context{Cluster: "nodekeeper-sandbox", AuthInfo: "user"}
 	kc.CurrentContext = "nodekeeper-sandbox"
-	return clientcmd.WriteToFile(*kc, path)
+	return kc
 }
 
 // RestartAPIServer stops kube-apiserver and starts it again on the same port and storage, for
