@@ -29,7 +29,10 @@ import (
 // namespaces of dead test processes can be recognised and removed.
 const NamePrefix = "nk-doc-"
 
-var counter atomic.Int32
+var (
+	counter  atomic.Int32
+	ownStale sync.Once
+)
 
 // Netns is a network namespace joined to the host by a veth pair with a private /30.
 type Netns struct {
@@ -66,6 +69,10 @@ func New() (*Netns, error) {
 	}
 	sweepStale()
 	pid := os.Getpid()
+	// A namespace that already carries this process's ID was left by an earlier process that had
+	// the same ID (IDs are reused, often in CI containers): this process has created none yet.
+	// Once blocks concurrent first calls until the sweep is done, so it never meets one of ours.
+	ownStale.Do(func() { sweepPID(pid) })
 	n := int(counter.Add(1))
 	used, err := addressesInUse()
 	if err != nil {
@@ -126,6 +133,20 @@ func addressesInUse() (map[string]bool, error) {
 	return used, nil
 }
 
+// sweepPID deletes the namespaces named for process pid.
+func sweepPID(pid int) {
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		return
+	}
+	prefix := fmt.Sprintf("%s%d-", NamePrefix, pid)
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], prefix) {
+			_ = run("ip", "netns", "del", f[0])
+		}
+	}
+}
+
 // sweepStale deletes namespaces left by test processes that no longer exist (killed before
 // their cleanup ran).
 func sweepStale() {
@@ -150,23 +171,52 @@ func sweepStale() {
 	}
 }
 
-// Close deletes the namespace; the veth pair goes with it. It is safe to call more than once.
+// Close deletes the namespace; the veth pair goes with it. It is safe to call more than once, and
+// it succeeds when something else removed the namespace or the veth first.
 func (n *Netns) Close() error {
-	n.closeOnce.Do(func() {
-		var errs []error
-		if err := run("ip", "netns", "del", n.Name); err != nil && !strings.Contains(err.Error(), "No such file") {
-			errs = append(errs, err)
-		}
-		// Normally gone with its peer; remove it if the namespace never got the peer.
-		if _, err := net.InterfaceByName(n.hostVeth); err == nil {
-			// It may vanish between the lookup and the delete (the kernel removes it with its peer).
-			if err := run("ip", "link", "del", n.hostVeth); err != nil && !strings.Contains(err.Error(), "Cannot find device") {
-				errs = append(errs, err)
-			}
-		}
-		n.closeErr = errors.Join(errs...)
-	})
+	n.closeOnce.Do(func() { n.closeErr = n.remove(run) })
 	return n.closeErr
+}
+
+// remove deletes the namespace and the host end of the veth pair with runCmd (run, or a stand-in
+// in tests). It never looks before it acts: the kernel removes a namespace's devices
+// asynchronously, so the host veth can vanish between any lookup and the delete, and iproute2
+// words "already gone" differently depending on when it finds out ("Cannot find device" when the
+// name no longer resolves, "RTNETLINK answers: No such device" when it vanished after that). A
+// failed delete is judged by its result instead: if the object is gone, the goal is reached
+// and the failure does not count.
+func (n *Netns) remove(runCmd func(args ...string) error) error {
+	var errs []error
+	if err := runCmd("ip", "netns", "del", n.Name); err != nil && namespaceExists(n.Name) {
+		errs = append(errs, err)
+	}
+	// Normally gone with its peer; a namespace that never got the peer leaves it behind.
+	if err := runCmd("ip", "link", "del", n.hostVeth); err != nil && linkExists(n.hostVeth) {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// namespaceExists reports whether the named namespace is still mounted. Anything but a clear
+// "does not exist" counts as existing, so that an unexplained failure is reported.
+func namespaceExists(name string) bool {
+	_, err := os.Lstat("/run/netns/" + name)
+	return !errors.Is(err, os.ErrNotExist)
+}
+
+// linkExists reports whether this namespace has a device of that name. When the devices cannot be
+// listed it answers true, so that an unexplained failure is reported.
+func linkExists(name string) bool {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return true
+	}
+	for _, i := range ifs {
+		if i.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // Listen opens count TCP listeners on NSIP inside the namespace (ports chosen by the kernel).
