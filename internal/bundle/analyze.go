@@ -199,7 +199,7 @@ func (a *analysis) visit(m Member, r io.Reader) error {
 	}
 	data, err := io.ReadAll(r)
 	if err != nil {
-		return unsafeErr("reading %q: %v", name, err)
+		return fmt.Errorf("%w: reading %s: %w", ErrUnsafeArchive, quoteName(name), err)
 	}
 	switch {
 	case name == pInstanceID:

@@ -8,13 +8,14 @@ import (
 	"regexp"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // maxLine is the longest line prefix a pattern sees; longer lines (a JSON blob in a journal) are
 // cut there rather than failing the scan.
 const maxLine = 64 << 10
 
-// evidenceWidth cuts evidence lines for output.
+// evidenceWidth cuts evidence lines for output, in bytes of escaped text.
 const evidenceWidth = 300
 
 // eachLine calls fn for every line of r (without its line ending), numbering from 1.
@@ -126,12 +127,15 @@ func (h *hits) evidence() []string {
 	return out
 }
 
+// evidence quotes a log line: the line and the member name are written by whoever produced the
+// bundle, so both are escaped (a kubelet log line may carry "ESC]0;...BEL" from a pod name or an
+// error text) and the line is cut on a rune boundary, never inside a character or an escape.
 func evidence(file string, n int, line []byte) string {
-	text := string(line)
-	if len(text) > evidenceWidth {
-		text = text[:evidenceWidth] + "..."
+	// Escaping can grow a byte to six ("\u0085"); what is past 6x the width can never be shown.
+	if len(line) > 6*evidenceWidth {
+		line = line[:6*evidenceWidth]
 	}
-	return fmt.Sprintf("%s:%d: %s", file, n, text)
+	return fmt.Sprintf("%s:%d: %s", textsafe.ClipBytes(file, evidenceWidth), n, textsafe.ClipBytes(string(line), evidenceWidth))
 }
 
 // scanner runs several patterns over files of one kind.
