@@ -439,18 +439,6 @@ func TestAnalyzeFile(t *testing.T) {
 	}
 }
 
-// FuzzAnalyze feeds arbitrary bytes (seeded with real and hostile archives) to the reader: it
-// must return a report or an error, never panic or hang.
-func FuzzAnalyze(f *testing.F) {
-	f.Add(tarGz(f, collectorLayout(seedFiles())))
-	f.Add(tarGz(f, []member{{name: "../x", body: "x"}}))
-	f.Add(tarGz(f, []member{{name: "./l", typeflag: tar.TypeSymlink, link: "/"}}))
-	f.Add([]byte{0x1f, 0x8b, 0x08, 0x00})
-	f.Fuzz(func(t *testing.T, data []byte) {
-		_, _ = Analyze(bytes.NewReader(data), "fuzz", Options{Limits: Limits{MaxMemberSize: 1 << 20, MaxTotalSize: 4 << 20, MaxMembers: 1000}, Now: testNow})
-	})
-}
-
 // TestDocsListEveryRule keeps docs/bundle.md in step with the bundle's rules.
 func TestDocsListEveryRule(t *testing.T) {
 	data, err := os.ReadFile("../../docs/bundle.md")

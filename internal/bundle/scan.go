@@ -18,9 +18,22 @@ const maxLine = 64 << 10
 // evidenceWidth cuts evidence lines for output, in bytes of escaped text.
 const evidenceWidth = 300
 
+// lineReader reads lines with one 64 KiB buffer reused for every member: a bundle of many small
+// log files costs one buffer, not one per file.
+type lineReader struct{ br *bufio.Reader }
+
 // eachLine calls fn for every line of r (without its line ending), numbering from 1.
-func eachLine(r io.Reader, fn func(n int, line []byte)) error {
-	br := bufio.NewReaderSize(r, maxLine)
+func (lr *lineReader) eachLine(r io.Reader, fn func(n int, line []byte)) error {
+	if lr.br == nil {
+		lr.br = bufio.NewReaderSize(r, maxLine)
+	} else {
+		lr.br.Reset(r)
+	}
+	defer lr.br.Reset(nil)
+	return eachLineFrom(lr.br, fn)
+}
+
+func eachLineFrom(br *bufio.Reader, fn func(n int, line []byte)) error {
 	n := 0
 	for {
 		line, err := br.ReadSlice('\n')
@@ -140,6 +153,7 @@ func evidence(file string, n int, line []byte) string {
 
 // scanner runs several patterns over files of one kind.
 type scanner struct {
+	lines    *lineReader
 	patterns []*pattern
 	hits     []*hits
 	files    []string
@@ -155,7 +169,7 @@ func newScanner(ps ...*pattern) *scanner {
 
 func (s *scanner) scan(file string, r io.Reader, extra func(n int, line []byte)) error {
 	s.files = append(s.files, file)
-	return eachLine(r, func(n int, line []byte) {
+	return s.lines.eachLine(r, func(n int, line []byte) {
 		for i, p := range s.patterns {
 			if p.matches(line) {
 				s.hits[i].add(file, n, line)
