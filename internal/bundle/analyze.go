@@ -96,7 +96,8 @@ func Analyze(r io.Reader, name string, o Options) (*findings.Report, error) {
 
 // analysis gathers facts while members stream by; checks that combine members run at the end.
 type analysis struct {
-	o Options
+	o     Options
+	lines *lineReader
 
 	kubeletLog *scanner
 	cniLog     *scanner
@@ -142,8 +143,10 @@ var (
 )
 
 func newAnalysis(o Options) *analysis {
-	return &analysis{
-		o: o,
+	lines := &lineReader{}
+	a := &analysis{
+		o:     o,
+		lines: lines,
 		kubeletLog: newScanner(
 			&pattern{rule: RulePullQPS, all: bs("pull QPS exceeded"), what: `"pull QPS exceeded"`},
 			&pattern{rule: RuleLeaseOwner, all: bs("Failed to get node when trying to set owner ref to the node lease"), what: "lease owner reference failures"},
@@ -162,6 +165,10 @@ func newAnalysis(o Options) *analysis {
 		configs: map[string]doctor.KubeletConfig{},
 		dropins: map[string]doctor.KubeletConfig{},
 	}
+	for _, s := range []*scanner{a.kubeletLog, a.cniLog, a.bootstrap} {
+		s.lines = lines
+	}
+	return a
 }
 
 func (a *analysis) visit(m Member, r io.Reader) error {
@@ -199,7 +206,7 @@ func (a *analysis) visit(m Member, r io.Reader) error {
 	}
 	data, err := io.ReadAll(r)
 	if err != nil {
-		return unsafeErr("reading %q: %v", name, err)
+		return fmt.Errorf("%w: reading %s: %w", ErrUnsafeArchive, quoteName(name), err)
 	}
 	switch {
 	case name == pInstanceID:
@@ -382,7 +389,7 @@ func (a *analysis) readContainerEnv(name string, data []byte) {
 // readIO parses io_throttling.txt: "PID Name Block IO Delay (centisconds)" then "pid (comm) ticks".
 func (a *analysis) readIO(r io.Reader) error {
 	a.ioRead = true
-	return eachLine(r, func(n int, line []byte) {
+	return a.lines.eachLine(r, func(n int, line []byte) {
 		f := strings.Fields(string(line))
 		if len(f) < 3 {
 			return

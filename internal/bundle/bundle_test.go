@@ -367,7 +367,7 @@ func TestHostileArchives(t *testing.T) {
 		{name: "plain tar", data: plainTar(t), want: "not a gzip file"},
 		{name: "empty file", data: nil, want: "not a gzip file"},
 		{name: "gzip of garbage", data: gz(t, []byte(strings.Repeat("garbage ", 200))), want: "reading the archive"},
-		{name: "truncated", data: tarGz(t, collectorLayout(seedFiles()))[:300], want: "unexpected EOF"},
+		{name: "truncated", data: tarGz(t, collectorLayout(seedFiles()))[:300], want: "the bundle is truncated"},
 		{name: "empty archive", data: tarGz(t, nil), want: "no members"},
 	}
 	for _, tc := range tests {
@@ -437,18 +437,6 @@ func TestAnalyzeFile(t *testing.T) {
 	if _, err := AnalyzeFile(p+".missing", Options{}); err == nil {
 		t.Error("a missing file was accepted")
 	}
-}
-
-// FuzzAnalyze feeds arbitrary bytes (seeded with real and hostile archives) to the reader: it
-// must return a report or an error, never panic or hang.
-func FuzzAnalyze(f *testing.F) {
-	f.Add(tarGz(f, collectorLayout(seedFiles())))
-	f.Add(tarGz(f, []member{{name: "../x", body: "x"}}))
-	f.Add(tarGz(f, []member{{name: "./l", typeflag: tar.TypeSymlink, link: "/"}}))
-	f.Add([]byte{0x1f, 0x8b, 0x08, 0x00})
-	f.Fuzz(func(t *testing.T, data []byte) {
-		_, _ = Analyze(bytes.NewReader(data), "fuzz", Options{Limits: Limits{MaxMemberSize: 1 << 20, MaxTotalSize: 4 << 20, MaxMembers: 1000}, Now: testNow})
-	})
 }
 
 // TestDocsListEveryRule keeps docs/bundle.md in step with the bundle's rules.

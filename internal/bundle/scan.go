@@ -8,18 +8,32 @@ import (
 	"regexp"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // maxLine is the longest line prefix a pattern sees; longer lines (a JSON blob in a journal) are
 // cut there rather than failing the scan.
 const maxLine = 64 << 10
 
-// evidenceWidth cuts evidence lines for output.
+// evidenceWidth cuts evidence lines for output, in bytes of escaped text.
 const evidenceWidth = 300
 
+// lineReader reads lines with one 64 KiB buffer reused for every member: a bundle of many small
+// log files costs one buffer, not one per file.
+type lineReader struct{ br *bufio.Reader }
+
 // eachLine calls fn for every line of r (without its line ending), numbering from 1.
-func eachLine(r io.Reader, fn func(n int, line []byte)) error {
-	br := bufio.NewReaderSize(r, maxLine)
+func (lr *lineReader) eachLine(r io.Reader, fn func(n int, line []byte)) error {
+	if lr.br == nil {
+		lr.br = bufio.NewReaderSize(r, maxLine)
+	} else {
+		lr.br.Reset(r)
+	}
+	defer lr.br.Reset(nil)
+	return eachLineFrom(lr.br, fn)
+}
+
+func eachLineFrom(br *bufio.Reader, fn func(n int, line []byte)) error {
 	n := 0
 	for {
 		line, err := br.ReadSlice('\n')
@@ -126,16 +140,20 @@ func (h *hits) evidence() []string {
 	return out
 }
 
+// evidence quotes a log line: the line and the member name are written by whoever produced the
+// bundle, so both are escaped (a kubelet log line may carry "ESC]0;...BEL" from a pod name or an
+// error text) and the line is cut on a rune boundary, never inside a character or an escape.
 func evidence(file string, n int, line []byte) string {
-	text := string(line)
-	if len(text) > evidenceWidth {
-		text = text[:evidenceWidth] + "..."
+	// Escaping can grow a byte to six ("\u0085"); what is past 6x the width can never be shown.
+	if len(line) > 6*evidenceWidth {
+		line = line[:6*evidenceWidth]
 	}
-	return fmt.Sprintf("%s:%d: %s", file, n, text)
+	return fmt.Sprintf("%s:%d: %s", textsafe.ClipBytes(file, evidenceWidth), n, textsafe.ClipBytes(string(line), evidenceWidth))
 }
 
 // scanner runs several patterns over files of one kind.
 type scanner struct {
+	lines    *lineReader
 	patterns []*pattern
 	hits     []*hits
 	files    []string
@@ -151,7 +169,7 @@ func newScanner(ps ...*pattern) *scanner {
 
 func (s *scanner) scan(file string, r io.Reader, extra func(n int, line []byte)) error {
 	s.files = append(s.files, file)
-	return eachLine(r, func(n int, line []byte) {
+	return s.lines.eachLine(r, func(n int, line []byte) {
 		for i, p := range s.patterns {
 			if p.matches(line) {
 				s.hits[i].add(file, n, line)
