@@ -1,0 +1,181 @@
+package awsfake
+
+import (
+	"context"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
+)
+
+var _ nkaws.EC2API = (*Cloud)(nil)
+
+// matchFilters applies EC2 filters the way EC2 does: filters are ANDed, the values of one
+// filter ORed, and * and ? are wildcards. get returns the attribute values a filter name sees
+// and whether the name is supported.
+func matchFilters(filters []ec2types.Filter, get func(name string) ([]string, bool)) (bool, error) {
+	for _, f := range filters {
+		if f.Name == nil {
+			return false, apiError("InvalidParameterValue", "filter without a name")
+		}
+		have, ok := get(*f.Name)
+		if !ok {
+			return false, apiError("InvalidParameterValue", "The filter '%s' is invalid", *f.Name)
+		}
+		hit := false
+		for _, want := range f.Values {
+			for _, h := range have {
+				if m, _ := path.Match(want, h); m {
+					hit = true
+				}
+			}
+		}
+		if !hit {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func tagValues(tags []ec2types.Tag, name string) ([]string, bool) {
+	if key, ok := strings.CutPrefix(name, "tag:"); ok {
+		var out []string
+		for _, t := range tags {
+			if t.Key != nil && *t.Key == key && t.Value != nil {
+				out = append(out, *t.Value)
+			}
+		}
+		return out, true
+	}
+	if name == "tag-key" {
+		var out []string
+		for _, t := range tags {
+			if t.Key != nil {
+				out = append(out, *t.Key)
+			}
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// DescribeInstances implements EC2API: InstanceIds, and the filters instance-id,
+// instance-state-name, instance-type, tag:KEY and tag-key.
+func (c *Cloud) DescribeInstances(_ context.Context, in *ec2.DescribeInstancesInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.call(nkaws.PermDescribeInstances); err != nil {
+		return nil, err
+	}
+	var match []ec2types.Instance
+	for _, inst := range c.Instances {
+		if len(in.InstanceIds) > 0 && !slices.Contains(in.InstanceIds, str(inst.InstanceId)) {
+			continue
+		}
+		ok, err := matchFilters(in.Filters, func(name string) ([]string, bool) {
+			switch name {
+			case "instance-id":
+				return []string{str(inst.InstanceId)}, true
+			case "instance-type":
+				return []string{string(inst.InstanceType)}, true
+			case "instance-state-name":
+				if inst.State == nil {
+					return nil, true
+				}
+				return []string{string(inst.State.Name)}, true
+			}
+			return tagValues(inst.Tags, name)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			match = append(match, inst)
+		}
+	}
+	from, to, next, err := page(in.NextToken, len(match), c.pageSize(in.MaxResults))
+	if err != nil {
+		return nil, err
+	}
+	out := &ec2.DescribeInstancesOutput{NextToken: next}
+	for _, inst := range match[from:to] {
+		out.Reservations = append(out.Reservations, ec2types.Reservation{Instances: []ec2types.Instance{inst}})
+	}
+	return out, nil
+}
+
+// DescribeSubnets implements EC2API: SubnetIds, and the filters subnet-id, vpc-id, tag:KEY.
+func (c *Cloud) DescribeSubnets(_ context.Context, in *ec2.DescribeSubnetsInput, _ ...func(*ec2.Options)) (*ec2.DescribeSubnetsOutput, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.call(nkaws.PermDescribeSubnets); err != nil {
+		return nil, err
+	}
+	var match []ec2types.Subnet
+	for _, s := range c.Subnets {
+		if len(in.SubnetIds) > 0 && !slices.Contains(in.SubnetIds, str(s.SubnetId)) {
+			continue
+		}
+		ok, err := matchFilters(in.Filters, func(name string) ([]string, bool) {
+			switch name {
+			case "subnet-id":
+				return []string{str(s.SubnetId)}, true
+			case "vpc-id":
+				return []string{str(s.VpcId)}, true
+			}
+			return tagValues(s.Tags, name)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			match = append(match, s)
+		}
+	}
+	for _, id := range in.SubnetIds {
+		if !slices.ContainsFunc(c.Subnets, func(s ec2types.Subnet) bool { return str(s.SubnetId) == id }) {
+			return nil, apiError("InvalidSubnetID.NotFound", "The subnet ID '%s' does not exist", id)
+		}
+	}
+	from, to, next, err := page(in.NextToken, len(match), c.pageSize(in.MaxResults))
+	if err != nil {
+		return nil, err
+	}
+	return &ec2.DescribeSubnetsOutput{Subnets: match[from:to], NextToken: next}, nil
+}
+
+// DescribeInstanceTypes implements EC2API: InstanceTypes (an unknown one is an error, as in EC2).
+func (c *Cloud) DescribeInstanceTypes(_ context.Context, in *ec2.DescribeInstanceTypesInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstanceTypesOutput, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.call(nkaws.PermDescribeInstanceTypes); err != nil {
+		return nil, err
+	}
+	var match []ec2types.InstanceTypeInfo
+	for _, want := range in.InstanceTypes {
+		i := slices.IndexFunc(c.InstanceTypes, func(t ec2types.InstanceTypeInfo) bool { return t.InstanceType == want })
+		if i < 0 {
+			return nil, apiError("InvalidInstanceType", "The following supplied instance types do not exist: [%s]", want)
+		}
+		match = append(match, c.InstanceTypes[i])
+	}
+	if len(in.InstanceTypes) == 0 {
+		match = c.InstanceTypes
+	}
+	from, to, next, err := page(in.NextToken, len(match), c.pageSize(in.MaxResults))
+	if err != nil {
+		return nil, err
+	}
+	return &ec2.DescribeInstanceTypesOutput{InstanceTypes: match[from:to], NextToken: next}, nil
+}

@@ -1,0 +1,25 @@
+package awsfake
+
+import (
+	"context"
+
+	"github.com/aws/aws-sdk-go-v2/service/eks"
+
+	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
+)
+
+var _ nkaws.EKSAPI = (*Cloud)(nil)
+
+// DescribeCluster implements EKSAPI.
+func (c *Cloud) DescribeCluster(_ context.Context, in *eks.DescribeClusterInput, _ ...func(*eks.Options)) (*eks.DescribeClusterOutput, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.call(nkaws.PermDescribeCluster); err != nil {
+		return nil, err
+	}
+	cl, ok := c.Clusters[str(in.Name)]
+	if !ok {
+		return nil, apiError("ResourceNotFoundException", "No cluster found for name: %s.", str(in.Name))
+	}
+	return &eks.DescribeClusterOutput{Cluster: &cl}, nil
+}

@@ -1,0 +1,96 @@
+package aws
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/smithy-go"
+)
+
+// The IAM actions of the calls nodekeeper makes, one per API operation. docs/aws.md holds the
+// policy that allows exactly these; a test keeps the two in step.
+const (
+	PermDescribeInstances     = "ec2:DescribeInstances"
+	PermDescribeSubnets       = "ec2:DescribeSubnets"
+	PermDescribeInstanceTypes = "ec2:DescribeInstanceTypes"
+	PermStartQuery            = "logs:StartQuery"
+	PermGetQueryResults       = "logs:GetQueryResults"
+	PermStopQuery             = "logs:StopQuery"
+	PermFilterLogEvents       = "logs:FilterLogEvents"
+	PermDescribeCluster       = "eks:DescribeCluster"
+)
+
+// Permissions lists every IAM action nodekeeper may need, in policy order.
+var Permissions = []string{
+	PermDescribeInstances, PermDescribeSubnets, PermDescribeInstanceTypes,
+	PermStartQuery, PermGetQueryResults, PermStopQuery, PermFilterLogEvents,
+	PermDescribeCluster,
+}
+
+// deniedCodes are the error codes AWS services answer when IAM does not allow a call: EC2 says
+// UnauthorizedOperation, the JSON services AccessDeniedException.
+var deniedCodes = map[string]bool{
+	"AccessDenied":          true,
+	"AccessDeniedException": true,
+	"UnauthorizedOperation": true,
+	"UnauthorizedAccess":    true,
+}
+
+// AccessDeniedError is an AWS call that IAM did not allow; Permission is the action to add.
+type AccessDeniedError struct {
+	Permission string
+	Err        error
+}
+
+func (e *AccessDeniedError) Error() string {
+	return fmt.Sprintf("AWS denied %s: allow it in the IAM policy of the credentials in use (docs/aws.md lists the read-only policy nodekeeper needs): %v", e.Permission, e.Err)
+}
+
+func (e *AccessDeniedError) Unwrap() error { return e.Err }
+
+// ThrottledError is an AWS call that was still throttled after the SDK's retries.
+type ThrottledError struct {
+	Permission string
+	Err        error
+}
+
+func (e *ThrottledError) Error() string {
+	return fmt.Sprintf("AWS throttled %s and it was still throttled after the SDK's retries: run again later, narrow the query, or raise the account's API rate limit: %v", e.Permission, e.Err)
+}
+
+func (e *ThrottledError) Unwrap() error { return e.Err }
+
+// Explain turns the error of a call to the API operation allowed by permission into one that
+// says what to do: AccessDenied names the missing permission, throttling says it was throttled.
+// Other errors are wrapped with the permission's name.
+func Explain(permission string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ad *AccessDeniedError
+	var th *ThrottledError
+	if errors.As(err, &ad) || errors.As(err, &th) {
+		return err
+	}
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		if deniedCodes[api.ErrorCode()] {
+			return &AccessDeniedError{Permission: permission, Err: err}
+		}
+		if _, ok := retry.DefaultThrottleErrorCodes[api.ErrorCode()]; ok {
+			return &ThrottledError{Permission: permission, Err: err}
+		}
+	}
+	return fmt.Errorf("%s: %w", permission, err)
+}
+
+// IsAccessDenied reports whether err is an AccessDenied answer (explained or not).
+func IsAccessDenied(err error) bool {
+	var ad *AccessDeniedError
+	if errors.As(err, &ad) {
+		return true
+	}
+	var api smithy.APIError
+	return errors.As(err, &api) && deniedCodes[api.ErrorCode()]
+}
