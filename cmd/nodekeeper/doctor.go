@@ -42,6 +42,13 @@ func newDoctorCmd() *cobra.Command {
               aws-node exit, IP_COOLDOWN_PERIOD, custom networking without a max pods change,
               old CNI versions
   apf         requests rejected by API priority and fairness (from /metrics)
+  pod-networking
+              pods stuck in ContainerCreating (older than --stuck-after) grouped by the cause
+              of their FailedCreatePodSandBox events (no address on the node, subnet exhausted,
+              ipamd unreachable, EC2 throttled, other), by node and by namespace; nodes out of
+              VPC addresses with the max-pods fix for their OS and provisioner; missing or
+              incomplete ENIConfigs; Karpenter reservedENIs with custom networking; unapproved
+              kubelet-serving certificate requests; CSINodes and CNINodes without their Node
 
 A check that lacks a permission is reported as skipped (for example "needs get on nodes/proxy")
 and the run goes on. Exit codes: 0 no warning, 2 warnings, 3 errors, 1 the run failed.`,
@@ -104,6 +111,8 @@ and the run goes on. Exit codes: 0 no warning, 2 warnings, 3 errors, 1 the run f
 	f.DurationVar(&configzTimeout, "configz-timeout", 10*time.Second, "timeout of one configz request")
 	f.Float32Var(&qps, "qps", 100, "client requests per second (one configz request per node)")
 	f.IntVar(&burst, "burst", 300, "client request burst")
+	f.DurationVar(&o.StuckAfter, "stuck-after", doctor.DefaultStuckAfter, "how long a pod may wait in ContainerCreating before it counts as stuck")
+	f.DurationVar(&o.CSRPendingAfter, "csr-pending-after", doctor.DefaultCSRPendingAfter, "how long a kubelet-serving certificate request may stay unapproved")
 	f.DurationVar(&leaseGrace, "lease-grace-period", 0, "how long an ownerless lease without a Node must go unrenewed before it counts as leaked (default 1h)")
 	return cmd
 }

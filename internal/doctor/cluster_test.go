@@ -215,11 +215,12 @@ func TestDoctorSeedCluster(t *testing.T) {
 		return strings.Contains(res, "ip-10-61-") || strings.Contains(res, "aws-node-seed")
 	})
 	want := map[string][]string{
-		"node/" + nodes[0].name:               {"NK101:error", "NK201:warning", "NK202:info"},
-		"node/" + nodes[2].name:               {"NK205:skipped", "NK301:error", "NK302:warning"},
-		"lease/kube-node-lease/" + leaked:     {"NK313:warning"},
-		"lease/kube-node-lease/" + zombie:     {"NK312:error"},
-		"daemonset/kube-system/aws-node-seed": {"NK401:warning", "NK408:warning", "NK409:error", "NK410:error"},
+		"node/" + nodes[0].name:           {"NK101:error", "NK201:warning", "NK202:info"},
+		"node/" + nodes[2].name:           {"NK205:skipped", "NK301:error", "NK302:warning"},
+		"lease/kube-node-lease/" + leaked: {"NK313:warning"},
+		"lease/kube-node-lease/" + zombie: {"NK312:error"},
+		// NK711: custom networking on, and no ENIConfig CRD in this cluster.
+		"daemonset/kube-system/aws-node-seed": {"NK401:warning", "NK408:warning", "NK409:error", "NK410:error", "NK711:error"},
 	}
 	for res, codes := range want {
 		if !has(got[res], codes...) || len(got[res]) != len(codes) {

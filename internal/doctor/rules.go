@@ -10,6 +10,7 @@ const (
 	SectionHeartbeats = "heartbeats"
 	SectionAWSNode    = "aws-node"
 	SectionAPF        = "apf"
+	SectionPodNet     = "pod-networking"
 )
 
 // Sections lists the doctor's sections in display order with their titles.
@@ -20,6 +21,7 @@ var Sections = [][2]string{
 	{SectionHeartbeats, "Node heartbeats and leases"},
 	{SectionAWSNode, "aws-node (Amazon VPC CNI) settings"},
 	{SectionAPF, "API priority and fairness"},
+	{SectionPodNet, "Pod networking"},
 }
 
 const (
@@ -34,17 +36,24 @@ const (
 	docCNIBP         = "https://docs.aws.amazon.com/eks/latest/best-practices/vpc-cni.html"
 	docCNIUpdate     = "https://docs.aws.amazon.com/eks/latest/userguide/managing-vpc-cni.html"
 	docAPF           = "https://kubernetes.io/docs/concepts/cluster-administration/flow-control/"
+	docENIConfig     = "https://docs.aws.amazon.com/eks/latest/userguide/cni-custom-network-tutorial.html"
+	docCNITrouble    = "https://github.com/aws/amazon-vpc-cni-k8s/blob/master/docs/troubleshooting.md"
+	docEC2Throttle   = "https://docs.aws.amazon.com/ec2/latest/devguide/ec2-api-throttling.html"
+	docSubnetIPs     = "https://docs.aws.amazon.com/eks/latest/best-practices/ip-opt.html"
+	docKubeletCSR    = "https://docs.aws.amazon.com/eks/latest/userguide/cert-signing.html"
+	docKarpenterENIs = "https://karpenter.sh/docs/reference/settings/"
+	docCSINode       = "https://kubernetes.io/docs/reference/kubernetes-api/config-and-storage-resources/csi-node-v1/"
 	docConfigz       = "https://kubernetes.io/docs/tasks/administer-cluster/kubelet-config-file/#viewing-the-kubelet-configuration"
 )
 
 // The doctor's rules. Codes are stable; docs/doctor.md lists them. NK1xx nodes, NK2xx kubelet
-// configuration, NK3xx versions and heartbeats, NK4xx aws-node, NK5xx APF. The bundle command
+// configuration, NK3xx versions and heartbeats, NK4xx aws-node, NK5xx APF, NK7xx pod networking. The bundle command
 // reuses the kubelet and aws-node rules for the same settings read from files.
 var (
 	RuleMaxPodsAboveIPs = findings.Define(findings.Rule{
 		Code: "NK101", Name: "max-pods-above-ip-capacity", Section: SectionNodes, Severity: findings.Error,
 		Title:       "kubelet max pods above the pod addresses the VPC CNI can give",
-		Remediation: "set the kubelet's maxPods to the calculator's value for the CNI mode in use (nodekeeper maxpods TYPE --custom-networking/--prefix-delegation); with Karpenter set reservedENIs, with managed node groups or nodeadm let the AMI compute it; pods beyond the address capacity stay in ContainerCreating",
+		Remediation: "set the kubelet's maxPods to the calculator's value for the CNI mode in use (nodekeeper maxpods TYPE --custom-networking/--prefix-delegation) where the node's OS takes it: AL2 bootstrap.sh --use-max-pods false --kubelet-extra-args '--max-pods=N', AL2023 nodeadm NodeConfig spec.kubelet.config.maxPods, Bottlerocket settings.kubernetes.max-pods, Karpenter EC2NodeClass spec.kubelet.maxPods (or reservedENIs: 1 with custom networking), managed node groups the same in a launch template with an AMI ID; each finding's evidence names the fix for its node; pods beyond the address capacity stay in ContainerCreating",
 		DocURL:      docMaxPods,
 	})
 	RuleMaxPodsBelow = findings.Define(findings.Rule{
@@ -198,7 +207,7 @@ var (
 	RuleCustomNoMaxPods = findings.Define(findings.Rule{
 		Code: "NK409", Name: "custom-networking-max-pods", Section: SectionAWSNode, Severity: findings.Error,
 		Title:       "custom networking enabled but nodes allow more pods than it leaves addresses for",
-		Remediation: "with custom networking one ENI carries no pod addresses: lower max pods (bootstrap --use-max-pods false --kubelet-extra-args --max-pods=N, nodeadm maxPods, Karpenter reservedENIs: 1)",
+		Remediation: "with custom networking the primary ENI carries no pod addresses and neither the AMI's nor nodeadm's computed value knows it: set max pods explicitly (AL2 bootstrap.sh --use-max-pods false --kubelet-extra-args '--max-pods=N', AL2023 NodeConfig spec.kubelet.config.maxPods, Bottlerocket settings.kubernetes.max-pods, Karpenter reservedENIs: 1 or EC2NodeClass spec.kubelet.maxPods, managed node groups through a launch template with an AMI ID); the NK101 findings name N and the fix for each node",
 		DocURL:      docCustomNetwork,
 	})
 	RuleCNIOld = findings.Define(findings.Rule{
@@ -231,5 +240,93 @@ var (
 		Title:       "API server metrics not readable",
 		Remediation: "grant get on the non-resource URL /metrics (for example the system:monitoring ClusterRole)",
 		DocURL:      docAPF,
+	})
+
+	RuleSandboxNoAddress = findings.Define(findings.Rule{
+		Code: "NK701", Name: "sandbox-no-ip-address", Section: SectionPodNet, Severity: findings.Error,
+		Title:       "pods stuck in ContainerCreating: the VPC CNI could not assign an IP address on the node",
+		Remediation: "ipamd had no free address for the node: if NK708 names the node it is at its address capacity (lower maxPods, see its fix); otherwise ipamd could not grow its pool (subnet free addresses, EC2 throttling, WARM_ENI_TARGET/MINIMUM_IP_TARGET) - read /var/log/aws-routed-eni/ipamd.log on the node (nodekeeper bundle)",
+		DocURL:      docCNITrouble,
+	})
+	RuleSandboxSubnetExhausted = findings.Define(findings.Rule{
+		Code: "NK702", Name: "sandbox-subnet-exhausted", Section: SectionPodNet, Severity: findings.Error,
+		Title:       "pods stuck in ContainerCreating: the subnet has no free addresses (InsufficientFreeAddressesInSubnet)",
+		Remediation: "free or add addresses: larger or more subnets, a secondary VPC CIDR with custom networking (ENIConfig per zone), lower WARM_IP_TARGET/WARM_ENI_TARGET so nodes do not hoard addresses; with prefix delegation the subnet needs free contiguous /28 blocks (subnet CIDR reservations)",
+		DocURL:      docSubnetIPs,
+	})
+	RuleSandboxIPAMDUnreachable = findings.Define(findings.Rule{
+		Code: "NK703", Name: "sandbox-ipamd-unreachable", Section: SectionPodNet, Severity: findings.Error,
+		Title:       "pods stuck in ContainerCreating: the CNI plugin could not reach ipamd (127.0.0.1:50051 connection refused)",
+		Remediation: "aws-node is not running or not ready on the node: check its pod and log (ipamd cannot reach the API server before kube-proxy programs iptables - set CLUSTER_ENDPOINT, NK401; slow EBS at boot delays it); the kubelet retries the sandbox once ipamd serves",
+		DocURL:      docCNITrouble,
+	})
+	RuleSandboxEC2Throttled = findings.Define(findings.Rule{
+		Code: "NK704", Name: "sandbox-ec2-throttled", Section: SectionPodNet, Severity: findings.Warning,
+		Title:       "pods stuck in ContainerCreating: EC2 throttled the VPC CNI's API calls",
+		Remediation: "keep a warm pool (WARM_ENI_TARGET=1 or MINIMUM_IP_TARGET, NK404/NK405) so scale-ups do not call AssignPrivateIpAddresses/CreateNetworkInterface per pod, stagger node launches, and ask for a higher EC2 API rate quota",
+		DocURL:      docEC2Throttle,
+	})
+	RuleSandboxOther = findings.Define(findings.Rule{
+		Code: "NK705", Name: "sandbox-failed-other", Section: SectionPodNet, Severity: findings.Warning,
+		Title:       "pods stuck in ContainerCreating: sandbox creation failed for another reason",
+		Remediation: "read the quoted message: it comes from the container runtime or the CNI plugin on the node (nodekeeper bundle collects their logs)",
+		DocURL:      docCNITrouble,
+	})
+	RuleStuckNoEvent = findings.Define(findings.Rule{
+		Code: "NK706", Name: "stuck-without-sandbox-event", Section: SectionPodNet, Severity: findings.Warning,
+		Title:       "pods stuck in ContainerCreating without a sandbox failure event",
+		Remediation: "kubectl describe the pod: volume attach/mount waits, image pulls of init containers and a slow container runtime also hold pods here; events older than the API server's event TTL (1h) are gone",
+		DocURL:      docCNITrouble,
+	})
+	RuleStuckByNamespace = findings.Define(findings.Rule{
+		Code: "NK707", Name: "stuck-pods-by-namespace", Section: SectionPodNet, Severity: findings.Info,
+		Title:       "stuck pods per namespace",
+		Remediation: "the node and cause findings above say what to change; this groups the same pods by owner team",
+		DocURL:      docCNITrouble,
+	})
+	RuleNodeAtAddressCapacity = findings.Define(findings.Rule{
+		Code: "NK708", Name: "node-at-address-capacity", Section: SectionPodNet, Severity: findings.Error,
+		Title:       "node out of VPC addresses while its kubelet admits more pods: new pods wait in ContainerCreating",
+		Remediation: "lower the node's maxPods to its address capacity (the evidence names the fix for its OS and provisioner) or raise the capacity (prefix delegation on Nitro, larger instance types)",
+		DocURL:      docMaxPods,
+	})
+
+	RuleENIConfigMissing = findings.Define(findings.Rule{
+		Code: "NK711", Name: "eniconfig-missing", Section: SectionPodNet, Severity: findings.Error,
+		Title:       "node selects an ENIConfig that does not exist: with custom networking its pods get no addresses",
+		Remediation: "create the ENIConfig (crd.k8s.amazonaws.com/v1alpha1, named after the zone or the node's k8s.amazonaws.com/eniConfig label) with the pod subnet and security groups, or fix the node's label; then replace the node (ipamd reads the ENIConfig at start)",
+		DocURL:      docENIConfig,
+	})
+	RuleENIConfigIncomplete = findings.Define(findings.Rule{
+		Code: "NK712", Name: "eniconfig-incomplete", Section: SectionPodNet, Severity: findings.Error,
+		Title:       "ENIConfig without a subnet or without security groups",
+		Remediation: "set spec.subnet to the pod subnet of the ENIConfig's zone (without it ipamd cannot create pod ENIs) and spec.securityGroups (without them the pod ENIs get the VPC's default security group, not the node's)",
+		DocURL:      docENIConfig,
+	})
+	RuleKarpenterReservedENIs = findings.Define(findings.Rule{
+		Code: "NK713", Name: "karpenter-reserved-enis", Section: SectionPodNet, Severity: findings.Error,
+		Title:       "custom networking on but Karpenter reserves no ENI: it gives its nodes max pods for addresses they do not have",
+		Remediation: "set Karpenter's reservedENIs to 1 (Helm settings.reservedENIs / RESERVED_ENIS; before v0.33 aws.reservedENIs in the karpenter-global-settings ConfigMap) and let Karpenter replace drifted nodes",
+		DocURL:      docKarpenterENIs,
+	})
+
+	RuleServingCSRPending = findings.Define(findings.Rule{
+		Code: "NK721", Name: "kubelet-serving-csr-pending", Section: SectionPodNet, Severity: findings.Error,
+		Title:       "kubelet serving certificate request not approved: logs, exec and metrics to the node fail (\"no serving certificate available for the kubelet\")",
+		Remediation: "EKS approves kubernetes.io/kubelet-serving requests only when the requesting node's name and addresses match its EC2 instance (private DNS name and IPs): do not hard-code the hostname or --hostname-override in the bootstrap script (NK631), then replace the node; approving by hand (kubectl certificate approve) only helps until the next rotation",
+		DocURL:      docKubeletCSR,
+	})
+
+	RuleCSINodeOrphaned = findings.Define(findings.Rule{
+		Code: "NK731", Name: "csinode-without-node", Section: SectionPodNet, Severity: findings.Warning,
+		Title:       "CSINode whose Node is gone",
+		Remediation: "owned: the garbage collector removes it with its Node (nothing to do if kube-controller-manager runs); unowned or leaked: a kubelet re-created it or the Node was replaced - delete it by hand after checking no instance of that name runs; nodekeeper never deletes it",
+		DocURL:      docCSINode,
+	})
+	RuleCNINodeOrphaned = findings.Define(findings.Rule{
+		Code: "NK732", Name: "cninode-without-node", Section: SectionPodNet, Severity: findings.Warning,
+		Title:       "CNINode (vpcresources.k8s.aws) whose Node is gone",
+		Remediation: "owned: the garbage collector removes it with its Node; unowned or leaked: the VPC resource controller left it - delete it by hand after checking no instance of that name runs; nodekeeper never deletes it",
+		DocURL:      docCNITrouble,
 	})
 )

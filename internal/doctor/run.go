@@ -26,6 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -64,6 +65,15 @@ type Options struct {
 	LeaseGrace time.Duration
 	// Now returns the time used for lease classification (default time.Now).
 	Now func() time.Time
+
+	// StuckAfter is how long a pod may wait in ContainerCreating before it counts as stuck
+	// (default 2m).
+	StuckAfter time.Duration
+	// CSRPendingAfter is how long a kubelet-serving CSR may stay undecided (default 5m).
+	CSRPendingAfter time.Duration
+	// SkipPodNetworking leaves out the "Pod networking" section (for comparisons; the CLI
+	// always runs it).
+	SkipPodNetworking bool
 }
 
 func (o *Options) defaults() {
@@ -91,10 +101,19 @@ func (o *Options) defaults() {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.StuckAfter <= 0 {
+		o.StuckAfter = DefaultStuckAfter
+	}
+	if o.CSRPendingAfter <= 0 {
+		o.CSRPendingAfter = DefaultCSRPendingAfter
+	}
 }
 
 // Validate reports options that cannot be used.
 func (o Options) Validate() error {
+	if o.StuckAfter < 0 || o.CSRPendingAfter < 0 {
+		return fmt.Errorf("stuck-after and csr-pending-after must not be negative")
+	}
 	if o.ReservedENIs < 0 {
 		return fmt.Errorf("reserved ENIs must not be negative, got %d", o.ReservedENIs)
 	}
@@ -129,11 +148,19 @@ const (
 type runner struct {
 	o       Options
 	client  kubernetes.Interface
+	dynamic dynamic.Interface
 	rest    rest.Interface
-	rep     *findings.Report
-	server  string
-	apiReqs atomic.Int64
-	configz atomic.Int64
+	// mode and awsNodeEnv are what checkAWSNode read; capacity the per-node capacity results.
+	mode       CNIMode
+	awsNodeEnv map[string]string
+	capacity   map[string]NodeAddressInfo
+	// karpenterENIs is Karpenter's reservedENIs when found (karpenterSource says where).
+	karpenterENIs   int
+	karpenterSource string
+	rep             *findings.Report
+	server          string
+	apiReqs         atomic.Int64
+	configz         atomic.Int64
 }
 
 // Run checks the cluster that cfg points at.
@@ -152,6 +179,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) (*findings.Report, er
 		return nil, err
 	}
 	r.client, r.rest = client, client.CoreV1().RESTClient()
+	if r.dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
 	r.rep = findings.NewReport("doctor", cfg.Host, o.Now(), Sections...)
 
 	sv, err := client.Discovery().ServerVersion()
@@ -170,6 +200,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) (*findings.Report, er
 	if err != nil {
 		return nil, err
 	}
+	r.mode = mode
+	if err := r.checkKarpenter(ctx); err != nil {
+		return nil, err
+	}
 	configs := r.fetchConfigz(ctx, nodes)
 	r.checkNodes(nodes, mode, modeKnown, configs)
 	if err := r.checkLeases(ctx, nodes); err != nil {
@@ -177,6 +211,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) (*findings.Report, er
 	}
 	if err := r.checkAPF(ctx); err != nil {
 		return nil, err
+	}
+	if !o.SkipPodNetworking {
+		if err := r.checkPodNetworking(ctx, nodes, r.capacity); err != nil {
+			return nil, err
+		}
 	}
 	r.rep.AddStat(StatAPIRequests, r.apiReqs.Load())
 	r.rep.AddStat(StatConfigzRequests, r.configz.Load())
@@ -259,6 +298,7 @@ func (r *runner) checkAWSNode(ctx context.Context) (CNIMode, bool, error) {
 		}
 	}
 	r.rep.Add(CheckCNISettings(in)...)
+	r.awsNodeEnv = env
 	mode.Settings = eni.ParseSettings(env)
 	override(&mode)
 	return mode, true, nil
@@ -437,16 +477,23 @@ func (r *runner) checkNodes(nodes []corev1.Node, mode CNIMode, modeKnown bool, c
 		if cpu := n.Status.Capacity.Cpu(); cpu != nil && cpu.Value() > 0 {
 			nc.VCPUs, nc.VCPUSource = int(cpu.Value()), "node capacity"
 		}
-		cr := CheckPodCapacity(nc, mode)
+		nodeMode := r.nodeMode(n, mode)
+		cr := CheckPodCapacity(nc, nodeMode)
+		if r.capacity == nil {
+			r.capacity = map[string]NodeAddressInfo{}
+		}
+		r.capacity[n.Name] = NodeAddressInfo{Node: n, Capacity: cr, CustomNetworking: nodeMode.Settings.CustomNetworking, ModeText: modeText(nodeMode)}
 		if cr.Evaluated {
 			r.rep.Checked(SectionNodes, 1)
 		}
-		if c, ok := configs[n.Name]; ok && c.cfg != nil && c.cfg.MaxPods != nil {
-			for j := range cr.Findings {
-				if cr.Findings[j].Code == RuleMaxPodsAboveIPs.Code {
-					cr.Findings[j] = cr.Findings[j].WithEvidence(fmt.Sprintf("kubelet configuration (configz): maxPods %d", *c.cfg.MaxPods))
-				}
+		for j := range cr.Findings {
+			if cr.Findings[j].Code != RuleMaxPodsAboveIPs.Code {
+				continue
 			}
+			if c, ok := configs[n.Name]; ok && c.cfg != nil && c.cfg.MaxPods != nil {
+				cr.Findings[j] = cr.Findings[j].WithEvidence(fmt.Sprintf("kubelet configuration (configz): maxPods %d", *c.cfg.MaxPods))
+			}
+			cr.Findings[j] = cr.Findings[j].WithEvidence(nodeMaxPodsFix(n, cr.IPLimit, mode.Settings.CustomNetworking))
 		}
 		r.rep.Add(cr.Findings...)
 		if mode.Settings.CustomNetworking && cr.Evaluated {
@@ -542,4 +589,10 @@ func configzFailure(err error) string {
 		msg = fmt.Sprintf("HTTP %d: %s", st.Status().Code, msg)
 	}
 	return textsafe.Clip(msg, 200)
+}
+
+// nodeMaxPodsFix is the evidence line with the max-pods fix for one node's OS and provisioner.
+func nodeMaxPodsFix(n *corev1.Node, maxPods int, customNetworking bool) string {
+	os, prov := DetectNodeOS(n.Status.NodeInfo.OSImage), DetectProvisioner(n.Labels)
+	return fmt.Sprintf("fix for this node (%s, %s): %s", os, prov, MaxPodsFix(os, prov, maxPods, customNetworking))
 }
