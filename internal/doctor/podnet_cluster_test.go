@@ -265,7 +265,7 @@ func TestDoctorPodNetworking(t *testing.T) {
 	}
 	keep := func(res string) bool {
 		return strings.Contains(res, prefix) || strings.Contains(res, ns) || strings.Contains(res, "aws-node-podnet") ||
-			strings.HasPrefix(res, "eniconfig/") || strings.Contains(res, "myhost.corp.example") || strings.Contains(res, "ip-10-64-9-9") || res == "karpenter"
+			strings.HasPrefix(res, "eniconfig/") || strings.Contains(res, "myhost.corp.example") || strings.Contains(res, "ip-10-64-9-") || res == "karpenter"
 	}
 
 	t.Run("healthy", func(t *testing.T) {
@@ -333,6 +333,17 @@ func TestDoctorPodNetworking(t *testing.T) {
 		_ = admin.StorageV1().CSINodes().Delete(context.Background(), leakedCSI, metav1.DeleteOptions{})
 	})
 
+	// A CNINode still owned by a Node that was deleted: the garbage collector's job (info).
+	ownedCNI := prefix + "9-8.ec2.internal"
+	if _, err := dyn.Resource(gvrCNINode).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "vpcresources.k8s.aws/v1alpha1", "kind": "CNINode",
+		"metadata": map[string]any{"name": ownedCNI, "ownerReferences": []any{map[string]any{
+			"apiVersion": "v1", "kind": "Node", "name": ownedCNI, "uid": "6f1d8c2e-3b4a-4c5d-8e9f-0a1b2c3d4e5f"}}},
+		"spec": map[string]any{"features": []any{map[string]any{"name": "SecurityGroupsForPods"}}},
+	}}, metav1.CreateOptions{FieldManager: "nodekeeper-test"}); err != nil {
+		t.Fatal(err)
+	}
+
 	// Karpenter with custom networking and no reserved ENI (the seed's recommendation was 1).
 	kl := map[string]string{"app.kubernetes.io/name": "karpenter"}
 	if _, err := admin.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
@@ -380,6 +391,7 @@ func TestDoctorPodNetworking(t *testing.T) {
 		"NK721 node/" + hardcoded:    "1 kubelet-serving certificate request pending",
 		"NK731 csinode/" + leakedCSI: "leaked",
 		"NK713 karpenter":            "deployment/" + ns + "/karpenter RESERVED_ENIS=0",
+		"NK732 cninode/" + ownedCNI:  "owned by the deleted Node",
 	}
 	for key, text := range want {
 		fs := got[key]
@@ -428,6 +440,12 @@ func TestDoctorPodNetworking(t *testing.T) {
 				}
 			}
 		}
+	}
+	if f := got["NK732 cninode/"+ownedCNI]; len(f) == 1 && f[0].Severity != findings.Info {
+		t.Errorf("an owned CNINode is the garbage collector's: %s, want info", f[0].Severity)
+	}
+	if f := got["NK731 csinode/"+leakedCSI]; len(f) == 1 && f[0].Severity != findings.Warning {
+		t.Errorf("a leaked CSINode: %s, want warning", f[0].Severity)
 	}
 	if f := got["NK721 node/"+hardcoded]; len(f) == 1 {
 		ev := strings.Join(f[0].Evidence, "\n")

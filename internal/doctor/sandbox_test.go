@@ -175,3 +175,36 @@ func TestHostnameHint(t *testing.T) {
 		}
 	}
 }
+
+// TestKarpenterNodeMode: Karpenter's reservedENIs replaces --reserved-enis for Karpenter's nodes,
+// less the ENI custom networking already takes; other nodes and an explicit flag are untouched.
+func TestKarpenterNodeMode(t *testing.T) {
+	karp := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{LabelKarpenterNodePool: "default"}}}
+	mng := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{LabelEKSNodegroup: "ng"}}}
+	cn := CNIMode{}
+	cn.Settings.CustomNetworking = true
+	for _, tc := range []struct {
+		name     string
+		flag     int
+		karpENIs int
+		found    bool
+		node     *corev1.Node
+		mode     CNIMode
+		want     int
+	}{
+		{"karpenter 2, secondary IPs", 0, 2, true, karp, CNIMode{}, 2},
+		{"karpenter 2, custom networking takes one", 0, 2, true, karp, cn, 1},
+		{"karpenter 1 with custom networking: nothing extra", 0, 1, true, karp, cn, 0},
+		{"not a Karpenter node", 0, 2, true, mng, CNIMode{}, 0},
+		{"flag wins", 3, 2, true, karp, CNIMode{ReservedENIs: 3}, 3},
+		{"Karpenter not found", 0, 0, false, karp, CNIMode{}, 0},
+	} {
+		r := &runner{o: Options{ReservedENIs: tc.flag}, karpenterENIs: tc.karpENIs}
+		if tc.found {
+			r.karpenterSource = "deployment/karpenter/karpenter"
+		}
+		if got := r.nodeMode(tc.node, tc.mode).ReservedENIs; got != tc.want {
+			t.Errorf("%s: reserved ENIs %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
