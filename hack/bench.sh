@@ -10,7 +10,9 @@
 #   controller controller convergence on 20,000 leaked leases, RSS metadata vs full Nodes, idle LISTs
 #   leases     nodekeeper leases -A vs kubectl get lease -A over 100,000 leases (time, peak RSS)
 #   audit      audit analysis throughput vs jq on a >= 1 GB log, peak RSS at 1 GB and 4 GB
-#   doctor     doctor on 2,000 simulated nodes through the real node proxy
+#   doctor     doctor on 2,000 simulated nodes through the real node proxy; then the pod
+#              networking section on 2,000 nodes, 20,000 pods (2,000 stuck), 50,000 events,
+#              next to the doctor without that section
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$PATH:$PWD/bin/controlplane"
@@ -24,7 +26,7 @@ declare -A cmd=(
   [leases]="./internal/leasesview/clustertest -bench LeasesVersusKubectl -benchtime 3x -timeout 60m"
   [audit]="./internal/audit -bench BenchmarkAuditVsJQ\$ -timeout 60m"
   [audit-rss]="./internal/audit -bench BenchmarkAuditPeakRSS\$ -timeout 60m"
-  [doctor]="./internal/doctor -bench Doctor2000 -timeout 30m"
+  [doctor]="./internal/doctor -bench Doctor2000|DoctorPodNetworking -timeout 60m"
 )
 order=(testenv gc controller leases audit audit-rss doctor capacity)
 # The audit RSS benchmark measures at 1 GB and 4 GB unless told otherwise.

@@ -1,0 +1,193 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
+)
+
+// requestCounter counts the requests a client sends by verb and resource path (query dropped),
+// LIST pages counted one by one.
+type requestCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+type countingRT struct {
+	rt http.RoundTripper
+	c  *requestCounter
+}
+
+func (c countingRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	key := r.Method + " " + r.URL.Path
+	// Collapse names so that per-object requests show up as one line each per kind.
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	if len(parts) > 4 && parts[0] == "api" && parts[2] == "nodes" {
+		key = r.Method + " /api/v1/nodes/NAME/" + strings.Join(parts[4:], "/")
+	}
+	c.c.mu.Lock()
+	c.c.n[key]++
+	c.c.mu.Unlock()
+	return c.rt.RoundTrip(r)
+}
+
+func (c *requestCounter) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var keys []string
+	for k := range c.n {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "  %5d %s\n", c.n[k], k)
+	}
+	return b.String()
+}
+
+func (c *requestCounter) get(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[key]
+}
+
+// BenchmarkDoctorPodNetworking runs doctor on 2,000 Nodes with 20,000 pods (2,000 of them stuck
+// in ContainerCreating) and 50,000 events (10,000 FailedCreatePodSandBox for the stuck pods, the
+// rest the Scheduled/Pulled/Created/Started of the running ones), once without the pod networking
+// section (the doctor before it) and once with it. It reports the wall time of each and the
+// requests by verb and path, and fails if the section's pod and event reads are not a bounded
+// number of LIST pages (500 objects each).
+//
+//	go test ./internal/doctor -run '^$' -bench DoctorPodNetworking -benchtime 1x -timeout 60m
+func BenchmarkDoctorPodNetworking(b *testing.B) {
+	const (
+		nodes       = 2000
+		podsPerNode = 10
+		stuckEvery  = 10 // one pod in ten is stuck: 2,000
+		events      = 50000
+	)
+	ctx := context.Background()
+	admin := env.AdminClient()
+	setup := time.Now()
+	names := make([]string, nodes)
+	err := parallel(nodes, 32, func(i int) error {
+		names[i] = fmt.Sprintf("ip-10-80-%d-%d.ec2.internal", i/250, i%250+1)
+		n := podnetNode(names[i], []string{"Amazon Linux 2", "Amazon Linux 2023.5.20240701", "Bottlerocket OS 1.20.0 (aws-k8s-1.29)"}[i%3], map[string]string{benchLabel: "true"})
+		n.Labels["nodekeeper.io/test"] = "podnet-bench"
+		created, err := admin.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{FieldManager: "nodekeeper-bench"})
+		if err != nil {
+			return err
+		}
+		created.Status = n.Status
+		_, err = admin.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{FieldManager: "nodekeeper-bench"})
+		return err
+	})
+	b.Cleanup(func() { cleanupPodnetBench(admin) })
+	if err != nil {
+		b.Fatal(err)
+	}
+	const ns = "podnet-bench"
+	if err := kubeletsim.EnsureNamespace(ctx, admin, ns); err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now()
+	stuckPods := make([]*corev1.Pod, 0, nodes*podsPerNode/stuckEvery)
+	var mu sync.Mutex
+	err = parallel(nodes*podsPerNode, 32, func(i int) error {
+		spec := kubeletsim.PodSpec{Namespace: ns, Name: fmt.Sprintf("app-%05d", i), Node: names[i%nodes], ScheduledAt: now.Add(-20 * time.Minute)}
+		if i%stuckEvery == 0 {
+			p, err := kubeletsim.CreateStuckPod(ctx, admin, spec)
+			if err == nil {
+				mu.Lock()
+				stuckPods = append(stuckPods, p)
+				mu.Unlock()
+			}
+			return err
+		}
+		_, err := kubeletsim.CreateRunningPod(ctx, admin, spec, fmt.Sprintf("100.%d.%d.%d", 64+i/65536, i/256%256, i%256))
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	msgs := []string{sandboxMessage(msgNoAddress), sandboxMessage(msgIPAMDRefused), sandboxMessage(msgSubnet), sandboxMessage(msgThrottled), msgOtherSandbox}
+	sandboxEvents := len(stuckPods) * 5
+	err = parallel(events, 32, func(i int) error {
+		if i < sandboxEvents {
+			p := stuckPods[i/5]
+			_, err := kubeletsim.RecordSandboxFailure(ctx, admin, p, msgs[(i/5)%len(msgs)], int32(1+i%5), now.Add(-15*time.Minute), now.Add(-time.Duration(i%5)*time.Minute))
+			return err
+		}
+		// Ordinary events of the running pods.
+		reason := []string{"Scheduled", "Pulled", "Created", "Started"}[i%4]
+		e := &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("ev-%06d", i), Namespace: ns},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: fmt.Sprintf("app-%05d", i%(nodes*podsPerNode))},
+			Reason:         reason, Message: reason + " container app", Type: corev1.EventTypeNormal, Count: 1,
+			FirstTimestamp: metav1.NewTime(now), LastTimestamp: metav1.NewTime(now), Source: corev1.EventSource{Component: "kubelet"},
+		}
+		_, err := admin.CoreV1().Events(ns).Create(ctx, e, metav1.CreateOptions{FieldManager: "nodekeeper-bench"})
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	createDaemonSet(b, admin, awsNodeDaemonSet("aws-node-podnet-bench", "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.20.1-eksbuild.1",
+		map[string]string{"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true", "CLUSTER_ENDPOINT": "https://example.eks.amazonaws.com", "WARM_ENI_TARGET": "1"}))
+	b.Logf("setup: %d nodes, %d pods (%d stuck), %d events in %s", nodes, nodes*podsPerNode, len(stuckPods), events, time.Since(setup).Round(time.Second))
+
+	for _, withSection := range []bool{false, true} {
+		name := "without-pod-networking"
+		if withSection {
+			name = "with-pod-networking"
+		}
+		b.Run(name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				counter := &requestCounter{n: map[string]int{}}
+				cfg := env.AdminConfig()
+				cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingRT{rt: rt, c: counter} })
+				start := time.Now()
+				rep, err := Run(ctx, cfg, Options{AWSNodeName: "aws-node-podnet-bench", SkipPodNetworking: !withSection})
+				el := time.Since(start)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(el.Seconds(), "s/run")
+				b.ReportMetric(float64(rep.Stats[StatAPIRequests]), "api-requests/op")
+				b.Logf("%s: %s, %d API requests, %d findings, stats %v\nrequests by verb and path:\n%s",
+					name, el.Round(time.Millisecond), rep.Stats[StatAPIRequests], len(rep.Findings()), rep.Stats, counter)
+				if withSection {
+					pods, evs := counter.get("GET /api/v1/pods"), counter.get("GET /api/v1/events")
+					// 20,000 pods in two field-selected lists and 10,000 matching events, 500 a page.
+					if pods > 45 || evs > 25 || rep.Stats[StatStuckPods] != int64(len(stuckPods)) {
+						b.Fatalf("pod list pages %d, event list pages %d, stuck pods %d (want %d)", pods, evs, rep.Stats[StatStuckPods], len(stuckPods))
+					}
+					b.ReportMetric(float64(pods), "pod-list-pages/op")
+					b.ReportMetric(float64(evs), "event-list-pages/op")
+				}
+			}
+		})
+	}
+}
+
+func cleanupPodnetBench(admin kubernetes.Interface) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	_ = admin.CoreV1().Pods("podnet-bench").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
+	_ = admin.CoreV1().Events("podnet-bench").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	_ = admin.CoreV1().Namespaces().Delete(ctx, "podnet-bench", metav1.DeleteOptions{})
+	_ = admin.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "nodekeeper.io/test=podnet-bench"})
+}
