@@ -88,7 +88,7 @@ func (r *runner) checkPodNetworking(ctx context.Context, nodes []corev1.Node, in
 	for _, phase := range []corev1.PodPhase{corev1.PodPending, corev1.PodRunning} {
 		opts := metav1.ListOptions{Limit: r.o.PageSize, FieldSelector: fields.OneTermEqualSelector("status.phase", string(phase)).String()}
 		n, err := listPages(ctx, opts, func(ctx context.Context, o metav1.ListOptions) (string, error) {
-			l, err := r.client.CoreV1().Pods("").List(ctx, o)
+			l, err := r.bulk.CoreV1().Pods("").List(ctx, o)
 			if err != nil {
 				return "", err
 			}
@@ -115,7 +115,7 @@ func (r *runner) checkPodNetworking(ctx context.Context, nodes []corev1.Node, in
 	if len(st.stuck) > 0 {
 		opts := metav1.ListOptions{Limit: r.o.PageSize, FieldSelector: fields.OneTermEqualSelector("reason", reasonSandboxFailed).String()}
 		n, err := listPages(ctx, opts, func(ctx context.Context, o metav1.ListOptions) (string, error) {
-			l, err := r.client.CoreV1().Events("").List(ctx, o)
+			l, err := r.bulk.CoreV1().Events("").List(ctx, o)
 			if err != nil {
 				return "", err
 			}
