@@ -231,3 +231,60 @@ func BenchmarkConvertLine(b *testing.B) {
 		}
 	}
 }
+
+// writeDistinctLog writes n lease creations, each of its own lease (kube-node-lease/node-<i>) by
+// its own user (user-<i>): the worst case for per-key state, every key new.
+func writeDistinctLog(tb testing.TB, dir string, n int) (string, int64) {
+	tb.Helper()
+	path := filepath.Join(dir, fmt.Sprintf("distinct-%d.log", n))
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 4<<20)
+	t0 := time.Date(2024, 4, 5, 6, 0, 0, 0, time.UTC)
+	var size int64
+	var line []byte
+	for i := 0; i < n; i++ {
+		at := t0.Add(time.Duration(i) * 100 * time.Microsecond)
+		id := strconv.Itoa(10000000 + i)
+		line = append(line[:0], `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"a-`...)
+		line = append(line, id...)
+		line = append(line, `","stage":"ResponseComplete","requestURI":"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases","verb":"create","user":{"username":"user-`...)
+		line = append(line, id...)
+		line = append(line, `","groups":["system:authenticated"]},"sourceIPs":["10.0.0.1"],"userAgent":"loadgen/1.0","objectRef":{"resource":"leases","namespace":"kube-node-lease","name":"node-`...)
+		line = append(line, id...)
+		line = append(line, `","apiGroup":"coordination.k8s.io","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":201},"requestReceivedTimestamp":"`...)
+		line = at.AppendFormat(line, time.RFC3339Nano)
+		line = append(line, `","stageTimestamp":"`...)
+		line = at.Add(2*time.Millisecond).AppendFormat(line, time.RFC3339Nano)
+		line = append(line, "\"}\n"...)
+		size += int64(len(line))
+		if _, err := w.Write(line); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return path, size
+}
+
+// BenchmarkAuditDistinctKeys measures the peak RSS of a separate analysing process on a log
+// where every event is a new lease and a new user (NODEKEEPER_AUDIT_BENCH_DISTINCT events,
+// default 10 million): per-key state must stay bounded whatever the number of keys.
+func BenchmarkAuditDistinctKeys(b *testing.B) {
+	n := int(benchSize("NODEKEEPER_AUDIT_BENCH_DISTINCT", 10_000_000))
+	path, size := writeDistinctLog(b, b.TempDir(), n)
+	b.ResetTimer()
+	t0 := time.Now()
+	rss := childPeakRSS(b, path)
+	d := time.Since(t0)
+	b.StopTimer()
+	b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MiB")
+	fmt.Printf("audit on %d distinct leases and users (%.0f MB): %s, peak RSS %.0f MiB\n", n, float64(size)/1e6,
+		d.Round(time.Millisecond), float64(rss)/(1<<20))
+}
