@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strings"
 	"time"
 )
@@ -45,9 +46,16 @@ func Analyze(inputs []Input, opts Options) (*Report, error) {
 		// A record's position packs the input index into 16 bits.
 		return nil, fmt.Errorf("%d inputs: at most %d can be read at once", len(inputs), 1<<16-1)
 	}
+	return analyzeWithin(inputs, opts, defaultLimits, defaultMaxStrings)
+}
+
+// analyzeWithin is Analyze with explicit memory bounds (tests use small ones).
+func analyzeWithin(inputs []Input, opts Options, lim limits, maxStrings int) (*Report, error) {
 	in := newInterner()
+	in.max = maxStrings
 	p := newPipeline(inputs, opts.ReadOptions, in)
 	a := newAnalyzer(in, opts, p)
+	a.lim, a.ringLeft = lim, lim.ringEvents
 	p.run(a.process)
 	return a.report()
 }
@@ -68,7 +76,23 @@ type talkerStat struct {
 	latN                              int64
 	apfN, apfSum, apfMax              int64 // µs
 	hist                              latHist
+	// requestsErr is how much requests may overcount: the count this entry inherited when it
+	// took the place of an evicted one (space-saving); 0 for a key tracked from its start.
+	requestsErr int64
 }
+
+// limits bound the per-key state of an analysis, so that memory does not grow with the number
+// of distinct leases, nodes and users in the log (see Bounds for what passing them costs).
+type limits struct {
+	leases     int // lease histories tracked
+	ringEvents int // lifecycle events kept in all lease histories together
+	nodes      int // nodes tracked (deletions, zombie episodes)
+	leaks      int // leaks listed
+	talkers    int // (user, user agent, verb, resource) entries; past it, space-saving
+	throtUsers int // users with a 429 time series
+}
+
+var defaultLimits = limits{leases: 200_000, ringEvents: 400_000, nodes: 200_000, leaks: 100_000, talkers: 50_000, throtUsers: 10_000}
 
 type lcEvent struct {
 	rec  record
@@ -85,14 +109,22 @@ type eventRing struct {
 	half    int
 }
 
-func (r *eventRing) add(e lcEvent) {
+// add keeps e if the history has room and *budget (events all histories may still keep) allows
+// it; otherwise it is only counted (and reported as omitted).
+func (r *eventRing) add(e lcEvent, budget *int) {
 	r.total++
 	if len(r.first) < r.half {
-		r.first = append(r.first, e)
+		if *budget > 0 {
+			*budget--
+			r.first = append(r.first, e)
+		}
 		return
 	}
 	if len(r.last) < r.half {
-		r.last = append(r.last, e)
+		if *budget > 0 {
+			*budget--
+			r.last = append(r.last, e)
+		}
 		return
 	}
 	r.last[r.lastPos] = e
@@ -182,6 +214,12 @@ type analyzer struct {
 	uaMinor map[uint32]int // kubelet minor version by user agent, -1 if not a kubelet
 
 	talkers   map[talkerKey]*talkerStat
+	evictQ    []talkerKey // space-saving: keys of low counts, next to give their place
+	throttled int64       // 429s in the request tables (after the report filters), exact
+	apfWaited int64
+	lim       limits
+	ringLeft  int
+	bounds    Bounds
 	denied    deniedTable
 	series    tseries
 	userThrot map[uint32]*tseries
@@ -196,6 +234,7 @@ func newAnalyzer(in *interner, opts Options, p *pipeline) *analyzer {
 	a := &analyzer{in: in, opts: opts, p: p,
 		from: math.MaxInt64, to: math.MinInt64, wfrom: math.MaxInt64, wto: math.MinInt64,
 		nodes: map[uint32]*nodeState{}, leases: map[[2]uint32]*leaseState{},
+		lim: defaultLimits, ringLeft: defaultLimits.ringEvents,
 		talkers: map[talkerKey]*talkerStat{}, denied: deniedTable{limit: maxDeniedKeys}, userThrot: map[uint32]*tseries{}, uaMinor: map[uint32]int{}}
 	a.idNodeLeaseNS = in.intern([]byte(kubeNodeLease))
 	a.idLeasesRes = in.intern([]byte("leases"))
@@ -276,8 +315,7 @@ func (a *analyzer) countTalker(r *record) {
 	k := talkerKey{user: r.User, ua: r.UA, res: r.Res, verb: r.Verb}
 	t := a.talkers[k]
 	if t == nil {
-		t = &talkerStat{}
-		a.talkers[k] = t
+		t = a.newTalker(k)
 	}
 	t.requests++
 	// A watch is counted when it ended: its start can lie long before the window.
@@ -290,12 +328,15 @@ func (a *analyzer) countTalker(r *record) {
 	if r.Code == 429 {
 		t.throttled++
 		b.Throttled++
+		a.throttled++
 		us := a.userThrot[r.User]
-		if us == nil {
+		if us == nil && len(a.userThrot) < a.lim.throtUsers {
 			us = &tseries{}
 			a.userThrot[r.User] = us
 		}
-		us.at(at).Throttled++
+		if us != nil {
+			us.at(at).Throttled++
+		}
 	} else if r.Code >= 500 {
 		t.serverErrors++
 	}
@@ -310,6 +351,7 @@ func (a *analyzer) countTalker(r *record) {
 	}
 	if r.APFWaitUS > 0 {
 		w := int64(r.APFWaitUS)
+		a.apfWaited++
 		t.apfN++
 		t.apfSum += w
 		if w > t.apfMax {
@@ -320,9 +362,42 @@ func (a *analyzer) countTalker(r *record) {
 	}
 }
 
+// newTalker makes room for a new request-table key. Past the limit it takes the place of an
+// entry with one of the lowest counts and inherits its count as possible overcount (the
+// space-saving algorithm: heavy hitters stay, and no count is ever under the truth).
+func (a *analyzer) newTalker(k talkerKey) *talkerStat {
+	if len(a.talkers) < a.lim.talkers {
+		t := &talkerStat{}
+		a.talkers[k] = t
+		return t
+	}
+	if len(a.evictQ) == 0 {
+		// The lowest quarter, found once for many evictions.
+		keys := make([]talkerKey, 0, len(a.talkers))
+		for key := range a.talkers {
+			keys = append(keys, key)
+		}
+		sort.Slice(keys, func(i, j int) bool { return a.talkers[keys[i]].requests < a.talkers[keys[j]].requests })
+		a.evictQ = append(a.evictQ[:0], keys[:max(1, len(keys)/4)]...)
+	}
+	old := a.evictQ[0]
+	a.evictQ = a.evictQ[1:]
+	t := a.talkers[old]
+	delete(a.talkers, old)
+	*t = talkerStat{requests: t.requests, requestsErr: t.requests}
+	a.talkers[k] = t
+	a.bounds.TalkerEvictions++
+	return t
+}
+
+// node returns the state of a node, nil when the node is new and the limit is reached.
 func (a *analyzer) node(name uint32) *nodeState {
 	n := a.nodes[name]
 	if n == nil {
+		if len(a.nodes) >= a.lim.nodes {
+			a.bounds.NodeEventsNotTracked++
+			return nil
+		}
 		n = &nodeState{name: name}
 		a.nodes[name] = n
 	}
@@ -354,6 +429,12 @@ func mkEvent(r *record) lcEvent {
 
 func (a *analyzer) nodeEvent(r *record) {
 	n := a.node(r.Name)
+	if n == nil {
+		if r.Verb == VerbDelete && isLifecycleRec(r) && is2xx(r.Code) {
+			a.totals.NodeDeletions++
+		}
+		return
+	}
 	switch {
 	case r.Verb == VerbDelete && isLifecycleRec(r):
 		if !is2xx(r.Code) {
@@ -419,12 +500,24 @@ func (a *analyzer) leaseEvent(r *record) {
 	}
 	ls := a.leases[key]
 	if ls == nil {
+		if len(a.leases) >= a.lim.leases {
+			// Past the limit: counted in the totals, not followed.
+			a.bounds.LeaseEventsNotTracked++
+			if is2xx(r.Code) {
+				if r.Verb == VerbDelete {
+					a.totals.LeaseDeletions++
+				} else {
+					a.totals.LeaseCreations++
+				}
+			}
+			return
+		}
 		ls = &leaseState{ns: r.NS, name: r.Name}
 		ls.ring.half = max(1, a.opts.EventsPerLease/2)
 		a.leases[key] = ls
 	}
 	ev := mkEvent(r)
-	ls.ring.add(ev)
+	ls.ring.add(ev, &a.ringLeft)
 	if !is2xx(r.Code) {
 		return
 	}
@@ -480,7 +573,11 @@ func (a *analyzer) leaseEvent(r *record) {
 	// One open leak per lease: a re-creation supersedes the previous one.
 	a.resolveLeaks(ls, r, LeakDeleted, "lease re-created")
 	ls.leaks = append(ls.leaks, l)
-	a.leaks = append(a.leaks, l)
+	if len(a.leaks) < a.lim.leaks {
+		a.leaks = append(a.leaks, l)
+	} else {
+		a.bounds.LeaksNotListed++
+	}
 }
 
 func (a *analyzer) resolveLeaks(ls *leaseState, r *record, status, how string) {
@@ -498,6 +595,9 @@ func (a *analyzer) resolveLeaks(ls *leaseState, r *record, status, how string) {
 // nodeRequest follows the requests of kubelet identities (system:node:<name>).
 func (a *analyzer) nodeRequest(r *record) {
 	n := a.node(r.NodeOf)
+	if n == nil {
+		return
+	}
 	selfGet404 := r.Flags&flagNode != 0 && r.Name == r.NodeOf && r.Verb == VerbGet && r.Code == 404
 	switch {
 	case n.deleted && r.Recv >= n.deletedAt:
@@ -581,6 +681,9 @@ func (a *analyzer) kubeletMinor(ua uint32) int {
 		return m
 	}
 	m := parseKubeletMinor(a.in.str(ua))
+	if len(a.uaMinor) >= 4096 {
+		clear(a.uaMinor)
+	}
 	a.uaMinor[ua] = m
 	return m
 }

@@ -8,8 +8,7 @@ import (
 
 // report turns the analyzer's state into a Report, applying the report filters.
 func (a *analyzer) report() (*Report, error) {
-	strs := a.in.snapshot()
-	s := func(id uint32) string { return strs[id] }
+	s := a.in.snapshot()
 	rep := &Report{Filters: Filters{Node: a.opts.Node, Lease: a.opts.Lease, User: a.opts.User,
 		Since: a.opts.Since, Until: a.opts.Until}}
 	if a.from > a.to { // only watches
@@ -177,6 +176,10 @@ func (a *analyzer) report() (*Report, error) {
 
 	a.buildTalkers(rep, s)
 	rep.AccessDenied = a.denied.build(s, a.opts.Top)
+	rep.Bounds = a.bounds
+	a.in.mu.Lock()
+	rep.Bounds.NamesNotKept = a.in.notKept
+	a.in.mu.Unlock()
 	a.buildTimeline(rep, s)
 	// Empty lists are [] in JSON, not null: consumers iterate without checks.
 	rep.NodeDeletions = nonNil(rep.NodeDeletions)
@@ -238,7 +241,7 @@ func (a *analyzer) buildTalkers(rep *Report, s func(uint32) string) {
 	sort.Slice(all, func(i, j int) bool { return keyStr(all[i].k) < keyStr(all[j].k) })
 	mk := func(k talkerKey, t *talkerStat) Talker {
 		return Talker{User: s(k.user), UserAgent: s(k.ua), Verb: k.verb.String(), Resource: s(k.res),
-			Requests: t.requests, Throttled: t.throttled, ServerErrors: t.serverErrors,
+			Requests: t.requests, RequestsError: t.requestsErr, Throttled: t.throttled, ServerErrors: t.serverErrors,
 			LatencyTotal: time.Duration(t.latSum), LatencyMax: time.Duration(t.latMax),
 			LatencyP99: time.Duration(min(t.hist.quantile(0.99, t.latN), t.latMax)),
 			APFWaited:  t.apfN, APFWaitTotal: time.Duration(t.apfSum) * time.Microsecond,
@@ -294,10 +297,8 @@ func (a *analyzer) buildTalkers(rep *Report, s func(uint32) string) {
 			Throttled: t.throttled, ServerErrors: t.serverErrors, APFWaited: t.apfN,
 			APFWaitTotal: time.Duration(t.apfSum) * time.Microsecond, APFWaitMax: time.Duration(t.apfMax) * time.Microsecond})
 	}
-	for _, t := range a.talkers {
-		rep.Throttling.Throttled += t.throttled
-		rep.Throttling.APFWaited += t.apfN
-	}
+	rep.Throttling.Throttled = a.throttled
+	rep.Throttling.APFWaited = a.apfWaited
 }
 
 func (a *analyzer) buildTimeline(rep *Report, s func(uint32) string) {

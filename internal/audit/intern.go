@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"hash/maphash"
 	"sync"
 	"unicode/utf8"
 )
@@ -9,20 +10,41 @@ import (
 // agents, source IPs, resources, node and lease names) to small integers, so that records
 // stay small and the analysis compares integers. ID 0 is the empty string. Only bounded
 // vocabularies are interned: names of nodes and leases, never names of arbitrary objects.
+//
+// The table is bounded too: a log of ten million distinct lease or user names must not need
+// gigabytes. Past maxStrings entries a new string is not kept; it gets an ID made of a hash of
+// its bytes with the top bit set, which still compares equal for equal strings (and, rarely,
+// for two different ones: such IDs only ever reach state that is itself past its bound and
+// reported as approximate) and prints as notKept.
 type interner struct {
-	mu   sync.Mutex
-	ids  map[string]uint32
-	strs []string
+	mu      sync.Mutex
+	ids     map[string]uint32
+	strs    []string
+	max     int
+	seed    maphash.Seed
+	notKept int64 // distinct lookups that found the table full
 }
 
+const (
+	defaultMaxStrings = 1 << 20
+	hashedID          = 1 << 31
+	// notKept stands for a string that was not kept because the table was full.
+	notKept = "(not kept: too many distinct names)"
+)
+
 func newInterner() *interner {
-	return &interner{ids: map[string]uint32{"": 0}, strs: []string{""}}
+	return &interner{ids: map[string]uint32{"": 0}, strs: []string{""}, max: defaultMaxStrings, seed: maphash.MakeSeed()}
 }
 
 func (in *interner) intern(b []byte) uint32 {
 	in.mu.Lock()
 	id, ok := in.ids[string(b)]
 	if !ok {
+		if len(in.strs) >= in.max {
+			in.notKept++
+			in.mu.Unlock()
+			return hashedID | uint32(maphash.Bytes(in.seed, b)&(hashedID-1))
+		}
 		s := fixUTF8(b)
 		if id, ok = in.ids[s]; !ok {
 			id = uint32(len(in.strs))
@@ -36,17 +58,26 @@ func (in *interner) intern(b []byte) uint32 {
 
 // str returns the string for an ID.
 func (in *interner) str(id uint32) string {
+	if id&hashedID != 0 {
+		return notKept
+	}
 	in.mu.Lock()
 	s := in.strs[id]
 	in.mu.Unlock()
 	return s
 }
 
-// snapshot returns the table for lock-free reads once no worker runs any more.
-func (in *interner) snapshot() []string {
+// snapshot returns a lookup for lock-free reads once no worker runs any more.
+func (in *interner) snapshot() func(uint32) string {
 	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.strs
+	strs := in.strs
+	in.mu.Unlock()
+	return func(id uint32) string {
+		if id&hashedID != 0 {
+			return notKept
+		}
+		return strs[id]
+	}
 }
 
 // localInterner is one worker's cache in front of the shared table, so the hot path takes no
@@ -60,6 +91,9 @@ func newLocalInterner(shared *interner) *localInterner {
 	return &localInterner{shared: shared, cache: make(map[string]uint32, 1024)}
 }
 
+// maxLocalCache bounds each worker's cache; a full cache is emptied and refilled.
+const maxLocalCache = 1 << 16
+
 func (l *localInterner) id(b []byte) uint32 {
 	if len(b) == 0 {
 		return 0
@@ -68,6 +102,9 @@ func (l *localInterner) id(b []byte) uint32 {
 		return id
 	}
 	id := l.shared.intern(b)
+	if len(l.cache) >= maxLocalCache {
+		clear(l.cache)
+	}
 	l.cache[string(b)] = id
 	return id
 }

@@ -240,7 +240,7 @@ func (c *converter) convert(line []byte, exportTime int64, rec *record) (convRes
 	if bytes.HasPrefix(user.Username, []byte(nodeUserPrefix)) {
 		n, ok := c.nodeOf[rec.User]
 		if !ok {
-			if c.nodeOf == nil {
+			if c.nodeOf == nil || len(c.nodeOf) >= maxLocalCache {
 				c.nodeOf = map[uint32]uint32{}
 			}
 			n = c.li.id(user.Username[len(nodeUserPrefix):])

@@ -306,6 +306,24 @@ func WriteText(w io.Writer, r *Report) error {
 	writeTalkers(tw, r.TopByRequests)
 	p("\nTOP TALKERS BY LATENCY (stageTimestamp − requestReceivedTimestamp, watches excluded)\n")
 	writeTalkers(tw, r.TopByLatency)
+	if b := r.Bounds; !b.Exact() {
+		p("\nBOUNDS  memory limits reached; these numbers are approximate:\n")
+		if b.NamesNotKept > 0 {
+			p("  %d lookups of names past the string table: shown as %q\n", b.NamesNotKept, notKept)
+		}
+		if b.LeaseEventsNotTracked > 0 {
+			p("  %d lifecycle events of leases not tracked (in the totals, not in lifecycles or leaks)\n", b.LeaseEventsNotTracked)
+		}
+		if b.NodeEventsNotTracked > 0 {
+			p("  %d events of nodes not tracked (in the totals, not in deletions or zombies)\n", b.NodeEventsNotTracked)
+		}
+		if b.LeaksNotListed > 0 {
+			p("  %d more leaks not listed\n", b.LeaksNotListed)
+		}
+		if b.TalkerEvictions > 0 {
+			p("  talker tables are approximate (%d entries replaced): REQUESTS are upper bounds, see requestsError in -o json\n", b.TalkerEvictions)
+		}
+	}
 	for _, e := range r.Errors {
 		p("\nERROR: %s\n", esc(e))
 	}

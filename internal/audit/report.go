@@ -26,8 +26,36 @@ type Report struct {
 	TopByRequests []Talker `json:"topByRequests"`
 	TopByLatency  []Talker `json:"topByLatency"`
 	Timeline      Timeline `json:"timeline"`
-	Errors        []string `json:"errors,omitempty"`
+	// Bounds says where the analysis reached its memory bounds; all zero means every number
+	// in the report is exact.
+	Bounds Bounds   `json:"bounds"`
+	Errors []string `json:"errors,omitempty"`
 }
+
+// Bounds tells which numbers are approximate. Memory is bounded whatever the number of distinct
+// leases, nodes and users in a log; past each bound the totals stay exact and what is left out
+// is counted here.
+type Bounds struct {
+	// NamesNotKept counts lookups of names first seen once the string table was full; such
+	// names print as "(not kept: too many distinct names)".
+	NamesNotKept int64 `json:"namesNotKept,omitempty"`
+	// LeaseEventsNotTracked counts lifecycle events of leases first seen once the lease table
+	// was full: they are in Totals, not in Leases or Leaks.
+	LeaseEventsNotTracked int64 `json:"leaseEventsNotTracked,omitempty"`
+	// NodeEventsNotTracked counts events of nodes first seen once the node table was full: they
+	// are in Totals, not in NodeDeletions or Zombies.
+	NodeEventsNotTracked int64 `json:"nodeEventsNotTracked,omitempty"`
+	// LeaksNotListed counts leaks found once the leak list was full.
+	LeaksNotListed int64 `json:"leaksNotListed,omitempty"`
+	// TalkerEvictions counts request-table entries that gave their place to a new key. When it
+	// is not 0 a talker's Requests is an upper bound and Requests-RequestsError a lower bound
+	// (the other columns count from the moment the entry was taken), and Throttling.ByUser
+	// sums such entries.
+	TalkerEvictions int64 `json:"talkerEvictions,omitempty"`
+}
+
+// Exact reports whether no bound was reached.
+func (b Bounds) Exact() bool { return b == Bounds{} }
 
 // Filters echoes the report filters.
 type Filters struct {
@@ -179,19 +207,21 @@ type CallCount struct {
 
 // Talker aggregates requests of one (user, user agent, verb, resource).
 type Talker struct {
-	User         string        `json:"user"`
-	UserAgent    string        `json:"userAgent"`
-	Verb         string        `json:"verb"`
-	Resource     string        `json:"resource"`
-	Requests     int64         `json:"requests"`
-	Throttled    int64         `json:"throttled"`
-	ServerErrors int64         `json:"serverErrors"`
-	LatencyTotal time.Duration `json:"latencyTotal"`
-	LatencyP99   time.Duration `json:"latencyP99"` // upper bound of the p99 bucket
-	LatencyMax   time.Duration `json:"latencyMax"`
-	APFWaited    int64         `json:"apfWaited,omitempty"` // requests with an apf-queue-wait annotation
-	APFWaitTotal time.Duration `json:"apfWaitTotal,omitempty"`
-	APFWaitMax   time.Duration `json:"apfWaitMax,omitempty"`
+	User      string `json:"user"`
+	UserAgent string `json:"userAgent"`
+	Verb      string `json:"verb"`
+	Resource  string `json:"resource"`
+	Requests  int64  `json:"requests"`
+	// RequestsError is how much Requests may overcount (see Bounds.TalkerEvictions).
+	RequestsError int64         `json:"requestsError,omitempty"`
+	Throttled     int64         `json:"throttled"`
+	ServerErrors  int64         `json:"serverErrors"`
+	LatencyTotal  time.Duration `json:"latencyTotal"`
+	LatencyP99    time.Duration `json:"latencyP99"` // upper bound of the p99 bucket
+	LatencyMax    time.Duration `json:"latencyMax"`
+	APFWaited     int64         `json:"apfWaited,omitempty"` // requests with an apf-queue-wait annotation
+	APFWaitTotal  time.Duration `json:"apfWaitTotal,omitempty"`
+	APFWaitMax    time.Duration `json:"apfWaitMax,omitempty"`
 }
 
 // Throttling summarises 429 answers and APF queueing.
