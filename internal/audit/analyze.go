@@ -92,7 +92,7 @@ type limits struct {
 	throtUsers int // users with a 429 time series
 }
 
-var defaultLimits = limits{leases: 200_000, ringEvents: 400_000, nodes: 200_000, leaks: 100_000, talkers: 50_000, throtUsers: 10_000}
+var defaultLimits = limits{leases: 50_000, ringEvents: 100_000, nodes: 100_000, leaks: 50_000, talkers: 20_000, throtUsers: 10_000}
 
 type lcEvent struct {
 	rec  record

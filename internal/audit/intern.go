@@ -26,7 +26,7 @@ type interner struct {
 }
 
 const (
-	defaultMaxStrings = 1 << 20
+	defaultMaxStrings = 1 << 19
 	hashedID          = 1 << 31
 	// notKept stands for a string that was not kept because the table was full.
 	notKept = "(not kept: too many distinct names)"
