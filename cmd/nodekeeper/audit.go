@@ -40,8 +40,14 @@ func newAuditCmd() *cobra.Command {
     audit level shows the object;
   - zombie kubelets: system:node:<name> calling after Node <name> was deleted, with first and
     last seen, rate, source IPs and instance identity (the EC2 instance ID on EKS);
+  - access denied: requests answered 401 or 403, by user (groups summarised), verb,
+    resource and object, with counts and first and last time;
   - throttling: 429 responses and APF queue waits by user, user agent, verb and resource,
     over time; top talkers by requests and by latency.
+
+Memory stays bounded whatever the input: no record of any layout is held beyond
+--max-line-size, and per-key tables have fixed sizes; when one is reached the report says
+which numbers are approximate (BOUNDS; "bounds" in -o json).
 
 Inputs are files, directories (read recursively), globs or - for standard input (the default),
 plain or gzip. Accepted layouts: kube-apiserver's JSON lines (audit.k8s.io/v1, any level),
@@ -149,7 +155,7 @@ the window before any analysis.`,
 	f.IntVar(&top, "top", 10, "rows in the ranked tables")
 	f.DurationVar(&zombieMin, "zombie-min-duration", time.Minute, "how long a kubelet must keep calling after its Node's deletion to count as a zombie")
 	f.DurationVar(&window, "reorder-window", 5*time.Second, "events out of stageTimestamp order by up to this much are put back in order")
-	f.IntVar(&maxLine, "max-line-size", 16<<20, "lines longer than this many bytes are skipped and counted")
+	f.IntVar(&maxLine, "max-line-size", 16<<20, "lines and export records longer than this many bytes are skipped and counted as too-long")
 	f.IntVar(&workers, "workers", 0, "parsing goroutines (0: one per CPU)")
 	f.IntVar(&eventsPerL, "events-per-lease", 40, "lifecycle events kept per lease (the first and the last half)")
 	return cmd
