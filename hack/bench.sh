@@ -10,6 +10,7 @@
 #   controller controller convergence on 20,000 leaked leases, RSS metadata vs full Nodes, idle LISTs
 #   leases     nodekeeper leases -A vs kubectl get lease -A over 100,000 leases (time, peak RSS)
 #   audit      audit analysis throughput vs jq on a >= 1 GB log, peak RSS at 1 GB and 4 GB
+#   audit-worst     audit vs jq on 1 M events that are all kubelet lease or Node requests (~1.3 GB)
 #   audit-distinct  audit peak RSS on 10 million distinct leases and users (every key new)
 #   doctor     doctor on 2,000 simulated nodes through the real node proxy; then the pod
 #              networking section on 2,000 nodes, 20,000 pods (2,000 stuck), 50,000 events,
@@ -27,10 +28,11 @@ declare -A cmd=(
   [leases]="./internal/leasesview/clustertest -bench LeasesVersusKubectl -benchtime 3x -timeout 60m"
   [audit]="./internal/audit -bench BenchmarkAuditVsJQ\$ -timeout 60m"
   [audit-rss]="./internal/audit -bench BenchmarkAuditPeakRSS\$ -timeout 60m"
+  [audit-worst]="./internal/audit -bench BenchmarkAuditWorstCaseVsJQ\$ -timeout 60m"
   [audit-distinct]="./internal/audit -bench BenchmarkAuditDistinctKeys\$ -timeout 60m"
   [doctor]="./internal/doctor -bench Doctor2000|DoctorPodNetworking -timeout 60m"
 )
-order=(testenv gc controller leases audit audit-rss audit-distinct doctor capacity)
+order=(testenv gc controller leases audit audit-rss audit-worst audit-distinct doctor capacity)
 # The audit RSS benchmark measures at 1 GB and 4 GB unless told otherwise.
 export NODEKEEPER_AUDIT_BENCH_RSS_SIZES=${NODEKEEPER_AUDIT_BENCH_RSS_SIZES:-1G,4G}
 selected=(${BENCH:-${order[*]}})
