@@ -59,45 +59,64 @@ const (
 // kubelet configuration files, by AMI: nodeadm (AL2023) and bootstrap.sh (AL2).
 var kubeletConfigFiles = []string{"kubelet/config.json", "kubelet/kubelet-config.json"}
 
-// AnalyzeFile opens a bundle and analyses it. Nothing is ever written to disk.
+// AnalyzeFile analyses a bundle given as a .tar.gz, as its unpacked directory, or a kubelet
+// journal (journalctl -u kubelet output, gzip-compressed or not). Nothing is ever written to disk.
 func AnalyzeFile(file string, o Options) (*findings.Report, error) {
+	st, err := os.Stat(file)
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
+		a := newAnalysis(o.withDefaults())
+		a.kind = InputDirectory
+		if err := walkDir(file, o.Limits, a.visit); err != nil {
+			return nil, err
+		}
+		return a.finish(filepath.Base(filepath.Clean(file)) + "/"), nil
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file or a directory", file)
+	}
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", file)
-	}
 	return Analyze(f, filepath.Base(file), o)
 }
 
-// Analyze reads a bundle from r (gzip-compressed tar) and returns its findings. name labels the
-// report.
-func Analyze(r io.Reader, name string, o Options) (*findings.Report, error) {
+func (o Options) withDefaults() Options {
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
 	if o.IODelayThreshold <= 0 {
 		o.IODelayThreshold = DefaultIODelayThreshold
 	}
-	a := newAnalysis(o)
-	if err := walk(r, o.Limits, a.visit); err != nil {
+	return o
+}
+
+// Analyze reads a bundle from r (gzip-compressed tar) or a kubelet journal (gzip-compressed or
+// plain) and returns its findings. name labels the report.
+func Analyze(r io.Reader, name string, o Options) (*findings.Report, error) {
+	a := newAnalysis(o.withDefaults())
+	if err := a.analyzeStream(r, name); err != nil {
 		return nil, err
 	}
-	rep := findings.NewReport("bundle", name, o.Now, Sections...)
+	return a.finish(name), nil
+}
+
+// finish runs the checks that combine members and builds the report.
+func (a *analysis) finish(name string) *findings.Report {
+	rep := findings.NewReport("bundle", name, a.o.Now, Sections...)
 	a.report(rep)
-	return rep, nil
+	return rep
 }
 
 // analysis gathers facts while members stream by; checks that combine members run at the end.
 type analysis struct {
 	o     Options
 	lines *lineReader
+	kind  InputKind
 
 	kubeletLog *scanner
 	cniLog     *scanner
@@ -146,6 +165,7 @@ func newAnalysis(o Options) *analysis {
 	lines := &lineReader{}
 	a := &analysis{
 		o:     o,
+		kind:  InputArchive,
 		lines: lines,
 		kubeletLog: newScanner(
 			&pattern{rule: RulePullQPS, all: bs("pull QPS exceeded"), what: `"pull QPS exceeded"`},
@@ -416,6 +436,11 @@ func (a *analysis) report(rep *findings.Report) {
 		rep.Target = target + " (" + a.instanceID + ")"
 	}
 	a.reportLogs(rep, a.kubeletLog, SectionKubeletLog, "kubelet/kubelet.log")
+	if a.kind == InputJournal {
+		// A journal holds the kubelet's log only: the other checks have nothing to read, which
+		// is no finding about the node.
+		return
+	}
 	a.reportLogs(rep, a.cniLog, SectionCNILog, pCNILogDir+"ipamd.log")
 	a.reportLogs(rep, a.bootstrap, SectionBootstrap, pCloudInitOut+" or "+pUserData)
 	a.reportBootstrapRuntime(rep)

@@ -175,17 +175,24 @@ func walk(src io.Reader, limits Limits, visit func(m Member, r io.Reader) error)
 
 // walkGzip is walk after the gzip magic was checked.
 func walkGzip(br io.Reader, limits Limits, visit func(m Member, r io.Reader) error) error {
-	g := newMemberGate(limits)
+	limits = limits.withDefaults()
 	zr, err := gzip.NewReader(br)
 	if err != nil {
-		if t := g.truncated("", err); t != nil {
-			return t
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return unsafeErr("the bundle is truncated: it ends before the first member (copy the whole file again)")
 		}
 		return unsafeErr("gzip header: %v", err)
 	}
 	defer zr.Close()
-	cr := &countingReader{r: zr, max: g.limits.MaxTotalSize}
-	tr := tar.NewReader(cr)
+	cr := &countingReader{r: zr, max: limits.MaxTotalSize}
+	return walkTar(cr, limits, visit)
+}
+
+// walkTar reads the decompressed tar stream src, and drains it after the end marker so that a
+// truncated gzip stream is noticed.
+func walkTar(src io.Reader, limits Limits, visit func(m Member, r io.Reader) error) error {
+	g := newMemberGate(limits)
+	tr := tar.NewReader(src)
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -253,7 +260,7 @@ func walkGzip(br io.Reader, limits Limits, visit func(m Member, r io.Reader) err
 		return unsafeErr("the archive has no members")
 	}
 	// Drain what follows the tar end marker so that a truncated gzip stream is noticed.
-	if _, err := io.Copy(io.Discard, cr); err != nil {
+	if _, err := io.Copy(io.Discard, src); err != nil {
 		if errors.Is(err, ErrUnsafeArchive) {
 			return err
 		}
