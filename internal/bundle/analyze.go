@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/doctor"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // Options tune an analysis.
@@ -29,6 +31,10 @@ type Options struct {
 	// IODelayThreshold is the aggregated block IO delay from which a process is reported
 	// (default 10 s).
 	IODelayThreshold time.Duration
+	// UserData is the node's EC2 user data (--user-data): a shell script, MIME multi-part or an
+	// AL2023 NodeConfig. UserDataName labels it.
+	UserData     []byte
+	UserDataName string
 	// MinCNIVersion is the VPC CNI version below which a warning is given (zero: doctor's default).
 	MinCNIVersion eni.Version
 	// Now stamps the report (default time.Now).
@@ -107,6 +113,13 @@ func Analyze(r io.Reader, name string, o Options) (*findings.Report, error) {
 
 // finish runs the checks that combine members and builds the report.
 func (a *analysis) finish(name string) *findings.Report {
+	if a.o.UserData != nil {
+		n := a.o.UserDataName
+		if n == "" {
+			n = "user-data"
+		}
+		a.readUserData(n, a.o.UserData)
+	}
 	rep := findings.NewReport("bundle", name, a.o.Now, Sections...)
 	a.report(rep)
 	return rep
@@ -117,6 +130,18 @@ type analysis struct {
 	o     Options
 	lines *lineReader
 	kind  InputKind
+
+	patterns       []*pattern // every log pattern once, in report order
+	statusZombie   zombieLines
+	evictionZombie zombieLines
+	tracedLines    int // "+ cmd" lines in cloud-init-output.log
+
+	// --user-data: read, the kubelet settings it gives, and parts that could not be read.
+	userDataRead     bool
+	userDataCfg      doctor.KubeletConfig
+	userDataSet      bool
+	userDataSrc      string
+	userDataProblems []string
 
 	kubeletLog *scanner
 	cniLog     *scanner
@@ -161,34 +186,78 @@ var (
 	reCPU      = regexp.MustCompile(`^cpu\d+\s`)
 )
 
+// reNodeNotFound finds the Node name in `nodes "NAME" not found` (klog quotes it as \"NAME\"
+// inside err="..."): the API server answers so when the kubelet's Node object was deleted.
+var reNodeNotFound = regexp.MustCompile(`nodes? \\?"([^"\\\s]{1,253})\\?" not found`)
+
 func newAnalysis(o Options) *analysis {
 	lines := &lineReader{}
 	a := &analysis{
-		o:     o,
-		kind:  InputArchive,
-		lines: lines,
-		kubeletLog: newScanner(
-			&pattern{rule: RulePullQPS, all: bs("pull QPS exceeded"), what: `"pull QPS exceeded"`},
-			&pattern{rule: RuleLeaseOwner, all: bs("Failed to get node when trying to set owner ref to the node lease"), what: "lease owner reference failures"},
-			&pattern{rule: RuleNodeStatus, all: bs("Unable to update node status"), what: "node status update failures"},
-		),
-		cniLog: newScanner(
-			&pattern{rule: RuleIPAMDRefused, all: bs("connection refused"), any: bs("127.0.0.1:50051", "ipamd.sock"), what: "connection refused to ipamd"},
-			&pattern{rule: RuleIPAMDAPIServer, all: bs("Unable to reach API Server"), what: `"Unable to reach API Server"`},
-			&pattern{rule: RuleEC2Throttle, any: bs("RequestLimitExceeded", "ThrottlingException", "Throttling: Rate exceeded"), what: "EC2 throttling errors"},
-		),
-		bootstrap: newScanner(
-			&pattern{rule: RuleHostname, re: reHostname, what: "hostname changes"},
-			&pattern{rule: RuleIptablesFlush, re: reFlush, what: "iptables flushes"},
-			&pattern{rule: RuleDocker, re: reDocker, what: "Docker service commands"},
-		),
+		o:       o,
+		kind:    InputArchive,
+		lines:   lines,
 		configs: map[string]doctor.KubeletConfig{},
 		dropins: map[string]doctor.KubeletConfig{},
 	}
+	zombie := func(into *zombieLines) func(line []byte) {
+		return func(line []byte) {
+			if m := reNodeNotFound.FindSubmatch(line); m != nil {
+				into.count++
+				if into.node == "" {
+					into.node = string(m[1])
+				}
+			}
+		}
+	}
+	// Address-exhaustion and ipamd lines reach the kubelet log too (through the CNI error in
+	// "Failed to create pod sandbox"), so those patterns run on both; their matches are counted
+	// once per rule whatever the file.
+	//
+	// Formats, from the amazon-vpc-cni-k8s source: the CNI plugin (cmd/routed-eni-cni-plugin/cni.go)
+	// logs "Failed to assign an IP address to container %s" and returns "add cmd: failed to assign
+	// an IP address to container", which the kubelet quotes; ipamd's datastore
+	// (pkg/ipamd/datastore/data_store.go) logs "DataStore has no available IP/Prefix addresses";
+	// ipamd (pkg/ipamd/ipamd.go) logs "Failed to increase pool size due to not able to allocate
+	// ENI %v" with the EC2 error code (InsufficientFreeAddressesInSubnet, InsufficientCidrBlocks,
+	// RequestLimitExceeded); the plugin's gRPC dial to ipamd fails with "dial tcp
+	// 127.0.0.1:50051: connect: connection refused".
+	ipamdRefused := &pattern{rule: RuleIPAMDRefused, all: bs("connection refused"), any: bs("127.0.0.1:50051", "ipamd.sock"), what: "connection refused to ipamd"}
+	noAddress := &pattern{rule: RuleNoAddress, any: bs("ailed to assign an IP address to container", "no available IP/Prefix addresses"), what: "lines where a pod got no IP address"}
+	subnet := &pattern{rule: RuleSubnetExhausted, any: bs("InsufficientFreeAddressesInSubnet", "InsufficientCidrBlocks"), what: "subnet address exhaustion errors"}
+	a.kubeletLog = newScanner(
+		&pattern{rule: RulePullQPS, all: bs("pull QPS exceeded"), what: `"pull QPS exceeded"`},
+		&pattern{rule: RuleLeaseOwner, all: bs("Failed to get node when trying to set owner ref to the node lease"), what: "lease owner reference failures"},
+		&pattern{rule: RuleNodeStatus, any: bs("Unable to update node status", "Error updating node status"), what: "node status update failures", onMatch: zombie(&a.statusZombie)},
+		&pattern{rule: RuleEvictionStats, all: bs("Eviction manager: failed to get summary stats"), what: "eviction manager summary stats failures", onMatch: zombie(&a.evictionZombie)},
+		&pattern{rule: RuleServingCert, all: bs("no serving certificate available for the kubelet"), what: "TLS handshakes refused for want of a serving certificate"},
+		ipamdRefused, noAddress, subnet,
+	)
+	a.cniLog = newScanner(
+		ipamdRefused,
+		&pattern{rule: RuleIPAMDAPIServer, all: bs("Unable to reach API Server"), what: `"Unable to reach API Server"`},
+		&pattern{rule: RuleEC2Throttle, any: bs("RequestLimitExceeded", "ThrottlingException", "Throttling: Rate exceeded"), what: "EC2 throttling errors"},
+		noAddress, subnet,
+	)
+	a.bootstrap = newScanner(
+		&pattern{rule: RuleHostname, re: reHostname, what: "hostname changes"},
+		&pattern{rule: RuleIptablesFlush, re: reFlush, what: "iptables flushes"},
+		&pattern{rule: RuleDocker, re: reDocker, what: "Docker service commands"},
+	)
 	for _, s := range []*scanner{a.kubeletLog, a.cniLog, a.bootstrap} {
 		s.lines = lines
+		for _, p := range s.patterns {
+			if !slices.Contains(a.patterns, p) {
+				a.patterns = append(a.patterns, p)
+			}
+		}
 	}
 	return a
+}
+
+// zombieLines counts log lines that say the kubelet's own Node is not found.
+type zombieLines struct {
+	count int
+	node  string
 }
 
 func (a *analysis) visit(m Member, r io.Reader) error {
@@ -209,7 +278,11 @@ func (a *analysis) visit(m Member, r io.Reader) error {
 			}
 		})
 	case name == pCloudInitOut || name == pUserData:
-		return a.bootstrap.scan(name, r, nil)
+		return a.bootstrap.scan(name, r, func(_ int, line []byte) {
+			if name == pCloudInitOut && bytes.HasPrefix(line, []byte("+ ")) {
+				a.tracedLines++
+			}
+		})
 	case name == pIOThrottling:
 		return a.readIO(r)
 	}
@@ -433,17 +506,24 @@ var criticalProcs = map[string]bool{
 func (a *analysis) report(rep *findings.Report) {
 	target := rep.Target
 	if a.instanceID != "" {
-		rep.Target = target + " (" + a.instanceID + ")"
+		rep.Target = target + " (" + textsafe.Clip(a.instanceID, 40) + ")"
 	}
-	a.reportLogs(rep, a.kubeletLog, SectionKubeletLog, "kubelet/kubelet.log")
+	a.reportScanned(rep, a.kubeletLog, SectionKubeletLog, "kubelet/kubelet.log")
+	if a.kind != InputJournal {
+		a.reportScanned(rep, a.cniLog, SectionCNILog, pCNILogDir+"ipamd.log")
+	}
+	if a.kind != InputJournal || len(a.bootstrap.files) > 0 {
+		a.reportScanned(rep, a.bootstrap, SectionBootstrap, pCloudInitOut+" or "+pUserData)
+		a.reportUntraced(rep)
+	}
+	a.reportPatterns(rep)
+	a.reportUserDataProblems(rep)
 	if a.kind == InputJournal {
 		// A journal holds the kubelet's log only: the other checks have nothing to read, which
 		// is no finding about the node.
+		a.reportUserDataConfig(rep)
 		return
 	}
-	a.reportLogs(rep, a.cniLog, SectionCNILog, pCNILogDir+"ipamd.log")
-	a.reportLogs(rep, a.bootstrap, SectionBootstrap, pCloudInitOut+" or "+pUserData)
-	a.reportBootstrapRuntime(rep)
 	a.reportIO(rep)
 	a.reportConfig(rep)
 }
@@ -454,18 +534,69 @@ func missing(sec, file string, rule findings.Rule) findings.Finding {
 	return f
 }
 
-func (a *analysis) reportLogs(rep *findings.Report, s *scanner, sec, want string) {
+// reportScanned counts the files a scanner read, or says the one it wanted is missing.
+func (a *analysis) reportScanned(rep *findings.Report, s *scanner, sec, want string) {
 	if len(s.files) == 0 {
 		rep.Add(missing(sec, want, RuleMissing))
 		return
 	}
 	rep.Checked(sec, len(s.files))
-	for _, h := range s.hits {
-		if h.count == 0 || (h.p.rule.Code == RuleDocker.Code) {
+}
+
+// reportPatterns turns each log pattern's matches into one finding, with what the other
+// findings say about the same cause.
+func (a *analysis) reportPatterns(rep *findings.Report) {
+	fired := map[string]bool{}
+	for _, p := range a.patterns {
+		fired[p.rule.Code] = p.hits.count > 0
+	}
+	for _, p := range a.patterns {
+		h := p.hits
+		if h.count == 0 {
 			continue
 		}
-		rep.Add(h.p.rule.New(fileList(h.files), "%d %s", h.count, h.p.what).WithEvidence(h.evidence()...))
+		res := textsafe.ClipBytes(fileList(h.files), 300)
+		switch p.rule.Code {
+		case RuleDocker.Code:
+			a.reportDocker(rep, p)
+			continue
+		case RuleNodeStatus.Code:
+			if z := a.statusZombie; z.count > 0 {
+				f := p.rule.At(findings.Error, res, "%d %s; %d say the Node %s is not found: the Node object was deleted while this kubelet still runs (a zombie kubelet), so it can neither report status nor renew a lease that is owned by its Node",
+					h.count, p.what, z.count, quoteName(z.node))
+				f.Remediation = "restart the kubelet on the instance so that it registers its Node again (systemctl restart kubelet), or terminate the instance if it was meant to go; then find out what deleted the Node (nodekeeper audit, the cluster autoscaler or Karpenter) and check for leases left behind with nodekeeper leases"
+				rep.Add(f.WithEvidence(h.evidence()...))
+				continue
+			}
+		case RuleEvictionStats.Code:
+			if z := a.evictionZombie; z.count > 0 {
+				rep.Add(p.rule.New(res, "%d %s; %d say the node %s is not found: the Node object was deleted under this kubelet (see NK603)", h.count, p.what, z.count, quoteName(z.node)).WithEvidence(h.evidence()...))
+				continue
+			}
+		case RuleServingCert.Code:
+			if fired[RuleHostname.Code] {
+				rep.Add(p.rule.New(res, "%d %s; the user data also overrides the hostname (NK631): the node asks for a certificate under a name that is not the instance's EC2 private DNS name, which EKS does not approve", h.count, p.what).
+					WithEvidence(append(h.evidence(), "hostname override: "+a.firstEvidence(RuleHostname.Code))...))
+				continue
+			}
+		case RuleHostname.Code:
+			if fired[RuleServingCert.Code] {
+				f := p.rule.New(res, "%d %s; the kubelet log shows the consequence: no serving certificate (NK605), since EKS approves kubelet-serving CSRs only for the instance's EC2 private DNS name", h.count, p.what)
+				rep.Add(f.WithEvidence(append(h.evidence(), "kubelet log: "+a.firstEvidence(RuleServingCert.Code))...))
+				continue
+			}
+		}
+		rep.Add(p.rule.New(res, "%d %s", h.count, p.what).WithEvidence(h.evidence()...))
 	}
+}
+
+func (a *analysis) firstEvidence(code string) string {
+	for _, p := range a.patterns {
+		if p.rule.Code == code && len(p.hits.samples) > 0 {
+			return p.hits.samples[0]
+		}
+	}
+	return ""
 }
 
 func fileList(files map[string]int) string {
@@ -477,20 +608,28 @@ func fileList(files map[string]int) string {
 	return strings.Join(names, ",")
 }
 
-// reportBootstrapRuntime reports Docker commands only on nodes where containerd is the runtime.
-func (a *analysis) reportBootstrapRuntime(rep *findings.Report) {
-	for _, h := range a.bootstrap.hits {
-		if h.p.rule.Code != RuleDocker.Code || h.count == 0 {
-			continue
-		}
-		if len(a.runtimeHint) == 0 {
-			rep.Add(RuleDocker.At(findings.Info, fileList(h.files),
-				"%d %s; the bundle does not show which runtime the kubelet uses", h.count, h.p.what).WithEvidence(h.evidence()...))
-			continue
-		}
-		ev := append(h.evidence(), "containerd is the runtime: "+a.runtimeHint[0])
-		rep.Add(RuleDocker.New(fileList(h.files), "%d %s while containerd is the container runtime", h.count, h.p.what).WithEvidence(ev...))
+// reportDocker reports Docker commands only on nodes where containerd is the runtime.
+func (a *analysis) reportDocker(rep *findings.Report, p *pattern) {
+	h := p.hits
+	res := textsafe.ClipBytes(fileList(h.files), 300)
+	if len(a.runtimeHint) == 0 {
+		rep.Add(RuleDocker.At(findings.Info, res,
+			"%d %s; the bundle does not show which runtime the kubelet uses", h.count, p.what).WithEvidence(h.evidence()...))
+		return
 	}
+	ev := append(h.evidence(), "containerd is the runtime: "+textsafe.ClipBytes(a.runtimeHint[0], evidenceWidth))
+	rep.Add(RuleDocker.New(res, "%d %s while containerd is the container runtime", h.count, p.what).WithEvidence(ev...))
+}
+
+// reportUntraced says when cloud-init-output.log was read but shows none of the user data's
+// commands: the bootstrap checks saw nothing, which is not the same as nothing wrong.
+func (a *analysis) reportUntraced(rep *findings.Report) {
+	if !slices.Contains(a.bootstrap.files, pCloudInitOut) || a.tracedLines > 0 || a.userDataRead {
+		return
+	}
+	f := RuleUserDataUntraced.Skip(pCloudInitOut, "no traced commands (\"+ cmd\" lines): the user data runs without `set -x`, so NK631-NK633 could not see what it ran; pass --user-data FILE")
+	f.Section = SectionBootstrap
+	rep.Add(f)
 }
 
 func (a *analysis) reportIO(rep *findings.Report) {
@@ -549,6 +688,11 @@ func (a *analysis) kubeletConfig() (doctor.KubeletConfig, string, bool) {
 	if a.flagsSeen {
 		c = c.Merge(a.flags)
 		srcs = append(srcs, pKubeletService+" flags")
+	}
+	if len(srcs) == 0 && a.userDataSet {
+		// What the kubelet ran with is not in the input: the user data says what it was asked
+		// to run with.
+		return a.userDataCfg, a.userDataSrc, true
 	}
 	return c, strings.Join(srcs, " + "), len(srcs) > 0
 }

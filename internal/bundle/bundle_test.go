@@ -107,7 +107,11 @@ func seedFiles() map[string]string {
 			"Mar 04 09:11:41 ip-10-0-12-34.ec2.internal kubelet[3121]: I0304 09:11:41.000 3121 kubelet_node_status.go:73] \"Attempting to register node\"\n" +
 			"Mar 04 09:12:01 ip-10-0-12-34.ec2.internal kubelet[3121]: E0304 09:12:01.123 3121 pod_workers.go:1301] \"Error syncing pod, skipping\" err=\"failed to \\\"StartContainer\\\" for \\\"app\\\" with ErrImagePull: \\\"pull QPS exceeded\\\"\" pod=\"default/app-7d9c-abcde\"\n" +
 			"Mar 04 09:12:01 ip-10-0-12-34.ec2.internal kubelet[3121]: E0304 09:12:01.124 3121 pod_workers.go:1301] \"Error syncing pod, skipping\" err=\"failed to \\\"StartContainer\\\" for \\\"app\\\" with ErrImagePull: \\\"pull QPS exceeded\\\"\" pod=\"default/app-7d9c-fghij\"\n" +
-			"Mar 04 09:15:00 ip-10-0-12-34.ec2.internal kubelet[3121]: E0304 09:15:00.000 3121 kubelet_node_status.go:535] \"Unable to update node status\" err=\"update node status exceeds retry count\"\n",
+			"Mar 04 09:15:00 ip-10-0-12-34.ec2.internal kubelet[3121]: E0304 09:15:00.000 3121 kubelet_node_status.go:535] \"Unable to update node status\" err=\"update node status exceeds retry count\"\n" +
+			// The seed's first symptom (kubelet's GetCertificate in pkg/kubelet/kubelet.go, logged by net/http).
+			"Mar 04 09:15:02 ip-10-0-12-34.ec2.internal kubelet[3121]: I0304 09:15:02.431 3121 log.go:245] http: TLS handshake error from 198.51.100.139:45160: no serving certificate available for the kubelet\n" +
+			// Pods stuck in ContainerCreating: the CNI plugin's error (cmd/routed-eni-cni-plugin/cni.go) as the kubelet quotes it.
+			"Mar 04 09:16:10 ip-10-0-12-34.ec2.internal kubelet[3121]: E0304 09:16:10.552 3121 log.go:32] \"RunPodSandbox from runtime service failed\" err=\"rpc error: code = Unknown desc = failed to setup network for sandbox \\\"9d2f\\\": plugin type=\\\"aws-cni\\\" name=\\\"aws-cni\\\" failed (add): add cmd: failed to assign an IP address to container\"\n",
 		"kubelet/kubelet-config.json": `{"kind":"KubeletConfiguration","apiVersion":"kubelet.config.k8s.io/v1beta1","maxPods":110,` +
 			`"containerRuntimeEndpoint":"unix:///run/containerd/containerd.sock","serializeImagePulls":false,"kubeAPIQPS":10,"kubeAPIBurst":20}`,
 		"kubelet/kubelet_service.txt": "# /etc/systemd/system/kubelet.service\n[Service]\nExecStart=/usr/bin/kubelet --config /etc/kubernetes/kubelet/kubelet-config.json $KUBELET_ARGS $KUBELET_EXTRA_ARGS\n" +
@@ -115,8 +119,14 @@ func seedFiles() map[string]string {
 		"var_log/aws-routed-eni/ipamd.log": j("info", "aws-k8s-agent/main.go:105", "Starting L-IPAMD v1.12.0  ...") +
 			j("debug", "awsutils/awsutils.go:582", "Found instance-type: m5.large ") +
 			j("error", "k8sapi/k8sutils.go:180", `Unable to reach API Server, Get \"https://172.20.0.1:443/version?timeout=32s\": net/http: request canceled while waiting for connection (Client.Timeout exceeded while awaiting headers)`) +
-			j("error", "ipamd/ipamd.go:936", `Failed to increase pool size due to not able to allocate ENI AllocENI: error attaching ENI: attachENI: failed to attach ENI:RequestLimitExceeded: Request limit exceeded.`),
-		"var_log/aws-routed-eni/plugin.log": j("error", "routed-eni-cni-plugin/cni.go:283", `Error received from AddNetwork gRPC call for container 5f3c: rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing dial tcp 127.0.0.1:50051: connect: connection refused\"`),
+			j("error", "ipamd/ipamd.go:936", `Failed to increase pool size due to not able to allocate ENI AllocENI: error attaching ENI: attachENI: failed to attach ENI:RequestLimitExceeded: Request limit exceeded.`) +
+			// pkg/ipamd/ipamd.go (increaseDatastorePool) with the EC2 error code of CreateNetworkInterface.
+			j("error", "ipamd/ipamd.go:936", `Failed to increase pool size due to not able to allocate ENI AllocENI: failed to create ENI: failed to create network interface: operation error EC2: CreateNetworkInterface, https response error StatusCode: 400, RequestID: 5c1e, api error InsufficientFreeAddressesInSubnet: The specified subnet does not have enough free addresses to satisfy the request.`) +
+			// pkg/ipamd/datastore/data_store.go (AssignPodIPv4Address).
+			j("error", "datastore/data_store.go:607", `DataStore has no available IP/Prefix addresses`),
+		"var_log/aws-routed-eni/plugin.log": j("error", "routed-eni-cni-plugin/cni.go:283", `Error received from AddNetwork gRPC call for container 5f3c: rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing dial tcp 127.0.0.1:50051: connect: connection refused\"`) +
+			// cmd/routed-eni-cni-plugin/cni.go (add) when ipamd answers Success == false.
+			j("error", "routed-eni-cni-plugin/cni.go:301", `Failed to assign an IP address to container 9d2f`),
 		"var_log/cloud-init-output.log": "Cloud-init v. 19.3-46.amzn2 running 'modules:final'\n" +
 			"+ hostnamectl set-hostname app-node-01\n+ iptables -F\n+ iptables -t nat -F\n+ systemctl restart docker\n" +
 			"+ /etc/eks/bootstrap.sh prod-cluster --use-max-pods true --b64-cluster-ca xxx --apiserver-endpoint https://ABC.gr7.us-east-1.eks.amazonaws.com\n" +
@@ -176,8 +186,8 @@ func TestSeedBundle(t *testing.T) {
 		"NK201:warning", // registryPullQPS 5 / burst 10 for 110 pods
 		"NK401:warning", // no CLUSTER_ENDPOINT
 		"NK410:error",   // VPC CNI 1.12.0
-		"NK601:warning", "NK602:warning", "NK603:warning",
-		"NK611:error", "NK612:error", "NK613:warning",
+		"NK601:warning", "NK602:warning", "NK603:warning", "NK605:warning",
+		"NK611:error", "NK612:error", "NK613:warning", "NK614:error", "NK615:error",
 		"NK621:warning",
 		"NK631:warning", "NK632:error", "NK633:warning",
 	}
@@ -283,8 +293,8 @@ func TestPartialBundles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := len(reportCodes(rep)); n != 14 {
-			t.Fatalf("%d findings, want the seed's 14: %v", n, reportCodes(rep))
+		if n := len(reportCodes(rep)); n != 17 {
+			t.Fatalf("%d findings, want the seed's 17: %v", n, reportCodes(rep))
 		}
 	})
 	t.Run("long lines do not break the scan", func(t *testing.T) {
@@ -443,7 +453,7 @@ func TestDocsListEveryRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := string(data)
-	for _, r := range []findings.Rule{RulePullQPS, RuleLeaseOwner, RuleNodeStatus, RuleIPAMDRefused, RuleIPAMDAPIServer, RuleEC2Throttle, RuleIODelay, RuleHostname, RuleIptablesFlush, RuleDocker, RuleMissing} {
+	for _, r := range []findings.Rule{RulePullQPS, RuleLeaseOwner, RuleNodeStatus, RuleEvictionStats, RuleServingCert, RuleNoAddress, RuleSubnetExhausted, RuleUserDataUntraced, RuleUserDataUnreadable, RuleIPAMDRefused, RuleIPAMDAPIServer, RuleEC2Throttle, RuleIODelay, RuleHostname, RuleIptablesFlush, RuleDocker, RuleMissing} {
 		if !strings.Contains(doc, "| "+r.Code+" | `"+r.Name+"` | "+r.Severity.String()+" |") {
 			t.Errorf("docs/bundle.md lacks the row for %s %s (%s)", r.Code, r.Name, r.Severity)
 		}

@@ -73,6 +73,11 @@ type pattern struct {
 	re   *regexp.Regexp
 	// what names the match in messages ("\"pull QPS exceeded\" errors").
 	what string
+	// hits gathers the matches in every file this pattern is run on (the kubelet log and the
+	// CNI logs both show ipamd connection errors, for example).
+	hits *hits
+	// onMatch, when set, sees each matching line (to pick out a node name, say).
+	onMatch func(line []byte)
 }
 
 func (p *pattern) matches(line []byte) bool {
@@ -109,7 +114,6 @@ func bs(s ...string) [][]byte {
 
 // hits accumulates the matches of one pattern over one or more files.
 type hits struct {
-	p       *pattern
 	count   int
 	files   map[string]int
 	samples []string
@@ -155,24 +159,27 @@ func evidence(file string, n int, line []byte) string {
 type scanner struct {
 	lines    *lineReader
 	patterns []*pattern
-	hits     []*hits
 	files    []string
 }
 
 func newScanner(ps ...*pattern) *scanner {
-	s := &scanner{patterns: ps}
 	for _, p := range ps {
-		s.hits = append(s.hits, &hits{p: p})
+		if p.hits == nil {
+			p.hits = &hits{}
+		}
 	}
-	return s
+	return &scanner{patterns: ps}
 }
 
 func (s *scanner) scan(file string, r io.Reader, extra func(n int, line []byte)) error {
 	s.files = append(s.files, file)
 	return s.lines.eachLine(r, func(n int, line []byte) {
-		for i, p := range s.patterns {
+		for _, p := range s.patterns {
 			if p.matches(line) {
-				s.hits[i].add(file, n, line)
+				p.hits.add(file, n, line)
+				if p.onMatch != nil {
+					p.onMatch(line)
+				}
 			}
 		}
 		if extra != nil {
