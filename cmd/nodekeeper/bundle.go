@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -96,9 +97,10 @@ func newBundleCmd() *cobra.Command {
 		maxMember  int64
 		maxTotal   int64
 		maxMembers int
+		userData   string
 	)
 	cmd := &cobra.Command{
-		Use:   "bundle FILE.tar.gz",
+		Use:   "bundle FILE.tar.gz|DIR|KUBELET-JOURNAL",
 		Short: "Check an EKS logs collector bundle for the causes of pods stuck at scale",
 		Long: `bundle reads an EKS logs collector bundle (eks-log-collector.sh output) in place, without
 extracting it, and reports: "pull QPS exceeded", lease and node status errors in the kubelet log;
@@ -107,10 +109,18 @@ throttling; processes delayed by block IO; user data that overrides the hostname
 or manages Docker on a containerd node; the kubelet configuration (registryPullQPS, maxPods against
 the instance type's VPC CNI addresses) and the aws-node settings.
 
+The input is the collector's .tar.gz, the directory it unpacks to, or a kubelet journal
+(journalctl -u kubelet output, gzip-compressed or not; only the kubelet log checks run on it).
+--user-data FILE adds the node's EC2 user data (a shell script, MIME multi-part or an AL2023
+NodeConfig): the bootstrap checks run on its commands even when cloud-init-output.log does not
+show them, and its kubelet settings are used when the input has no kubelet configuration.
+
 Exit codes: 0 no warning, 2 warnings, 3 errors, 1 the bundle could not be read (a hostile or
 malformed archive is refused with a clear error).`,
 		Example: `  nodekeeper bundle eks_i-0123456789abcdef0_2024-03-04_0915-UTC_0.7.8.tar.gz
-  nodekeeper bundle node.tar.gz --instance-type m5.large -o junit > bundle.xml`,
+  nodekeeper bundle node.tar.gz --instance-type m5.large -o junit > bundle.xml
+  nodekeeper bundle eks_i-0123456789abcdef0_2024-03-04_0915-UTC_0.7.8/ --user-data user-data.mime
+  journalctl -u kubelet > kubelet.journal; nodekeeper bundle kubelet.journal --user-data nodeconfig.yaml --instance-type m5.large`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := rf.validate(); err != nil {
@@ -133,6 +143,13 @@ malformed archive is refused with a clear error).`,
 			}
 			o.IODelayThreshold = ioDelay
 			o.Limits = bundle.Limits{MaxMemberSize: maxMember, MaxTotalSize: maxTotal, MaxMembers: maxMembers}
+			if userData != "" {
+				data, err := readUserDataFile(userData)
+				if err != nil {
+					return err
+				}
+				o.UserData, o.UserDataName = data, filepath.Base(userData)
+			}
 			start := time.Now()
 			rep, err := bundle.AnalyzeFile(args[0], o)
 			if err != nil {
@@ -151,7 +168,33 @@ malformed archive is refused with a clear error).`,
 	f.Int64Var(&maxMember, "max-member-size", bundle.DefaultMaxMemberSize, "refuse members larger than this many bytes")
 	f.Int64Var(&maxTotal, "max-total-size", bundle.DefaultMaxTotalSize, "refuse archives that inflate past this many bytes")
 	f.IntVar(&maxMembers, "max-members", bundle.DefaultMaxMembers, "refuse archives with more members")
+	f.StringVar(&userData, "user-data", "", "the node's EC2 user data: shell script, MIME multi-part or AL2023 NodeConfig")
 	return cmd
+}
+
+// readUserDataFile reads --user-data, refusing anything but a regular file of at most
+// bundle.MaxUserDataSize bytes.
+func readUserDataFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("--user-data: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("--user-data: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("--user-data %s: not a regular file", name)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, bundle.MaxUserDataSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("--user-data: %w", err)
+	}
+	if len(data) > bundle.MaxUserDataSize {
+		return nil, fmt.Errorf("--user-data %s: more than %d bytes; EC2 user data is at most 16 KB", name, bundle.MaxUserDataSize)
+	}
+	return data, nil
 }
 
 func bundleDefaultMinCNI() string { return doctorDefaultMinCNI() }

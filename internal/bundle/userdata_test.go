@@ -1,0 +1,137 @@
+package bundle
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	"github.com/nodekeeper/nodekeeper/internal/findings"
+)
+
+// The seed's self-managed node: bootstrap.sh with the default max pods under custom networking,
+// a hard-coded hostname, an iptables flush and Docker on a containerd node, without `set -x`.
+const seedUserDataScript = `#!/bin/bash
+hostnamectl set-hostname app-node-01
+iptables -F
+systemctl restart docker
+/etc/eks/bootstrap.sh prod-cluster --use-max-pods false --kubelet-extra-args '--max-pods=110 --node-labels=team=shop'
+`
+
+// An AL2023 NodeConfig as nodeadm reads it (node.eks.aws/v1alpha1, spec.kubelet.config).
+const seedNodeConfig = `apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  cluster:
+    name: prod-cluster
+    apiServerEndpoint: https://ABC.gr7.us-east-1.eks.amazonaws.com
+    certificateAuthority: Y2E=
+    cidr: 172.20.0.0/16
+  kubelet:
+    config:
+      maxPods: 110
+      registryPullQPS: 5
+    flags:
+      - --node-labels=team=shop
+`
+
+func mimeUserData(parts ...[2]string) string {
+	var b strings.Builder
+	b.WriteString("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"//\"\n\n")
+	for _, p := range parts {
+		b.WriteString("--//\nContent-Type: " + p[0] + "\n")
+		b.WriteString("\n" + p[1] + "\n")
+	}
+	b.WriteString("--//--\n")
+	return b.String()
+}
+
+// untracedBundle is the seed's node whose cloud-init-output.log shows no commands.
+func untracedBundle() map[string]string {
+	files := seedFiles()
+	files["var_log/cloud-init-output.log"] = "Cloud-init v. 19.3-46.amzn2 running 'modules:final'\nUsing containerd as the container runtime\nCloud-init v. 19.3-46.amzn2 finished\n"
+	return files
+}
+
+func codesOf(rep *findings.Report, prefix string) string {
+	var out []string
+	for _, c := range reportCodes(rep) {
+		if strings.HasPrefix(c, prefix) {
+			out = append(out, c)
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+func TestUntracedUserData(t *testing.T) {
+	rep, err := analyzeBytes(t, tarGz(t, collectorLayout(untracedBundle())), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := codesOf(rep, "NK63"); got != "NK634:skipped" {
+		t.Fatalf("bootstrap findings %q, want only NK634 saying the commands were not seen", got)
+	}
+	f := findCode(t, rep, "NK634")
+	if !strings.Contains(f.Message, "set -x") || !strings.Contains(f.Message, "--user-data") {
+		t.Errorf("NK634: %s", f.Message)
+	}
+}
+
+func TestUserDataFile(t *testing.T) {
+	b64 := base64.StdEncoding.EncodeToString([]byte(seedUserDataScript))
+	for _, tc := range []struct {
+		name     string
+		data     string
+		wantBoot string // NK63x codes
+		maxPods  string // in NK101's evidence
+	}{
+		{"shell script", seedUserDataScript, "NK631:warning NK632:error NK633:warning", "max pods 110 from seed.sh"},
+		{"MIME multi-part", mimeUserData([2]string{"text/x-shellscript; charset=\"us-ascii\"", seedUserDataScript}), "NK631:warning NK632:error NK633:warning", "part 1 (text/x-shellscript)"},
+		{"MIME with a base64 part", "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"==B==\"\n\n--==B==\nContent-Type: text/x-shellscript\nContent-Transfer-Encoding: base64\n\n" + b64 + "\n--==B==--\n", "NK631:warning NK632:error NK633:warning", "max pods 110"},
+		{"NodeConfig", seedNodeConfig, "", "max pods 110 from seed.sh spec.kubelet.config"},
+		{"NodeConfig inside MIME", mimeUserData([2]string{"application/node.eks.aws", seedNodeConfig}, [2]string{"text/x-shellscript", "#!/bin/bash\necho hello > /etc/hostname\n"}), "NK631:warning", "spec.kubelet.config"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// With the bundle: the untraced log no longer hides the commands.
+			rep, err := analyzeBytes(t, tarGz(t, collectorLayout(untracedBundle())), Options{UserData: []byte(tc.data), UserDataName: "seed.sh"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := codesOf(rep, "NK63"); got != tc.wantBoot {
+				t.Errorf("bootstrap findings %q, want %q", got, tc.wantBoot)
+			}
+			// With a journal only: the user data's max pods is the configuration checked.
+			jr, err := analyzeBytes(t, []byte(seedJournal()), Options{UserData: []byte(tc.data), UserDataName: "seed.sh", InstanceType: "m5.large"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev := ""
+			for _, f := range jr.Findings() {
+				if f.Code == "NK102" || f.Code == "NK101" {
+					ev = strings.Join(f.Evidence, " | ")
+				}
+			}
+			if !strings.Contains(ev, tc.maxPods) {
+				t.Errorf("capacity evidence %q lacks %q (codes %v)", ev, tc.maxPods, reportCodes(jr))
+			}
+		})
+	}
+}
+
+func TestUserDataUnreadable(t *testing.T) {
+	for _, tc := range []struct{ name, data, want string }{
+		{"MIME without boundary", "MIME-Version: 1.0\nContent-Type: multipart/mixed\n\nx\n", "without a boundary"},
+		{"bad base64", "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"b\"\n\n--b\nContent-Type: text/x-shellscript\nContent-Transfer-Encoding: base64\n\n!!!not base64!!!\n--b--\n", "base64"},
+		{"bad NodeConfig", "kind: NodeConfig\nspec: [unclosed\n", "NodeConfig"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := analyzeBytes(t, tarGz(t, collectorLayout(seedFiles())), Options{UserData: []byte(tc.data), UserDataName: "ud"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := findCode(t, rep, "NK635")
+			if !strings.Contains(f.Message, tc.want) {
+				t.Errorf("NK635: %s", f.Message)
+			}
+		})
+	}
+}
