@@ -136,6 +136,10 @@ type analysis struct {
 	evictionZombie zombieLines
 	tracedLines    int // "+ cmd" lines in cloud-init-output.log
 
+	// OS and provisioner hints for the max-pods fix (doctor.MaxPodsFix).
+	osHint   doctor.NodeOS
+	provHint doctor.Provisioner
+
 	// --user-data: read, the kubelet settings it gives, and parts that could not be read.
 	userDataRead     bool
 	userDataCfg      doctor.KubeletConfig
@@ -263,6 +267,12 @@ type zombieLines struct {
 func (a *analysis) visit(m Member, r io.Reader) error {
 	name := m.Name
 	switch {
+	case strings.HasPrefix(name, "nodeadm/") || name == "kubelet/config.json":
+		a.osHint = doctor.OSAmazonLinux2023 // nodeadm writes these; bootstrap.sh does not
+	case name == "kubelet/kubelet-config.json" && a.osHint == doctor.OSUnknown:
+		a.osHint = doctor.OSAmazonLinux2
+	}
+	switch {
 	case name == pKubeletLog:
 		return a.kubeletLog.scan(name, r, nil)
 	case strings.HasPrefix(name, pCNILogDir) && isCNILog(path.Base(name)):
@@ -282,6 +292,7 @@ func (a *analysis) visit(m Member, r io.Reader) error {
 			if name == pCloudInitOut && bytes.HasPrefix(line, []byte("+ ")) {
 				a.tracedLines++
 			}
+			a.hintsFrom(line)
 		})
 	case name == pIOThrottling:
 		return a.readIO(r)
@@ -354,8 +365,27 @@ func isKubeletConfig(name string) bool {
 	return strings.HasPrefix(name, "kubelet/config.json.d/") && strings.HasSuffix(name, ".conf")
 }
 
+// hintsFrom notes what a bootstrap or kubelet command line says about the node's OS and
+// provisioner: bootstrap.sh is the AL2 (and Ubuntu) EKS AMI's, nodeadm AL2023's; the node labels
+// passed to the kubelet name Karpenter's NodePool or the managed node group.
+func (a *analysis) hintsFrom(line []byte) {
+	switch {
+	case bytes.Contains(line, []byte("nodeadm")):
+		a.osHint = doctor.OSAmazonLinux2023
+	case bytes.Contains(line, []byte("/etc/eks/bootstrap.sh")) && a.osHint == doctor.OSUnknown:
+		a.osHint = doctor.OSAmazonLinux2
+	}
+	switch {
+	case bytes.Contains(line, []byte(doctor.LabelKarpenterNodePool+"=")) || bytes.Contains(line, []byte(doctor.LabelKarpenterProvisioner+"=")):
+		a.provHint = doctor.ProvisionerKarpenter
+	case bytes.Contains(line, []byte(doctor.LabelEKSNodegroup+"=")) && a.provHint == doctor.ProvisionerUnknown:
+		a.provHint = doctor.ProvisionerManagedNodeGroup
+	}
+}
+
 // readFlags picks the kubelet flags that override configuration from `systemctl cat kubelet`.
 func (a *analysis) readFlags(data []byte) {
+	a.hintsFrom(data)
 	for _, line := range strings.Split(string(data), "\n") {
 		if strings.HasPrefix(strings.TrimSpace(line), "#") {
 			continue
@@ -783,7 +813,23 @@ func (a *analysis) reportConfig(rep *findings.Report) {
 				res.Findings[i] = res.Findings[i].WithEvidence("custom networking is on: bootstrap.sh needs --use-max-pods false and --kubelet-extra-args '--max-pods=N'; Karpenter needs reservedENIs: 1")
 			}
 		}
+		a.fitMaxPodsFix(res.Findings, res.IPLimit, settings.CustomNetworking)
 		rep.Add(res.Findings...)
+	}
+}
+
+// fitMaxPodsFix adds to NK101/NK409 the max-pods fix for the node's OS and provisioner, as far
+// as the input shows them (doctor.MaxPodsFix lists every option when it does not).
+func (a *analysis) fitMaxPodsFix(fs []findings.Finding, limit int, customNetworking bool) {
+	if limit <= 0 {
+		return
+	}
+	for i := range fs {
+		if fs[i].Code == doctor.RuleMaxPodsAboveIPs.Code || fs[i].Code == "NK409" {
+			// The same evidence line doctor gives each node.
+			fs[i] = fs[i].WithEvidence(fmt.Sprintf("fix for this node (%s, %s): %s", a.osHint, a.provHint,
+				doctor.MaxPodsFix(a.osHint, a.provHint, limit, customNetworking)))
+		}
 	}
 }
 

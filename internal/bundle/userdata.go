@@ -140,12 +140,14 @@ func (a *analysis) readUserData(name string, data []byte) {
 		switch p.kind {
 		case "script":
 			_ = a.bootstrap.scan(p.name, bytes.NewReader(p.body), func(_ int, line []byte) {
+				a.hintsFrom(line)
 				if bytes.HasPrefix(bytes.TrimSpace(line), []byte("#")) || !reBootstrapLine.Match(line) {
 					return
 				}
 				a.readUserDataFlags(p.name, line)
 			})
 		case "nodeconfig":
+			a.osHint = doctor.OSAmazonLinux2023
 			a.readNodeConfig(p, &problems)
 		}
 	}

@@ -135,3 +135,37 @@ func TestUserDataUnreadable(t *testing.T) {
 		})
 	}
 }
+
+// TestMaxPodsFixFitsTheNode: NK101 names the fix for the node's OS and provisioner as the input
+// shows them (doctor.MaxPodsFix), as doctor does for each node, besides the rule's list.
+func TestMaxPodsFixFitsTheNode(t *testing.T) {
+	karpenter := strings.Replace(seedUserDataScript, "--node-labels=team=shop", "--node-labels=karpenter.sh/nodepool=default", 1)
+	for _, tc := range []struct {
+		name     string
+		files    map[string]string
+		userData string
+		want     []string
+	}{
+		{"AL2 bootstrap.sh (the seed)", seedFiles(), "", []string{"Amazon Linux 2: in the user data run /etc/eks/bootstrap.sh", "--max-pods=20"}},
+		{"AL2023 NodeConfig", untracedBundle(), seedNodeConfig, []string{"Amazon Linux 2023", "spec.kubelet.config.maxPods: 20", "ignores custom networking"}},
+		{"Karpenter node", untracedBundle(), karpenter, []string{"Karpenter", "reservedENIs"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := Options{}
+			if tc.userData != "" {
+				o.UserData = []byte(tc.userData)
+			}
+			rep, err := analyzeBytes(t, tarGz(t, collectorLayout(tc.files)), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := findCode(t, rep, "NK101")
+			ev := strings.Join(f.Evidence, " | ")
+			for _, w := range append(tc.want, "fix for this node") {
+				if !strings.Contains(ev, w) {
+					t.Errorf("NK101 evidence lacks %q: %s", w, ev)
+				}
+			}
+		})
+	}
+}
