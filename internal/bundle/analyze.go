@@ -120,9 +120,31 @@ func (a *analysis) finish(name string) *findings.Report {
 		}
 		a.readUserData(n, a.o.UserData)
 	}
-	rep := findings.NewReport("bundle", name, a.o.Now, Sections...)
+	rep := findings.NewReport("bundle", name, a.o.Now, a.sections()...)
 	a.report(rep)
 	return rep
+}
+
+// sections are the report's sections for this input: a journal shows only what it can be
+// checked for, so that an empty section never reads as "checked, nothing found".
+func (a *analysis) sections() [][2]string {
+	if a.kind != InputJournal {
+		return Sections
+	}
+	keep := map[string]bool{SectionKubeletLog: true, SectionCNILog: true}
+	if a.userDataRead {
+		keep[SectionBootstrap] = true
+	}
+	if a.userDataSet {
+		keep[doctor.SectionNodes], keep[doctor.SectionKubelet], keep[doctor.SectionAWSNode] = true, true, true
+	}
+	var out [][2]string
+	for _, s := range Sections {
+		if keep[s[0]] {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // analysis gathers facts while members stream by; checks that combine members run at the end.

@@ -42,6 +42,11 @@ func TestJournalInput(t *testing.T) {
 			if got := strings.Join(reportCodes(rep), " "); got != want {
 				t.Fatalf("got %s, want %s (a journal is checked for the kubelet log only)", got, want)
 			}
+			for _, sec := range rep.Sections() {
+				if sec.Name == SectionIO || sec.Name == SectionBootstrap {
+					t.Errorf("a journal's report shows section %s, which it cannot check", sec.Name)
+				}
+			}
 			for _, f := range rep.Findings() {
 				if !strings.HasPrefix(f.Evidence[0], "kubelet.journal:") {
 					t.Errorf("evidence does not name the journal: %s", f.Evidence[0])
