@@ -274,7 +274,7 @@ func seedLeaked(t testing.TB, prefix string, n int, idle time.Duration) []string
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if _, err := kubeletsim.SeedLeakedLease(context.Background(), admin, names[i], time.Now().Add(-idle)); err != nil {
+			if _, err := kubeletsim.SeedOldLeakedLease(context.Background(), admin, env, names[i], time.Now().Add(-idle)); err != nil {
 				errs <- err
 			}
 		}()
@@ -301,7 +301,22 @@ func createLease(t *testing.T, name string, renewTime time.Time, owners ...metav
 	if err != nil {
 		t.Fatal(err)
 	}
-	return l
+	return backdate(t, l)
+}
+
+// backdate moves the creation of a lease meant to be old (renewed more than half an hour ago)
+// back to its renewTime, as a kubelet's first renewal creates it: the API server stamps creation
+// now, and a lease is only as idle as its creation allows.
+func backdate(t testing.TB, l *coordinationv1.Lease) *coordinationv1.Lease {
+	t.Helper()
+	if l.Spec.RenewTime == nil || time.Since(l.Spec.RenewTime.Time) < 30*time.Minute {
+		return l
+	}
+	old, err := env.BackdateLease(context.Background(), l.Namespace, l.Name, l.Spec.RenewTime.Time)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return old
 }
 
 func createNode(t *testing.T, name string) *corev1.Node {

@@ -189,7 +189,7 @@ func TestDoctorSeedCluster(t *testing.T) {
 
 	// A lease leaked three hours ago, and a zombie's: renewed now, no Node, no owner.
 	leaked, zombie := "ip-10-61-9-1.ec2.internal", "ip-10-61-9-2.ec2.internal"
-	if _, err := kubeletsim.SeedLeakedLease(ctx, admin, leaked, time.Now().Add(-3*time.Hour)); err != nil {
+	if _, err := kubeletsim.SeedOldLeakedLease(ctx, admin, env, leaked, time.Now().Add(-3*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := kubeletsim.SeedLeakedLease(ctx, admin, zombie, time.Now()); err != nil {

@@ -74,6 +74,13 @@ func createLease(t testing.TB, name string, renew time.Time, owners ...metav1.Ow
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A lease meant to be old (renewed more than half an hour ago) is created at its renewTime,
+	// as a kubelet's first renewal creates it; the API server alone would stamp now.
+	if time.Since(renew) >= 30*time.Minute {
+		if l, err = env.BackdateLease(context.Background(), l.Namespace, l.Name, renew); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return l
 }
 
@@ -111,7 +118,7 @@ func seed(t testing.TB, prefix string, n int) []string {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			_, errs[i] = kubeletsim.SeedLeakedLease(context.Background(), admin, names[i], time.Now().Add(-2*time.Hour))
+			_, errs[i] = kubeletsim.SeedOldLeakedLease(context.Background(), admin, env, names[i], time.Now().Add(-2*time.Hour))
 		})
 	}
 	wg.Wait()

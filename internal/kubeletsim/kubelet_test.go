@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/nodekeeper/nodekeeper/internal/lease"
 	"github.com/nodekeeper/nodekeeper/internal/testenv"
 )
 
@@ -427,5 +428,29 @@ func TestNodeStatusReports(t *testing.T) {
 	}
 	if s := k.Stats(); s.NodeStatusPatch != 2 {
 		t.Errorf("want exactly one corrective patch, stats %+v", s)
+	}
+}
+
+// TestSeedOldLeakedLease: the lease is as old as its renewTime in the field the API server stamps
+// (creationTimestamp), so that it is leaked, not a lease that merely carries an old renewTime.
+func TestSeedOldLeakedLease(t *testing.T) {
+	ctx := context.Background()
+	admin := env.AdminClient()
+	name := uniqueName(t)
+	renew := time.Now().Add(-72 * time.Hour).Truncate(time.Microsecond)
+	l, err := SeedOldLeakedLease(ctx, admin, env, name, renew)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !l.CreationTimestamp.Time.Equal(renew.Truncate(time.Second)) || !l.Spec.RenewTime.Time.Equal(renew) {
+		t.Errorf("creationTimestamp %s renewTime %s, want both %s", l.CreationTimestamp, l.Spec.RenewTime, renew)
+	}
+	if v := lease.Classify(l, nil, time.Now(), lease.Options{GracePeriod: time.Hour}); v.Class != lease.Leaked {
+		t.Errorf("class %s (%s), want leaked", v.Class, v.Reason)
+	}
+	// Served as written: a read through the API server agrees.
+	got, err := admin.CoordinationV1().Leases(NodeLeaseNamespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil || !got.CreationTimestamp.Equal(&l.CreationTimestamp) || got.UID != l.UID {
+		t.Errorf("GET after backdating = %v, %v", got, err)
 	}
 }

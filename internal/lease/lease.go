@@ -152,11 +152,12 @@ type Verdict struct {
 	RenewAge time.Duration
 	// Expired reports that the lease was not renewed within its duration (or never renewed).
 	Expired bool
-	// LastActivity is the latest of renewTime and acquireTime, or creationTimestamp when the
-	// lease was never renewed nor acquired: the last time a holder said it was alive. The grace
-	// period counts from it. The creation time does not count otherwise: a kubelet always writes
-	// renewTime when it creates its lease, so an old renewTime on a new object (a restore from a
-	// backup, a copy) means nobody holds it. (Extension.)
+	// LastActivity is the latest of renewTime, acquireTime and creationTimestamp: the last time
+	// anything said the lease was alive. The grace period counts from it. renewTime and
+	// acquireTime come from the kubelet's clock; creationTimestamp is stamped by the API server.
+	// A kubelet whose clock runs behind writes a renewTime that is already old when it creates
+	// its lease; without the creation time a pre-1.29 zombie with a lagging clock would be
+	// deleted the moment it re-created its lease, and fought forever.
 	LastActivity time.Time
 	// RecheckAt is the moment this lease's class changes by the passage of time alone
 	// (healthy→stale, zombie→leaked); zero when no time-driven change is pending. Classifying at
@@ -273,11 +274,21 @@ func classify(l *coordinationv1.Lease, node *NodeRef, now time.Time, opts Option
 		}
 	}
 	leakAt := v.LastActivity.Add(grace)
+	serverClock := bool(why) && createdLast(l, v.LastActivity)
+	if serverClock {
+		// The holder's own timestamps are older than the object: its clock is behind, or the
+		// lease was restored or copied. Either way the object is only as old as its creation.
+		renewed += fmt.Sprintf("; created %s ago by the API server, later than its holder's timestamps (holder clock behind?), so idle time counts from creation",
+			now.Sub(v.LastActivity).Round(time.Second))
+	}
 	if now.Before(leakAt) {
 		v.Class = Zombie
 		v.RecheckAt = leakAt
 		state := "a kubelet is renewing it without its Node"
-		if v.Expired {
+		switch {
+		case serverClock:
+			state = "created recently"
+		case v.Expired:
 			state = "its kubelet stopped recently"
 		}
 		if why {
@@ -292,6 +303,21 @@ func classify(l *coordinationv1.Lease, node *NodeRef, now time.Time, opts Option
 			l.Name, now.Sub(v.LastActivity).Round(time.Second), grace, graceNote, renewed)
 	}
 	return v
+}
+
+// createdLast reports whether the creation time is the lease's last activity and later than a
+// renewTime or acquireTime by more than the second creationTimestamp is rounded to: the server's
+// clock, not the holder's, is what keeps the lease from being leaked.
+func createdLast(l *coordinationv1.Lease, last time.Time) bool {
+	if !l.CreationTimestamp.Time.Equal(last) {
+		return false
+	}
+	for _, mt := range []*metav1.MicroTime{l.Spec.RenewTime, l.Spec.AcquireTime} {
+		if mt != nil && mt.Time.Add(time.Second).After(last) {
+			return false
+		}
+	}
+	return true
 }
 
 // classifyOwned handles a node lease that has at least one Node ownerReference named like the lease.
@@ -422,7 +448,7 @@ func describeRenew(v Verdict, now time.Time) string {
 	}
 }
 
-// latest returns the latest of renewTime and acquireTime, else creationTimestamp (see LastActivity).
+// latest returns the latest of renewTime, acquireTime and creationTimestamp (see LastActivity).
 func latest(renew, acquire *metav1.MicroTime, created *metav1.Time) time.Time {
 	var out time.Time
 	for _, mt := range []*metav1.MicroTime{renew, acquire} {
@@ -430,7 +456,7 @@ func latest(renew, acquire *metav1.MicroTime, created *metav1.Time) time.Time {
 			out = mt.Time
 		}
 	}
-	if out.IsZero() && created != nil {
+	if created != nil && created.After(out) {
 		out = created.Time
 	}
 	return out

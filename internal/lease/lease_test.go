@@ -171,11 +171,37 @@ func TestClassify(t *testing.T) {
 			node: nil, opts: hour, want: Other, wantExpired: true, reasonHas: "cannot be judged",
 		},
 		{
-			name: "old renewTime on a lease created 1m ago (restored from a backup): leaked, nobody holds it",
+			// Item 8 of issue 10: a pre-1.29 zombie kubelet whose clock is 65 minutes behind
+			// re-creates its lease; the API server stamps the creation now. Deleting it would
+			// start a fight (delete, re-create, delete) with a live kubelet.
+			name: "renewTime 65m old on a lease the API server created 5s ago (kubelet clock behind): zombie until creation+grace",
+			lease: nodeLease(renewedAgo(65*time.Minute), func(l *coordinationv1.Lease) {
+				l.CreationTimestamp = metav1.NewTime(now.Add(-5 * time.Second))
+			}),
+			node: nil, opts: hour, want: Zombie, wantExpired: true, wantRecheck: now.Add(time.Hour - 5*time.Second),
+			reasonHas: "created 5s ago by the API server",
+		},
+		{
+			name: "acquireTime behind the creation too: creation still counts",
+			lease: nodeLease(renewedAgo(65*time.Minute), func(l *coordinationv1.Lease) {
+				l.Spec.AcquireTime = ptr.To(metav1.NewMicroTime(now.Add(-70 * time.Minute)))
+				l.CreationTimestamp = metav1.NewTime(now.Add(-5 * time.Second))
+			}),
+			node: nil, opts: hour, want: Zombie, wantExpired: true, wantRecheck: now.Add(time.Hour - 5*time.Second),
+		},
+		{
+			name: "clock-skewed lease once grace has passed since its creation: leaked",
+			lease: nodeLease(renewedAgo(3*time.Hour), func(l *coordinationv1.Lease) {
+				l.CreationTimestamp = metav1.NewTime(now.Add(-61 * time.Minute))
+			}),
+			node: nil, opts: hour, want: Leaked, wantExpired: true, reasonHas: "idle for 1h1m0s",
+		},
+		{
+			name: "old renewTime on a lease created 1m ago (restored from a backup): zombie, its age counts from the creation",
 			lease: nodeLease(renewedAgo(30*24*time.Hour), func(l *coordinationv1.Lease) {
 				l.CreationTimestamp = metav1.NewTime(now.Add(-time.Minute))
 			}),
-			node: nil, opts: hour, want: Leaked, wantExpired: true,
+			node: nil, opts: hour, want: Zombie, wantExpired: true, wantRecheck: now.Add(59 * time.Minute), reasonHas: "created recently",
 		},
 		{
 			name: "acquireTime later than renewTime counts as activity",

@@ -149,7 +149,7 @@ func Start(ctx context.Context, mix Mix, quiet bool, progress func(string)) (_ *
 	}
 	for i := range mix.Leaked {
 		name := kubeletsim.NodeName(index + i)
-		if _, err := kubeletsim.SeedLeakedLease(ctx, admin, name, time.Now().Add(-mix.LeakedAge)); err != nil {
+		if _, err := kubeletsim.SeedOldLeakedLease(ctx, admin, env, name, time.Now().Add(-mix.LeakedAge)); err != nil {
 			return nil, fmt.Errorf("seed leaked lease %s: %w", name, err)
 		}
 	}

@@ -144,7 +144,7 @@ func TestNodeClasses(t *testing.T) {
 	// leaked: what a pre-1.29 kubelet left behind. The API server stamps creation now, and the
 	// grace period counts from the last activity, so it is leaked once the (minimum) grace of
 	// one lease duration has passed — set up first so that the wait overlaps everything else.
-	if _, err := kubeletsim.SeedLeakedLease(ctx, admin, leaked, time.Now().Add(-72*time.Hour)); err != nil {
+	if _, err := kubeletsim.SeedOldLeakedLease(ctx, admin, env, leaked, time.Now().Add(-72*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	// healthy: a modern kubelet.

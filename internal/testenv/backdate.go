@@ -1,0 +1,126 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// BackdatedAnnotation marks a lease whose creationTimestamp BackdateLease rewrote; its value is
+// the creation time it was given.
+const BackdatedAnnotation = "testenv.nodekeeper.io/backdated"
+
+// BackdateLease sets the creationTimestamp of an existing lease to created, as if the lease had
+// been written back then, and returns the lease as the API server now serves it.
+//
+// The API server stamps creationTimestamp itself and ignores what a client sends, so a test
+// cannot otherwise make an old object: a lease created now with an old renewTime is, correctly,
+// only as old as its creation (see internal/lease). The object is rewritten in etcd (kube-apiserver
+// reads JSON from its storage as well as protobuf) in a transaction that succeeds only if the
+// lease is still at the revision that was read, so a concurrent writer is never overwritten; the
+// API server's watch delivers the change to informers as an update.
+func (e *Env) BackdateLease(ctx context.Context, namespace, name string, created time.Time) (*coordinationv1.Lease, error) {
+	leases := e.AdminClient().CoordinationV1().Leases(namespace)
+	for attempt := 0; attempt < 5; attempt++ {
+		l, err := leases.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("backdate lease %s/%s: %w", namespace, name, err)
+		}
+		rev, err := strconv.ParseInt(l.ResourceVersion, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("backdate lease %s/%s: resourceVersion %q is not an etcd revision: %w", namespace, name, l.ResourceVersion, err)
+		}
+		stored := l.DeepCopy()
+		stored.TypeMeta = metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"}
+		stored.ResourceVersion = "" // never stored: the API server derives it from the etcd revision
+		stored.CreationTimestamp = metav1.NewTime(created)
+		value, err := json.Marshal(stored)
+		if err != nil {
+			return nil, err
+		}
+		key := fmt.Sprintf("/registry/leases/%s/%s", namespace, name)
+		ok, err := e.etcdPutIfUnchanged(ctx, key, value, rev)
+		if err != nil {
+			return nil, fmt.Errorf("backdate lease %s/%s: %w", namespace, name, err)
+		}
+		if !ok {
+			continue // written in between: read it again
+		}
+		// Write the result once more through the API server (an annotation saying what was done),
+		// so that the version tests go on with is an audited write like every other: audit-log
+		// proofs find the lease as it is then, with its old creation time.
+		written, err := leases.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("backdate lease %s/%s: %w", namespace, name, err)
+		}
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+			"annotations":     map[string]string{BackdatedAnnotation: created.UTC().Format(time.RFC3339)},
+			"resourceVersion": written.ResourceVersion,
+		}})
+		if err != nil {
+			return nil, err
+		}
+		got, err := leases.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "nodekeeper-testenv"})
+		if apierrors.IsConflict(err) {
+			continue // written in between: start again
+		}
+		if err != nil {
+			return nil, fmt.Errorf("backdate lease %s/%s: %w", namespace, name, err)
+		}
+		if !got.CreationTimestamp.Time.Equal(created.Truncate(time.Second)) {
+			return nil, fmt.Errorf("backdate lease %s/%s: the API server serves creationTimestamp %s, want %s",
+				namespace, name, got.CreationTimestamp.UTC().Format(time.RFC3339), created.UTC().Format(time.RFC3339))
+		}
+		return got, nil
+	}
+	return nil, fmt.Errorf("backdate lease %s/%s: the lease kept changing; is something renewing it?", namespace, name)
+}
+
+// etcdPutIfUnchanged writes value at key if the key's last modification is still revision rev,
+// through etcd's JSON gateway (plain HTTP on 127.0.0.1, no client library needed). It reports
+// whether the write happened.
+func (e *Env) etcdPutIfUnchanged(ctx context.Context, key string, value []byte, rev int64) (bool, error) {
+	k := base64.StdEncoding.EncodeToString([]byte(key))
+	body, err := json.Marshal(map[string]any{
+		"compare": []map[string]any{{"key": k, "target": "MOD", "result": "EQUAL", "mod_revision": strconv.FormatInt(rev, 10)}},
+		"success": []map[string]any{{"request_put": map[string]any{"key": k, "value": base64.StdEncoding.EncodeToString(value)}}},
+	})
+	if err != nil {
+		return false, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.etcdURL+"/v3/kv/txn", bytes.NewReader(body))
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		return false, fmt.Errorf("etcd txn: %w", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return false, fmt.Errorf("etcd txn: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("etcd txn: %s: %s", resp.Status, bytes.TrimSpace(data))
+	}
+	var out struct {
+		Succeeded bool `json:"succeeded"`
+	}
+	if err := json.Unmarshal(data, &out); err != nil {
+		return false, fmt.Errorf("etcd txn: unreadable answer %q: %w", data, err)
+	}
+	return out.Succeeded, nil
+}
