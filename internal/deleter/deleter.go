@@ -218,7 +218,7 @@ func (d *Deleter) Adopt(ctx context.Context, l *coordinationv1.Lease, node *leas
 	r.Requests++
 	live, err := d.nodes.Get(ctx, l.Name, metav1.GetOptions{})
 	switch {
-	case apierrors.IsNotFound(err):
+	case NodeAbsent(err, l.Name):
 		r.Outcome = NodeMissing
 		r.Reason = fmt.Sprintf("not adopted: a live GET found no Node %s", l.Name)
 		return r

@@ -2,6 +2,9 @@ package deleter
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,16 +31,51 @@ type GetNodeChecker struct {
 	Nodes metadata.ResourceInterface
 }
 
-// NodeExists GETs the Node.
+// NodeExists GETs the Node. Only the API server's own NotFound for that Node (see NodeAbsent)
+// proves it absent; any other answer, a 404 from something else included, is an error.
 func (g GetNodeChecker) NodeExists(ctx context.Context, name string) (bool, int, error) {
 	_, err := g.Nodes.Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case err == nil:
 		return true, 1, nil
-	case apierrors.IsNotFound(err):
+	case NodeAbsent(err, name):
 		return false, 1, nil
+	case apierrors.IsNotFound(err):
+		return false, 1, fmt.Errorf("GET of Node %s answered 404 without the API server's NotFound status for that Node "+
+			"(a proxy or load balancer in front of the API server?), so its absence is not proven: %w", name, err)
 	}
 	return false, 1, err
+}
+
+// NodeAbsent reports whether err proves that no Node named name exists: it must be a Kubernetes
+// Status decoded from the answer, with code 404, reason NotFound and details naming the core
+// resource "nodes" and that very name.
+//
+// client-go turns any error answer that is not a Status (an HTML or plain-text 404 page from a
+// proxy, a gateway or a misrouted load balancer) into a StatusError of its own with reason
+// NotFound and the requested resource and name in its details, so apierrors.IsNotFound alone
+// cannot tell the API server's answer from a stranger's. Such a synthesized error always carries
+// a cause of type UnexpectedServerResponse (the body it could not decode): that marks it as not
+// the API server's word.
+func NodeAbsent(err error, name string) bool {
+	var se apierrors.APIStatus
+	if err == nil || !errors.As(err, &se) {
+		return false
+	}
+	st := se.Status()
+	if st.Reason != metav1.StatusReasonNotFound || st.Code != http.StatusNotFound || st.Details == nil {
+		return false
+	}
+	d := st.Details
+	if d.Group != "" || d.Kind != NodesResource.Resource || d.Name != name || name == "" {
+		return false
+	}
+	for _, c := range d.Causes {
+		if c.Type == metav1.CauseTypeUnexpectedServerResponse {
+			return false
+		}
+	}
+	return true
 }
 
 // BatchNodeChecker gives many concurrent checks one live read between them, for bulk deletes.
@@ -136,9 +174,12 @@ func (b *BatchNodeChecker) listRound(ctx context.Context, batch []*nodeWaiter) {
 	})
 	p.PageSize = b.pageSize
 	err := p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
-		if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
-			names[m.Name] = struct{}{}
+		m, ok := obj.(*metav1.PartialObjectMetadata)
+		if !ok {
+			// A Node that cannot be read must not count as absent.
+			return fmt.Errorf("LIST of Nodes returned a %T, not object metadata", obj)
 		}
+		names[m.Name] = struct{}{}
 		return nil
 	})
 	if err == nil {
