@@ -309,3 +309,37 @@ func TestShippedRBAC(t *testing.T) {
 	}
 	rbac.apply(t)
 }
+
+// TestShippedRBACIsExactlyRequired: the grants deploy/ ships and the permissions the preflight
+// check demands (RequiredPermissions, which names what the code uses) are the same set, verb for
+// verb and namespace for namespace: nothing the code needs is missing, nothing is granted beyond
+// it, and nothing namespaced is granted cluster-wide (events in particular: the controller writes
+// them only in kube-node-lease and in its own namespace).
+func TestShippedRBACIsExactlyRequired(t *testing.T) {
+	rbac := loadRBAC(t)
+	type perm struct{ verb, group, resource, namespace, name string }
+	shipped := map[perm]string{}
+	for _, g := range rbac.grants() {
+		shipped[perm{g.verb, g.group, g.resource, g.namespace, g.name}] = g.role
+	}
+	le := LeaderElectionOptions{Enabled: true, Namespace: rbac.sa.Namespace, Name: DefaultElectionID}
+	required := map[perm]bool{}
+	for _, p := range RequiredPermissions(le) {
+		required[perm{p.Verb, p.Group, p.Resource, p.Namespace, p.Name}] = true
+	}
+	for p, role := range shipped {
+		if !required[p] {
+			t.Errorf("%s grants %+v, which the controller does not use", role, p)
+		}
+	}
+	for p := range required {
+		if _, ok := shipped[p]; !ok {
+			t.Errorf("the controller needs %+v; deploy/ does not grant it", p)
+		}
+	}
+	for p, role := range shipped {
+		if p.resource == "events" && p.namespace == "" {
+			t.Errorf("%s grants %s on events cluster-wide", role, p.verb)
+		}
+	}
+}

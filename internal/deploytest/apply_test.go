@@ -16,6 +16,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -370,14 +371,26 @@ func accessMatrix(ns, leaderID string) []access {
 		{"patch", "", "nodes", "", "ip-10-0-0-1", false},
 		{"update", "", "nodes", "", "ip-10-0-0-1", false},
 		{"create", "", "nodes", "", "", false},
-		// events
-		{"create", "", "events", "kube-node-lease", "", true},
-		{"create", "", "events", "default", "", true},
-		{"patch", "", "events", "kube-node-lease", "e", true},
+		// events: about leases in kube-node-lease (events.k8s.io), about the leader lock in
+		// its own namespace (core, as client-go's election lock records them); nowhere else
 		{"create", events, "events", "kube-node-lease", "", true},
 		{"patch", events, "events", "kube-node-lease", "e", true},
-		{"delete", "", "events", "kube-node-lease", "e", false},
+		{"create", "", "events", ns, "", true},
+		{"patch", "", "events", ns, "e", true},
+		{"create", "", "events", "kube-node-lease", "", false},
+		{"patch", "", "events", "kube-node-lease", "e", false},
+		{"create", events, "events", ns, "", false},
+		{"create", "", "events", "default", "", false},
+		{"create", events, "events", "default", "", false},
+		{"create", "", "events", "kube-system", "", false},
+		{"patch", events, "events", "kube-system", "e", false},
+		{"create", "", "events", "", "", false},
+		{"create", events, "events", "", "", false},
+		{"delete", events, "events", "kube-node-lease", "e", false},
+		{"update", events, "events", "kube-node-lease", "e", false},
+		{"delete", "", "events", ns, "e", false},
 		{"list", "", "events", "", "", false},
+		{"list", events, "events", "kube-node-lease", "", false},
 		// leader election in its own namespace
 		{"get", coord, "leases", ns, leaderID, true},
 		{"update", coord, "leases", ns, leaderID, true},
@@ -484,14 +497,32 @@ func TestServiceAccountRequests(t *testing.T) {
 		}
 	}
 
-	_, err = sa.CoreV1().Events("kube-node-lease").Create(ctx, &corev1.Event{
-		ObjectMeta:     metav1.ObjectMeta{GenerateName: "deploytest-"},
-		InvolvedObject: corev1.ObjectReference{APIVersion: "coordination.k8s.io/v1", Kind: "Lease", Namespace: "kube-node-lease", Name: l.Name, UID: l.UID},
-		Reason:         "Deleted", Message: "deploytest", Type: corev1.EventTypeNormal,
-		Source: corev1.EventSource{Component: fieldManager},
+	// Events as the controller records them: events.k8s.io about a lease in its namespace, core
+	// Events (leader election) in the controller's own namespace; nothing else.
+	_, err = sa.EventsV1().Events("kube-node-lease").Create(ctx, &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "deploytest-"},
+		EventTime:  metav1.NewMicroTime(time.Now()), ReportingController: "nodekeeper.io/controller", ReportingInstance: "deploytest",
+		Action: "Delete", Reason: "Deleted", Note: "deploytest", Type: corev1.EventTypeNormal,
+		Regarding: corev1.ObjectReference{APIVersion: "coordination.k8s.io/v1", Kind: "Lease", Namespace: "kube-node-lease", Name: l.Name, UID: l.UID},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		t.Errorf("record an event: %v", err)
+		t.Errorf("record an event about a lease: %v", err)
+	}
+	coreEvent := func(ns string) *corev1.Event {
+		return &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{GenerateName: "deploytest-"},
+			InvolvedObject: corev1.ObjectReference{APIVersion: "coordination.k8s.io/v1", Kind: "Lease", Namespace: ns, Name: in.leaderID},
+			Reason:         "LeaderElection", Message: "deploytest", Type: corev1.EventTypeNormal,
+			Source: corev1.EventSource{Component: fieldManager},
+		}
+	}
+	if _, err := sa.CoreV1().Events(in.namespace).Create(ctx, coreEvent(in.namespace), metav1.CreateOptions{}); err != nil {
+		t.Errorf("record a leader election event: %v", err)
+	}
+	for _, ns := range []string{"kube-node-lease", "default", "kube-system"} {
+		if _, err := sa.CoreV1().Events(ns).Create(ctx, coreEvent(ns), metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("record a core event in %s: want Forbidden, got %v", ns, err)
+		}
 	}
 
 	lock := sa.CoordinationV1().Leases(in.namespace)

@@ -297,6 +297,7 @@ func TestRBACLeaderElection(t *testing.T) {
 			want := []rbacv1.PolicyRule{
 				{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{tc.wantID}, Verbs: []string{"get", "update"}},
 				{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+				{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 			}
 			if !reflect.DeepEqual(rules, want) {
 				t.Errorf("rules = %+v, want %+v", rules, want)
