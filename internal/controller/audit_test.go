@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,7 +104,7 @@ func auditDeletes(events []auditEvent, user string) []auditEvent {
 // that version shows the lease as it was deleted (the precondition guarantees no other version
 // was). That lease must classify as leaked at the DELETE's arrival, with the Node as the audited
 // Node creates and deletes say it was then. It returns how many deletes it checked.
-func assertDeletesWereLeaked(t *testing.T, user string, grace time.Duration) int {
+func assertDeletesWereLeaked(t testing.TB, user string, grace time.Duration) int {
 	t.Helper()
 	events := readAudit(t)
 	versions := map[string]*coordinationv1.Lease{} // uid/resourceVersion → lease as written
@@ -172,6 +173,46 @@ func nodeAt(events []auditEvent, name string, at time.Time) *lease.NodeRef {
 }
 
 // countRequests counts user's completed requests of verb on resource at or after since.
+// readAuditStarted returns every request once: a watch at its start (stage ResponseStarted), any
+// other request at its completion.
+func readAuditStarted(t testing.TB) []auditEvent {
+	t.Helper()
+	f, err := os.Open(env.AuditLogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []auditEvent
+	dec := json.NewDecoder(f)
+	for {
+		var e auditEvent
+		if err := dec.Decode(&e); err != nil {
+			break // io.EOF, or the API server is mid-line on the last event
+		}
+		if (e.Verb == "watch" && e.Stage == "ResponseStarted") || (e.Verb != "watch" && e.Stage == "ResponseComplete") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// isList reports a list: a LIST, or a streaming list (a WATCH with sendInitialEvents=true).
+func (e auditEvent) isList() bool {
+	return e.Verb == "list" || (e.Verb == "watch" && strings.Contains(e.RequestURI, "sendInitialEvents=true"))
+}
+
+// firstRequest is the earliest request (by arrival) of user on resource, or nil.
+func firstRequest(events []auditEvent, user, resource string) *auditEvent {
+	var first *auditEvent
+	for i := range events {
+		e := &events[i]
+		if e.User.Username == user && e.resource() == resource && (first == nil || e.Received.Before(first.Received)) {
+			first = e
+		}
+	}
+	return first
+}
+
 func countRequests(events []auditEvent, user, verb, resource string, since time.Time) int {
 	n := 0
 	for _, e := range events {

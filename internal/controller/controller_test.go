@@ -332,7 +332,9 @@ func TestGracePeriodWithInjectedClock(t *testing.T) {
 	eventually(t, 10*time.Second, "both leases classified as zombies", func() (bool, error) {
 		return h.metric("nodekeeper_leases", "class", "zombie") == 2, nil
 	})
-	leakAt := l.Spec.RenewTime.Add(grace)
+	// From the last activity, which includes the server-stamped creation: a second boundary
+	// between the renewTime taken here and the API server's stamp makes the creation later.
+	leakAt := lease.Classify(l, nil, clk.Now(), lease.Options{GracePeriod: grace}).LastActivity.Add(grace)
 
 	clk.SetTime(leakAt.Add(-30 * time.Minute)) // half way: a Node registers for one of them
 	createNode(t, saved)
@@ -358,6 +360,50 @@ func TestGracePeriodWithInjectedClock(t *testing.T) {
 	}
 	if got := h.outcomes(saved); !slices.Equal(got, []deleter.Outcome{deleter.Adopted}) {
 		t.Errorf("saved lease decisions %v", got)
+	}
+}
+
+// TestClockSkewedKubeletWaitsForGraceSinceCreation (issue 10, item 8): a pre-1.29 zombie whose
+// clock is 65 minutes behind re-creates its lease; the API server stamps the creation now. With a
+// one-hour grace period the lease must survive until an hour after its creation, not be deleted
+// for its old renewTime (and fought: delete, re-create, delete). A lease that really is that old
+// is deleted at once, which shows the controller is acting on this grace period meanwhile.
+func TestClockSkewedKubeletWaitsForGraceSinceCreation(t *testing.T) {
+	reset(t)
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Now())
+	grace := time.Hour
+	skewed := "ip-10-3-3-3.clock-behind.internal"
+	old := "ip-10-3-4-4.really-old.internal"
+	renew := clk.Now().Add(-65 * time.Minute)
+	l, err := kubeletsim.SeedLeakedLease(ctx, env.AdminClient(), skewed, renew) // created now
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kubeletsim.SeedOldLeakedLease(ctx, env.AdminClient(), env, old, renew); err != nil {
+		t.Fatal(err)
+	}
+	h := startController(t, Options{GracePeriod: grace, Clock: clk, Workers: 2})
+	eventually(t, 30*time.Second, "the really old lease to be deleted", leaseGone(old))
+	eventually(t, 10*time.Second, "the skewed lease classified as a zombie", func() (bool, error) {
+		return h.metric("nodekeeper_leases", "class", "zombie") == 1, nil
+	})
+	leakAt := l.CreationTimestamp.Add(grace)
+	if got := lease.Classify(l, nil, clk.Now(), lease.Options{GracePeriod: grace}).RecheckAt; !got.Equal(leakAt) {
+		t.Fatalf("recheck at %s, want creation + grace %s", got, leakAt)
+	}
+
+	clk.SetTime(leakAt.Add(-time.Millisecond))
+	time.Sleep(time.Second)
+	if _, err := getLease(skewed); err != nil {
+		t.Fatalf("lease of a kubelet with a lagging clock deleted before grace had passed since its creation: %v", err)
+	}
+	clk.SetTime(leakAt)
+	eventually(t, 10*time.Second, "the skewed lease to be deleted once grace has passed since its creation", leaseGone(skewed))
+	// The decision is recorded just after the DELETE returns.
+	eventually(t, 10*time.Second, "the delete decision", func() (bool, error) { return len(h.outcomes(skewed)) > 0, nil })
+	if got := h.outcomes(skewed); !slices.Equal(got, []deleter.Outcome{deleter.Deleted}) {
+		t.Errorf("skewed lease decisions %v, want one delete", got)
 	}
 }
 
@@ -549,8 +595,27 @@ func TestNoPeriodicList(t *testing.T) {
 	h := startController(t, Options{GracePeriod: time.Hour})
 	synced := time.Now()
 	time.Sleep(10 * time.Second)
-	events := readAudit(t)
-	lists := countRequests(events, h.user, "list", "leases", synced) + countRequests(events, h.user, "list", "nodes", synced)
+	// Watches are audited when they start (stage ResponseStarted): the informers' initial list is
+	// a streaming list, a WATCH with sendInitialEvents, which completes only when it ends.
+	events := readAuditStarted(t)
+	// The filter must match this controller at all, or the count below proves nothing: the
+	// first request of h.user for each resource is its initial list, before the sync.
+	for _, res := range []string{"leases", "nodes"} {
+		first := firstRequest(events, h.user, res)
+		switch {
+		case first == nil:
+			t.Fatalf("the audit log has no %s request by %s: the filter matches nothing", res, h.user)
+		case !first.isList() || !first.Received.Before(synced):
+			t.Fatalf("the first %s request by %s is %s %s at %s, want the initial list before the sync at %s",
+				res, h.user, first.Verb, first.RequestURI, first.Received.Format(time.RFC3339Nano), synced.Format(time.RFC3339Nano))
+		}
+	}
+	lists := 0
+	for _, e := range events {
+		if e.User.Username == h.user && e.isList() && !e.Received.Before(synced) && (e.resource() == "leases" || e.resource() == "nodes") {
+			lists++
+		}
+	}
 	if lists != 0 {
 		t.Errorf("%d LIST requests after the initial sync", lists)
 	}
