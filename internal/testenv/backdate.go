@@ -45,6 +45,11 @@ func (e *Env) BackdateLease(ctx context.Context, namespace, name string, created
 		stored.TypeMeta = metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"}
 		stored.ResourceVersion = "" // never stored: the API server derives it from the etcd revision
 		stored.CreationTimestamp = metav1.NewTime(created)
+		// The version written behind the API server's back must not be one anybody acts on: it
+		// is not in the audit log. It carries a fresh renewTime (a controller sees a renewed
+		// lease); the audited write below restores the real one.
+		now := metav1.NewMicroTime(time.Now())
+		stored.Spec.RenewTime = &now
 		value, err := json.Marshal(stored)
 		if err != nil {
 			return nil, err
@@ -57,17 +62,21 @@ func (e *Env) BackdateLease(ctx context.Context, namespace, name string, created
 		if !ok {
 			continue // written in between: read it again
 		}
-		// Write the result once more through the API server (an annotation saying what was done),
-		// so that the version tests go on with is an audited write like every other: audit-log
-		// proofs find the lease as it is then, with its old creation time.
+		// Write the result once more through the API server (the real renewTime, and an
+		// annotation saying what was done), so that the version tests go on with is an audited
+		// write like every other: audit-log proofs find the lease as it is then, with its old
+		// creation time.
 		written, err := leases.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("backdate lease %s/%s: %w", namespace, name, err)
 		}
-		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-			"annotations":     map[string]string{BackdatedAnnotation: created.UTC().Format(time.RFC3339)},
-			"resourceVersion": written.ResourceVersion,
-		}})
+		patch, err := json.Marshal(map[string]any{
+			"metadata": map[string]any{
+				"annotations":     map[string]string{BackdatedAnnotation: created.UTC().Format(time.RFC3339)},
+				"resourceVersion": written.ResourceVersion,
+			},
+			"spec": map[string]any{"renewTime": l.Spec.RenewTime},
+		})
 		if err != nil {
 			return nil, err
 		}
