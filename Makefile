@@ -10,7 +10,7 @@ LDFLAGS := -s -w -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COM
 # A fallback kubectl is built with the control plane; one already on PATH wins.
 export PATH := $(PATH):$(CURDIR)/bin/controlplane
 
-.PHONY: all build controlplane helm deps test test-short lint cross-vet bench run sandbox clean
+.PHONY: all build controlplane helm deps test test-short lint cross-vet fuzz bench run sandbox clean
 
 all: build
 
@@ -47,6 +47,10 @@ cross-vet:
 ## test: everything CI runs — install, build, lint, then all unit and integration tests
 test: deps controlplane helm build lint
 	bash hack/test.sh
+
+## fuzz: every Fuzz* target of every package, FUZZTIME each (default 1m; discovered with go test -list)
+fuzz:
+	FUZZTIME=$${FUZZTIME:-1m} bash hack/fuzz.sh
 
 ## bench: the benchmarks named in the issues, printed as figures and ratios
 bench: controlplane build
