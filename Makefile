@@ -39,10 +39,16 @@ lint:
 	$(GO) vet ./...
 	$(MAKE) cross-vet
 
-## cross-vet: type-check darwin/arm64 and windows/amd64 (vet only: cheap, no link; make release-snapshot builds all six)
+## cross-vet: type-check darwin/arm64 and windows/amd64 (vet only: cheap, no link).
+## internal/doctor/kubeletstub drives Linux network namespaces for doctor's control-plane tests and
+## is not linked into the binary; until it has a build tag, it and doctor's tests are left out here
+## and doctor's own code is type-checked with go build instead.
+CROSS_VET_PKGS = $(shell $(GO) list ./cmd/... ./internal/... | grep -v -e '/internal/doctor/kubeletstub$$' -e '/internal/doctor$$')
 cross-vet:
-	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) vet ./cmd/... ./internal/...
-	CGO_ENABLED=0 GOOS=windows GOARCH=amd64 $(GO) vet ./cmd/... ./internal/...
+	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) vet $(CROSS_VET_PKGS)
+	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./internal/doctor
+	CGO_ENABLED=0 GOOS=windows GOARCH=amd64 $(GO) vet $(CROSS_VET_PKGS)
+	CGO_ENABLED=0 GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null ./internal/doctor
 
 ## test: everything CI runs — install, build, lint, then all unit and integration tests
 test: deps controlplane helm build lint
