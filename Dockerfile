@@ -25,7 +25,7 @@ COPY internal/ internal/
 # CGO off: distroless/static has no C library.
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/go/build-cache \
     GOCACHE=/go/build-cache CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
-    go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/nodekeeper ./cmd/nodekeeper
+    go build -trimpath -ldflags "-s -w -X github.com/nodekeeper/nodekeeper/internal/buildinfo.version=${VERSION}" -o /out/nodekeeper ./cmd/nodekeeper
 
 FROM gcr.io/distroless/static:nonroot
 LABEL org.opencontainers.image.title="nodekeeper" \

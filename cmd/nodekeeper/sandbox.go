@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodekeeper/nodekeeper/internal/sandbox"
+	"github.com/nodekeeper/nodekeeper/internal/testenv"
 )
 
 func init() { rootCmd.AddCommand(newSandboxCmd()) }
@@ -31,6 +32,9 @@ kubeconfig, prints how to use it, and stops everything on Ctrl-C.`,
   nodekeeper leases -A --kubeconfig nodekeeper-sandbox.kubeconfig`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := testenv.Supported(); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			out := cmd.ErrOrStderr()

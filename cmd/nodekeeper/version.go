@@ -1,21 +1,27 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
+
+	"github.com/nodekeeper/nodekeeper/internal/buildinfo"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version is the short version for user agents; the full record is buildinfo.Get().
+var version = buildinfo.Get().Version
 
 func init() {
-	rootCmd.AddCommand(&cobra.Command{
+	var output string
+	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "Print the nodekeeper version",
-		Args:  cobra.NoArgs,
-		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintln(cmd.OutOrStdout(), "nodekeeper", version)
+		Short: "Print the nodekeeper version, commit, build date, Go version and platform",
+		Example: `  nodekeeper version
+  nodekeeper version -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return buildinfo.Print(cmd.OutOrStdout(), buildinfo.Get(), output)
 		},
-	})
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or yaml")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(buildinfo.Formats, cobra.ShellCompDirectiveNoFileComp))
+	rootCmd.AddCommand(cmd)
 }

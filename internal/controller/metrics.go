@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/nodekeeper/nodekeeper/internal/buildinfo"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
@@ -89,7 +90,7 @@ func newMetrics(reg *prometheus.Registry, c *Controller) *metrics {
 		},
 	}
 	reg.MustRegister(m.deletions, m.adoptions, m.skips, m.errors, m.zombies, m.decisions,
-		m.leader, m.synced, m.apiWrites, m.apiReads, m.eventsDropped, m.classifier,
+		m.leader, m.synced, m.apiWrites, m.apiReads, m.eventsDropped, m.classifier, buildInfoGauge(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every series exists from the start, so rates and alerts see 0 rather than nothing.
 	for _, r := range []string{resultDeleted, resultDryRun, resultPrecondition, resultError} {
@@ -99,6 +100,18 @@ func newMetrics(reg *prometheus.Registry, c *Controller) *metrics {
 		m.adoptions.WithLabelValues(r)
 	}
 	return m
+}
+
+// buildInfoGauge is nodekeeper_build_info: always 1, with the build as labels, so that dashboards
+// can show which version each replica runs and join it onto other series.
+func buildInfoGauge() prometheus.Collector {
+	bi := buildinfo.Get()
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "nodekeeper_build_info",
+		Help: "Always 1; the labels say which nodekeeper build this replica runs.",
+	}, []string{"version", "commit", "goversion", "platform"})
+	g.WithLabelValues(bi.Version, bi.Commit, bi.GoVersion, bi.Platform).Set(1)
+	return g
 }
 
 // Values of the result label (docs/metrics.md is the contract with the dashboard and alerts).

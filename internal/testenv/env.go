@@ -86,6 +86,9 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
+	if err := Supported(); err != nil {
+		return nil, err
+	}
 	binDir, err := BinDir()
 	if err != nil {
 		return nil, err

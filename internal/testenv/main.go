@@ -27,6 +27,12 @@ func run(m *testing.M, opts Options, env **Env) int {
 	if !flag.Parsed() {
 		flag.Parse()
 	}
+	if noTestsRun() {
+		// Listing tests or fuzzing a pure parser needs no control plane; a fuzz worker that started
+		// one per process would spend its minute starting etcd. *env stays nil: a test that needs it
+		// is not run in these modes.
+		return m.Run()
+	}
 	start := time.Now()
 	e, err := Start(context.Background(), opts)
 	if err != nil {
@@ -49,4 +55,23 @@ func run(m *testing.M, opts Options, env **Env) int {
 	}()
 	defer signal.Stop(sigs)
 	return m.Run()
+}
+
+// noTestsRun reports a run in which no test needing the control plane runs: -test.list (names
+// only), a fuzz worker (it runs only the fuzz function), or a fuzzing coordinator told to run no
+// test (-run '^$', as hack/fuzz.sh does; without it the tests run too, and get their control plane).
+func noTestsRun() bool {
+	value := func(name string) string {
+		if f := flag.Lookup(name); f != nil {
+			return f.Value.String()
+		}
+		return ""
+	}
+	switch {
+	case value("test.list") != "", value("test.fuzzworker") == "true":
+		return true
+	case value("test.fuzz") != "" && value("test.run") == "^$":
+		return true
+	}
+	return false
 }

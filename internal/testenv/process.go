@@ -7,13 +7,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 )
 
 // process is one control-plane binary run in its own process group, so that stopping it also
 // stops anything it spawned. Pdeathsig makes the kernel kill it if the test binary dies first
 // (a panic, a timeout kill, or Ctrl-C), which is what keeps interrupted test runs from leaking.
+// Both are Linux facilities (process_linux.go); the control plane runs on Linux only, and on other
+// platforms Start says so (process_other.go), so that the rest of the binary builds everywhere.
 type process struct {
 	name    string
 	bin     string
@@ -33,7 +34,7 @@ func (p *process) start() error {
 	cmd := exec.Command(p.bin, p.args...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = groupAndParentDeath()
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return fmt.Errorf("start %s: %w", p.name, err)
@@ -73,15 +74,15 @@ func (p *process) stop(grace time.Duration) {
 		return
 	}
 	pgid := p.cmd.Process.Pid
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	terminateGroup(pgid)
 	select {
 	case <-p.done:
 	case <-time.After(grace):
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		killGroup(pgid)
 		<-p.done
 	}
 	// Anything left in the group (there should be nothing) goes too.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	killGroup(pgid)
 }
 
 // logTail returns the last lines of the process log, for error messages.
