@@ -158,3 +158,37 @@ func TestAuditCloudWatch(t *testing.T) {
 		t.Errorf("denied: %v", err)
 	}
 }
+
+func TestEKSClusterName(t *testing.T) {
+	for _, tc := range []struct{ in, name, region string }{
+		{"arn:aws:eks:ap-northeast-2:111122223333:cluster/prod", "prod", "ap-northeast-2"},
+		{"arn:aws-cn:eks:cn-north-1:111122223333:cluster/a.b", "a.b", "cn-north-1"},
+		{"prod.us-west-2.eksctl.io", "prod", "us-west-2"},
+		{"prod", "prod", ""},
+		{"arn:aws:iam::111122223333:role/x", "arn:aws:iam::111122223333:role/x", ""},
+	} {
+		if n, r := eksClusterName(tc.in); n != tc.name || r != tc.region {
+			t.Errorf("%s: %q %q, want %q %q", tc.in, n, r, tc.name, tc.region)
+		}
+	}
+}
+
+// TestDoctorAWSFlags: doctor without --aws never loads AWS; --aws without a cluster says what
+// to pass; AWS-only flags need --aws.
+func TestDoctorAWSFlags(t *testing.T) {
+	loads := useFakeAWS(t, nil)
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	if _, _, err := runCmd(t, newDoctorCmd, "doctor", "--region", "eu-west-1"); err == nil || !strings.Contains(err.Error(), "--region needs --aws") {
+		t.Errorf("--region without --aws: %v", err)
+	}
+	if _, _, err := runCmd(t, newDoctorCmd, "doctor", "--aws"); err == nil || !strings.Contains(err.Error(), "--cluster") {
+		t.Errorf("--aws without a cluster: %v", err)
+	}
+	// Without --aws the run fails on the missing kubeconfig, before and without AWS.
+	if _, _, err := runCmd(t, newDoctorCmd, "doctor"); err == nil {
+		t.Errorf("doctor without a cluster succeeded")
+	}
+	if *loads != 0 {
+		t.Errorf("AWS clients loaded %d times", *loads)
+	}
+}

@@ -35,9 +35,9 @@ func (a *awsFlags) clients(ctx context.Context) (*nkaws.Clients, error) {
 	return loadAWSClients(ctx, o)
 }
 
-// eksClusterName is the EKS cluster named by --cluster: a plain name, or the ARN that
-// `aws eks update-kubeconfig` gives kubeconfig clusters (arn:aws:eks:REGION:ACCOUNT:cluster/NAME),
-// whose region is returned too.
+// eksClusterName is the EKS cluster named by a kubeconfig cluster name: the ARN that
+// `aws eks update-kubeconfig` uses (arn:aws:eks:REGION:ACCOUNT:cluster/NAME) or eksctl's
+// NAME.REGION.eksctl.io, both of which give the region too, or a plain name.
 func eksClusterName(cluster string) (name, region string) {
 	if rest, ok := strings.CutPrefix(cluster, "arn:"); ok {
 		parts := strings.SplitN(rest, ":", 5) // partition, service, region, account, resource
@@ -47,13 +47,36 @@ func eksClusterName(cluster string) (name, region string) {
 			}
 		}
 	}
+	if rest, ok := strings.CutSuffix(cluster, ".eksctl.io"); ok {
+		if dot := strings.LastIndexByte(rest, '.'); dot > 0 {
+			return rest[:dot], rest[dot+1:]
+		}
+	}
 	return cluster, ""
 }
 
-// flagEKSCluster is the EKS cluster of the --cluster flag (empty when not given).
+// flagEKSCluster is the EKS cluster of the --cluster flag or, without it, of the kubeconfig's
+// current context when its cluster is named the EKS way (an ARN, or eksctl's name). Reading the
+// kubeconfig reads no AWS credentials.
 func flagEKSCluster() (name, region string) {
-	if kubeFlags.ClusterName == nil {
+	if kubeFlags.ClusterName != nil && *kubeFlags.ClusterName != "" {
+		return eksClusterName(*kubeFlags.ClusterName)
+	}
+	raw, err := kubeFlags.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
 		return "", ""
 	}
-	return eksClusterName(*kubeFlags.ClusterName)
+	ctxName := raw.CurrentContext
+	if kubeFlags.Context != nil && *kubeFlags.Context != "" {
+		ctxName = *kubeFlags.Context
+	}
+	c, ok := raw.Contexts[ctxName]
+	if !ok {
+		return "", ""
+	}
+	name, region = eksClusterName(c.Cluster)
+	if region == "" {
+		return "", "" // a kubeconfig name that is not recognisably EKS's is no EKS cluster name
+	}
+	return name, region
 }
