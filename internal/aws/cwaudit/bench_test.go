@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodekeeper/nodekeeper/internal/audit"
 	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
 	"github.com/nodekeeper/nodekeeper/internal/aws/cwaudit"
-	"github.com/nodekeeper/nodekeeper/internal/audit"
 )
 
 // BenchmarkCloudWatchVsFile: `audit --cloudwatch` against the in-memory CloudWatch with 2
