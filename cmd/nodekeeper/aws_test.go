@@ -192,3 +192,18 @@ func TestDoctorAWSFlags(t *testing.T) {
 		t.Errorf("AWS clients loaded %d times", *loads)
 	}
 }
+
+// TestLeasesAWSFlags: leases without --aws never loads AWS; AWS-only flags need --aws.
+func TestLeasesAWSFlags(t *testing.T) {
+	loads := useFakeAWS(t, nil)
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	if _, _, err := runCmd(t, newLeasesCmd, "leases", "--profile", "x"); err == nil || !strings.Contains(err.Error(), "--profile needs --aws") {
+		t.Errorf("--profile without --aws: %v", err)
+	}
+	if _, _, err := runCmd(t, newLeasesCmd, "leases"); err == nil {
+		t.Errorf("leases without a cluster succeeded")
+	}
+	if *loads != 0 {
+		t.Errorf("AWS clients loaded %d times", *loads)
+	}
+}
