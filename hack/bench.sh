@@ -18,6 +18,8 @@
 #   doctor     doctor on 2,000 simulated nodes through the real node proxy; then the pod
 #              networking section on 2,000 nodes, 20,000 pods (2,000 stuck), 50,000 events,
 #              next to the doctor without that section
+#   aws        audit --cloudwatch against the in-memory CloudWatch (2 million events over 24 h)
+#              vs the same events from a local file, events per second through the same analysis
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$PATH:$PWD/bin/controlplane"
@@ -35,8 +37,9 @@ declare -A cmd=(
   [audit-worst]="./internal/audit -bench BenchmarkAuditWorstCaseVsJQ\$ -timeout 60m"
   [audit-distinct]="./internal/audit -bench BenchmarkAuditDistinctKeys\$ -timeout 60m"
   [doctor]="./internal/doctor -bench Doctor2000|DoctorPodNetworking -timeout 60m"
+  [aws]="./internal/aws/cwaudit -bench CloudWatchVsFile -timeout 30m"
 )
-order=(testenv gc controller faults leases audit audit-rss audit-worst audit-distinct doctor capacity)
+order=(testenv gc controller faults leases audit audit-rss audit-worst audit-distinct doctor aws capacity)
 # The audit RSS benchmark measures at 1 GB and 4 GB unless told otherwise.
 export NODEKEEPER_AUDIT_BENCH_RSS_SIZES=${NODEKEEPER_AUDIT_BENCH_RSS_SIZES:-1G,4G}
 selected=(${BENCH:-${order[*]}})

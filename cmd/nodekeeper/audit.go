@@ -27,6 +27,7 @@ func newAuditCmd() *cobra.Command {
 		workers    int
 		top        int
 		eventsPerL int
+		cw         cloudWatchFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "audit [FILE|DIR|GLOB|-]...",
@@ -72,7 +73,10 @@ the window before any analysis.`,
   nodekeeper audit events.json --node ip-10-29-79-205.ap-northeast-2.compute.internal --html report.html
 
   # machine-readable
-  zcat audit-*.log.gz | nodekeeper audit -o json`,
+  zcat audit-*.log.gz | nodekeeper audit -o json
+
+  # straight from CloudWatch Logs (EKS control plane logging with audit enabled)
+  nodekeeper audit --cloudwatch --cluster prod --region eu-west-1 --since "2024-04-05 05:00" --until "2024-04-05 12:00"`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch output {
 			case "text", "json", "yaml":
@@ -95,7 +99,17 @@ the window before any analysis.`,
 			opts.Workers = workers
 			opts.Top = top
 			opts.EventsPerLease = eventsPerL
-			if len(args) == 0 {
+			if err := cw.validate(cmd.Flags(), args); err != nil {
+				return err
+			}
+			var inputs []audit.Input
+			if cw.enabled {
+				in, err := cw.input(cmd.Context(), opts.Since, opts.Until, cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				inputs = []audit.Input{in}
+			} else if len(args) == 0 {
 				// Waiting on a terminal for a log that never comes helps nobody.
 				if f, ok := cmd.InOrStdin().(*os.File); ok {
 					if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
@@ -103,9 +117,10 @@ the window before any analysis.`,
 					}
 				}
 			}
-			inputs, err := audit.ExpandInputs(args, cmd.InOrStdin())
-			if err != nil {
-				return err
+			if !cw.enabled {
+				if inputs, err = audit.ExpandInputs(args, cmd.InOrStdin()); err != nil {
+					return err
+				}
 			}
 			rep, aerr := audit.Analyze(inputs, opts)
 			out := cmd.OutOrStdout()
@@ -158,5 +173,6 @@ the window before any analysis.`,
 	f.IntVar(&maxLine, "max-line-size", 16<<20, "lines and export records longer than this many bytes are skipped and counted as too-long")
 	f.IntVar(&workers, "workers", 0, "parsing goroutines (0: one per CPU)")
 	f.IntVar(&eventsPerL, "events-per-lease", 40, "lifecycle events kept per lease (the first and the last half)")
+	cw.add(f)
 	return cmd
 }

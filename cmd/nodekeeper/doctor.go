@@ -24,6 +24,7 @@ func newDoctorCmd() *cobra.Command {
 		concurrency, burst, reservedENIs   int
 		qps                                float32
 		configzTimeout, leaseGrace         time.Duration
+		awsFlags                           doctorAWSFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "doctor",
@@ -49,6 +50,8 @@ func newDoctorCmd() *cobra.Command {
               VPC addresses with the max-pods fix for their OS and provisioner; missing or
               incomplete ENIConfigs; Karpenter reservedENIs with custom networking; unapproved
               kubelet-serving certificate requests; CSINodes and CNINodes without their Node
+  ec2         with --aws (read-only, docs/aws.md): running instances of the cluster without a
+              Node, Nodes whose instance is terminated or missing, subnets short of addresses
 
 A check that lacks a permission is reported as skipped (for example "needs get on nodes/proxy")
 and the run goes on. Exit codes: 0 no warning, 2 warnings, 3 errors, 1 the run failed.`,
@@ -88,6 +91,9 @@ and the run goes on. Exit codes: 0 no warning, 2 warnings, 3 errors, 1 the run f
 			if err := o.Validate(); err != nil {
 				return err
 			}
+			if err := awsFlags.apply(cmd.Context(), cmd.Flags(), &o, cmd.ErrOrStderr()); err != nil {
+				return err
+			}
 			cfg, err := kubeFlags.ToRESTConfig()
 			if err != nil {
 				return err
@@ -113,6 +119,7 @@ and the run goes on. Exit codes: 0 no warning, 2 warnings, 3 errors, 1 the run f
 	f.IntVar(&burst, "burst", 300, "client request burst")
 	f.DurationVar(&o.StuckAfter, "stuck-after", doctor.DefaultStuckAfter, "how long a pod may wait in ContainerCreating before it counts as stuck")
 	f.DurationVar(&o.CSRPendingAfter, "csr-pending-after", doctor.DefaultCSRPendingAfter, "how long a kubelet-serving certificate request may stay unapproved")
+	awsFlags.add(f)
 	f.DurationVar(&leaseGrace, "lease-grace-period", 0, "how long an ownerless lease without a Node must go unrenewed before it counts as leaked (default 1h)")
 	return cmd
 }

@@ -26,6 +26,7 @@ func newLeasesCmd() *cobra.Command {
 		noHeaders     bool
 		chunkSize     int64
 		grace         time.Duration
+		leasesAWS     leasesAWSFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "leases",
@@ -55,6 +56,9 @@ holder or expiry, including changes caused by a Node being deleted or by time al
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := leasesview.ValidateFormat(output); err != nil {
+				return err
+			}
+			if err := leasesAWS.validate(cmd.Flags(), watch); err != nil {
 				return err
 			}
 			cls, err := leasesview.ParseClasses(splitList(classes))
@@ -94,6 +98,9 @@ holder or expiry, including changes caused by a Node being deleted or by time al
 			if err != nil {
 				return err
 			}
+			if err := leasesAWS.apply(contextOf(cmd), r, &popts); err != nil {
+				return err
+			}
 			if err := leasesview.Print(out, r, popts); err != nil {
 				return err
 			}
@@ -101,6 +108,7 @@ holder or expiry, including changes caused by a Node being deleted or by time al
 		},
 	}
 	f := cmd.Flags()
+	leasesAWS.add(f)
 	f.BoolVarP(&allNamespaces, "all-namespaces", "A", false, "list leases of every namespace (the default unless -n is given); overrides -n")
 	f.StringVarP(&output, "output", "o", "", "output format: wide, json or yaml (default: tables)")
 	f.StringSliceVar(&classes, "class", nil, "show only leases of these classes (repeatable or comma-separated): "+strings.Join(leasesview.ClassNames(), ", "))

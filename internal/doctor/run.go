@@ -74,6 +74,8 @@ type Options struct {
 	// SkipPodNetworking leaves out the "Pod networking" section (for comparisons; the CLI
 	// always runs it).
 	SkipPodNetworking bool
+	// EC2, when set, adds the EC2 section (doctor --aws; ec2.go).
+	EC2 *EC2Options
 }
 
 func (o *Options) defaults() {
@@ -191,7 +193,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) (*findings.Report, er
 	if r.bulk, err = kubernetes.NewForConfig(pcfg); err != nil {
 		return nil, err
 	}
-	r.rep = findings.NewReport("doctor", cfg.Host, o.Now(), Sections...)
+	sections := Sections
+	if o.EC2 != nil {
+		sections = append(append([][2]string(nil), Sections...), sectionEC2)
+	}
+	r.rep = findings.NewReport("doctor", cfg.Host, o.Now(), sections...)
 
 	sv, err := client.Discovery().ServerVersion()
 	if err != nil {
@@ -223,6 +229,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) (*findings.Report, er
 	}
 	if !o.SkipPodNetworking {
 		if err := r.checkPodNetworking(ctx, nodes, r.capacity); err != nil {
+			return nil, err
+		}
+	}
+	if o.EC2 != nil {
+		if err := r.checkEC2(ctx, nodes, mode.Settings.PrefixDelegation); err != nil {
 			return nil, err
 		}
 	}

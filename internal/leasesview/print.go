@@ -46,6 +46,8 @@ type PrintOptions struct {
 	NoHeaders bool
 	// AllNamespaces adds the NAMESPACE column (kubectl prints it only when listing across namespaces).
 	AllNamespaces bool
+	// NodeColumns are appended to the node lease table (leases --aws: InstanceColumns).
+	NodeColumns []NodeColumn
 }
 
 const none = "<none>"
@@ -104,9 +106,20 @@ func Print(w io.Writer, r *Report, o PrintOptions) error {
 				idx = append(idx, i)
 			}
 		}
-		err := table(len(idx), sec.header(wide), func(i int) (string, []string) {
+		header, extra := sec.header(wide), []NodeColumn(nil)
+		if sec.kind == kindNode {
+			extra = o.NodeColumns
+		}
+		for _, c := range extra {
+			header = append(header, c.Header)
+		}
+		err := table(len(idx), header, func(i int) (string, []string) {
 			it := &r.Items[idx[i]]
-			return it.Namespace, sec.row(it, now, wide)
+			cells := sec.row(it, now, wide)
+			for _, c := range extra {
+				cells = append(cells, cleanCell(c.Cell(it, now)))
+			}
+			return it.Namespace, cells
 		})
 		if err != nil {
 			return err

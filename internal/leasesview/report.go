@@ -108,6 +108,8 @@ type Item struct {
 	Node *Node `json:"node,omitempty"`
 	// Hostname is the kubernetes.io/hostname label of a kube-apiserver identity lease.
 	Hostname string `json:"hostname,omitempty"`
+	// Instance is the EC2 instance named like a zombie or leaked node lease (leases --aws).
+	Instance *Instance `json:"instance,omitempty"`
 }
 
 // Owner is one ownerReference of a lease.

@@ -71,7 +71,7 @@ func str(p *string) string {
 }
 
 // DescribeInstances implements EC2API: InstanceIds, and the filters instance-id,
-// instance-state-name, instance-type, tag:KEY and tag-key.
+// instance-state-name, instance-type, private-dns-name, tag:KEY and tag-key.
 func (c *Cloud) DescribeInstances(_ context.Context, in *ec2.DescribeInstancesInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -89,6 +89,8 @@ func (c *Cloud) DescribeInstances(_ context.Context, in *ec2.DescribeInstancesIn
 				return []string{str(inst.InstanceId)}, true
 			case "instance-type":
 				return []string{string(inst.InstanceType)}, true
+			case "private-dns-name":
+				return []string{str(inst.PrivateDnsName)}, true
 			case "instance-state-name":
 				if inst.State == nil {
 					return nil, true

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/nodekeeper/nodekeeper/internal/audit"
+	"github.com/nodekeeper/nodekeeper/internal/aws/cwaudit"
+)
+
+// cloudWatchFlags make `nodekeeper audit` read an EKS cluster's audit log from CloudWatch Logs.
+type cloudWatchFlags struct {
+	enabled  bool
+	logGroup string
+	parallel int
+	aws      awsFlags
+
+	src *cwaudit.Source
+}
+
+func (c *cloudWatchFlags) add(f *pflag.FlagSet) {
+	f.BoolVar(&c.enabled, "cloudwatch", false, "read the audit log of an EKS cluster from CloudWatch Logs (Logs Insights, filtered by CloudWatch) instead of files")
+	f.StringVar(&c.logGroup, "log-group", "", "with --cloudwatch: the log group (default /aws/eks/CLUSTER/cluster, CLUSTER from --cluster)")
+	f.IntVar(&c.parallel, "cloudwatch-queries", 4, "with --cloudwatch: Logs Insights queries run at once (the account's limit is shared with everyone)")
+	c.aws.add(f)
+}
+
+// validate checks the flags that only make sense together.
+func (c *cloudWatchFlags) validate(f *pflag.FlagSet, args []string) error {
+	if !c.enabled {
+		for _, name := range []string{"log-group", "cloudwatch-queries", "region", "profile"} {
+			if f.Changed(name) {
+				return fmt.Errorf("--%s needs --cloudwatch", name)
+			}
+		}
+		return nil
+	}
+	if len(args) > 0 {
+		return errors.New("--cloudwatch reads the log from CloudWatch: drop the file arguments, or drop --cloudwatch to read files")
+	}
+	if c.parallel < 1 {
+		return errors.New("--cloudwatch-queries must be at least 1")
+	}
+	if c.logGroup == "" {
+		name, _ := flagEKSCluster()
+		if name == "" {
+			return errors.New("--cloudwatch needs the log group: pass --cluster NAME (the EKS cluster, log group /aws/eks/NAME/cluster) or --log-group")
+		}
+		c.logGroup = "/aws/eks/" + name + "/cluster"
+	}
+	return nil
+}
+
+// input plans the read (so that a denied or missing log group fails before any analysis) and
+// returns the log as one audit input. since and until default to the last hour.
+func (c *cloudWatchFlags) input(ctx context.Context, since, until time.Time, stderr io.Writer) (audit.Input, error) {
+	if until.IsZero() {
+		until = time.Now()
+	}
+	if since.IsZero() {
+		since = until.Add(-time.Hour)
+		fmt.Fprintf(stderr, "cloudwatch: no --since: reading the last hour, from %s\n", since.UTC().Format(time.RFC3339))
+	}
+	clients, err := c.aws.clients(ctx)
+	if err != nil {
+		return audit.Input{}, err
+	}
+	src, err := cwaudit.New(clients.Logs, cwaudit.Options{LogGroup: c.logGroup, Start: since, End: until,
+		Parallel: c.parallel, Progress: stderr})
+	if err != nil {
+		return audit.Input{}, err
+	}
+	if err := src.Plan(ctx); err != nil {
+		return audit.Input{}, err
+	}
+	c.src = src
+	if n := clients.Throttles.Count(); n > 0 {
+		fmt.Fprintf(stderr, "cloudwatch: AWS throttled %d calls (retried)\n", n)
+	}
+	return src.Input(ctx), nil
+}

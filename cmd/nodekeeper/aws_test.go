@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
+	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
+	"github.com/nodekeeper/nodekeeper/internal/aws/cwaudit"
+)
+
+// useFakeAWS makes the commands' AWS clients the in-memory AWS and counts how often they are
+// loaded (which is when credentials would be read).
+func useFakeAWS(t *testing.T, cloud *awsfake.Cloud) *int {
+	t.Helper()
+	loads := 0
+	old := loadAWSClients
+	loadAWSClients = func(_ context.Context, o nkaws.LoadOptions) (*nkaws.Clients, error) {
+		loads++
+		if cloud == nil {
+			return nil, fmt.Errorf("AWS must not be called on this path")
+		}
+		return &nkaws.Clients{EC2: cloud, Logs: cloud, EKS: cloud, Region: o.Region}, nil
+	}
+	t.Cleanup(func() { loadAWSClients = old })
+	return &loads
+}
+
+func runCmd(t *testing.T, newCmd func() *cobra.Command, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	root := newRootCmd()
+	root.AddCommand(newCmd())
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetIn(strings.NewReader(""))
+	root.SetArgs(args)
+	err = root.ExecuteContext(context.Background())
+	// kubeFlags is shared by every command: leave --cluster as it was for the next test.
+	empty := ""
+	kubeFlags.ClusterName = &empty
+	return out.String(), errb.String(), err
+}
+
+const zombieNode, zombieInstance = "ip-10-0-1-12.ec2.internal", "i-0598c7d356eba48d7"
+
+var auditT0 = time.Date(2024, 4, 5, 6, 0, 0, 0, time.UTC)
+
+func auditEvent(id string, at time.Time, verb, user, extra, resource, ns, name string, code int) string {
+	ts := at.UTC().Format(time.RFC3339Nano)
+	nsPart := ""
+	if ns != "" {
+		nsPart = fmt.Sprintf(`"namespace":%q,`, ns)
+	}
+	return fmt.Sprintf(`{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":%q,"stage":"ResponseComplete","requestURI":"/x","verb":%q,"user":{"username":%q%s},"sourceIPs":["10.0.1.12"],"userAgent":"kubelet/v1.31.0 (linux/amd64) kubernetes/abc","objectRef":{"resource":%q,%s"name":%q,"apiVersion":"v1"},"responseStatus":{"metadata":{},"code":%d},"requestReceivedTimestamp":%q,"stageTimestamp":%q}`,
+		id, verb, user, extra, resource, nsPart, name, code, ts, ts)
+}
+
+// zombieTrail is a kubelet >= 1.29 polling for its deleted Node for ten minutes.
+func zombieTrail() []string {
+	evs := []string{
+		auditEvent("del", auditT0, "delete", "kubernetes-admin", "", "nodes", "", zombieNode, 200),
+		auditEvent("gc", auditT0.Add(30*time.Millisecond), "delete", "system:serviceaccount:kube-system:generic-garbage-collector", "", "leases", "kube-node-lease", zombieNode, 200),
+	}
+	extra := fmt.Sprintf(`,"extra":{"sessionName":[%q]}`, zombieInstance)
+	for i := 0; i < 60; i++ {
+		at := auditT0.Add(time.Duration(i+1) * 10 * time.Second)
+		evs = append(evs,
+			auditEvent(fmt.Sprintf("l%d", i), at, "get", "system:node:"+zombieNode, extra, "leases", "kube-node-lease", zombieNode, 404),
+			auditEvent(fmt.Sprintf("n%d", i), at.Add(time.Millisecond), "get", "system:node:"+zombieNode, extra, "nodes", "", zombieNode, 404))
+	}
+	return evs
+}
+
+// TestAuditWithoutCloudWatchNeverLoadsAWS: reading files never loads AWS clients (nor so
+// credentials), and the AWS flags alone are refused.
+func TestAuditWithoutCloudWatchNeverLoadsAWS(t *testing.T) {
+	loads := useFakeAWS(t, nil)
+	file := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.WriteFile(file, []byte(strings.Join(zombieTrail(), "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runCmd(t, newAuditCmd, "audit", file)
+	if err != nil || !strings.Contains(out, zombieInstance) {
+		t.Fatalf("audit of a file: err %v\n%s", err, out)
+	}
+	if _, _, err := runCmd(t, newAuditCmd, "audit", file, "--region", "eu-west-1"); err == nil || !strings.Contains(err.Error(), "--region needs --cloudwatch") {
+		t.Errorf("--region without --cloudwatch: %v", err)
+	}
+	if *loads != 0 {
+		t.Errorf("AWS clients loaded %d times without --cloudwatch", *loads)
+	}
+}
+
+// TestAuditCloudWatch: `audit --cloudwatch` names the zombie and its instance in every output
+// format, reads the log group named after --cluster (an EKS ARN gives the region), and says on
+// stderr what CloudWatch scanned.
+func TestAuditCloudWatch(t *testing.T) {
+	cloud := awsfake.New()
+	cloud.Filters[cwaudit.InsightsFilter] = cwaudit.Matches
+	cloud.Filters[cwaudit.FilterPattern] = cwaudit.Matches
+	for i, m := range zombieTrail() {
+		cloud.AddLogEvents("/aws/eks/prod/cluster", awsfake.LogEvent{Stream: "kube-apiserver-audit-0a1b2c", Timestamp: auditT0.Add(time.Duration(i) * 5 * time.Second).UnixMilli(), Message: m})
+	}
+	var gotRegion string
+	old := loadAWSClients
+	useFakeAWS(t, cloud)
+	inner := loadAWSClients
+	loadAWSClients = func(ctx context.Context, o nkaws.LoadOptions) (*nkaws.Clients, error) {
+		gotRegion = o.Region
+		return inner(ctx, o)
+	}
+	t.Cleanup(func() { loadAWSClients = old })
+
+	base := []string{"audit", "--cloudwatch", "--cluster", "arn:aws:eks:ap-northeast-2:111122223333:cluster/prod",
+		"--since", "2024-04-05 05:00", "--until", "2024-04-05 07:00"}
+	for _, format := range []string{"text", "json", "yaml"} {
+		t.Run(format, func(t *testing.T) {
+			out, stderr, err := runCmd(t, newAuditCmd, append(base, "-o", format)...)
+			if err != nil {
+				t.Fatalf("%v\nstderr:\n%s", err, stderr)
+			}
+			if !strings.Contains(out, zombieNode) || !strings.Contains(out, zombieInstance) {
+				t.Errorf("the zombie and its instance are not named:\n%s", out)
+			}
+			if format == "json" {
+				var rep struct {
+					Zombies []struct{ Node string } `json:"zombies"`
+				}
+				if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Zombies) != 1 {
+					t.Errorf("json: %v, zombies %+v", err, rep.Zombies)
+				}
+			}
+			if !strings.Contains(stderr, "CloudWatch scanned") {
+				t.Errorf("stderr does not say what CloudWatch scanned:\n%s", stderr)
+			}
+			if gotRegion != "ap-northeast-2" {
+				t.Errorf("region %q, want the ARN's", gotRegion)
+			}
+		})
+	}
+	if _, _, err := runCmd(t, newAuditCmd, "audit", "--cloudwatch"); err == nil || !strings.Contains(err.Error(), "--cluster") {
+		t.Errorf("--cloudwatch without a cluster or log group: %v", err)
+	}
+	cloud.Deny[nkaws.PermStartQuery] = true
+	cloud.Deny[nkaws.PermFilterLogEvents] = true
+	_, _, err := runCmd(t, newAuditCmd, append(base, "-o", "json")...)
+	if err == nil || !strings.Contains(err.Error(), nkaws.PermFilterLogEvents) {
+		t.Errorf("denied: %v", err)
+	}
+}
+
+func TestEKSClusterName(t *testing.T) {
+	for _, tc := range []struct{ in, name, region string }{
+		{"arn:aws:eks:ap-northeast-2:111122223333:cluster/prod", "prod", "ap-northeast-2"},
+		{"arn:aws-cn:eks:cn-north-1:111122223333:cluster/a.b", "a.b", "cn-north-1"},
+		{"prod.us-west-2.eksctl.io", "prod", "us-west-2"},
+		{"prod", "prod", ""},
+		{"arn:aws:iam::111122223333:role/x", "arn:aws:iam::111122223333:role/x", ""},
+	} {
+		if n, r := eksClusterName(tc.in); n != tc.name || r != tc.region {
+			t.Errorf("%s: %q %q, want %q %q", tc.in, n, r, tc.name, tc.region)
+		}
+	}
+}
+
+// TestDoctorAWSFlags: doctor without --aws never loads AWS; --aws without a cluster says what
+// to pass; AWS-only flags need --aws.
+func TestDoctorAWSFlags(t *testing.T) {
+	loads := useFakeAWS(t, nil)
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	if _, _, err := runCmd(t, newDoctorCmd, "doctor", "--region", "eu-west-1"); err == nil || !strings.Contains(err.Error(), "--region needs --aws") {
+		t.Errorf("--region without --aws: %v", err)
+	}
+	if _, _, err := runCmd(t, newDoctorCmd, "doctor", "--aws"); err == nil || !strings.Contains(err.Error(), "--cluster") {
+		t.Errorf("--aws without a cluster: %v", err)
+	}
+	// Without --aws the run fails on the missing kubeconfig, before and without AWS.
+	if _, _, err := runCmd(t, newDoctorCmd, "doctor"); err == nil {
+		t.Errorf("doctor without a cluster succeeded")
+	}
+	if *loads != 0 {
+		t.Errorf("AWS clients loaded %d times", *loads)
+	}
+}
+
+// TestLeasesAWSFlags: leases without --aws never loads AWS; AWS-only flags need --aws.
+func TestLeasesAWSFlags(t *testing.T) {
+	loads := useFakeAWS(t, nil)
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	if _, _, err := runCmd(t, newLeasesCmd, "leases", "--profile", "x"); err == nil || !strings.Contains(err.Error(), "--profile needs --aws") {
+		t.Errorf("--profile without --aws: %v", err)
+	}
+	if _, _, err := runCmd(t, newLeasesCmd, "leases"); err == nil {
+		t.Errorf("leases without a cluster succeeded")
+	}
+	if *loads != 0 {
+		t.Errorf("AWS clients loaded %d times", *loads)
+	}
+}

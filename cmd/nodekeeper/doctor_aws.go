@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/nodekeeper/nodekeeper/internal/doctor"
+)
+
+// doctorAWSFlags add the EC2 section to `nodekeeper doctor`.
+type doctorAWSFlags struct {
+	enabled       bool
+	registerGrace time.Duration
+	aws           awsFlags
+}
+
+func (d *doctorAWSFlags) add(f *pflag.FlagSet) {
+	f.BoolVar(&d.enabled, "aws", false, "also check EC2 (read-only): running instances of the cluster without a Node, Nodes whose instance is gone, subnet addresses; needs --cluster NAME|ARN")
+	f.DurationVar(&d.registerGrace, "register-grace", 10*time.Minute, "with --aws: an instance launched less than this ago may still be registering and is not reported")
+	d.aws.add(f)
+}
+
+// apply loads the AWS clients when --aws was given; otherwise it checks that no AWS-only flag was.
+func (d *doctorAWSFlags) apply(ctx context.Context, f *pflag.FlagSet, o *doctor.Options, stderr io.Writer) error {
+	if !d.enabled {
+		for _, name := range []string{"register-grace", "region", "profile"} {
+			if f.Changed(name) {
+				return fmt.Errorf("--%s needs --aws", name)
+			}
+		}
+		return nil
+	}
+	cluster, _ := flagEKSCluster()
+	if cluster == "" {
+		return errors.New("--aws needs the EKS cluster's name to find its instances: pass --cluster NAME (or the cluster's ARN)")
+	}
+	clients, err := d.aws.clients(ctx)
+	if err != nil {
+		return err
+	}
+	o.EC2 = &doctor.EC2Options{API: clients.EC2, Cluster: cluster, RegisterGrace: d.registerGrace}
+	return nil
+}

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/pflag"
+
+	"github.com/nodekeeper/nodekeeper/internal/leasesview"
+)
+
+// leasesAWSFlags add the EC2 instance of zombie and leaked node leases to `nodekeeper leases`.
+type leasesAWSFlags struct {
+	enabled bool
+	aws     awsFlags
+}
+
+func (l *leasesAWSFlags) add(f *pflag.FlagSet) {
+	f.BoolVar(&l.enabled, "aws", false, "add the EC2 instance (ID, state, launch time) of zombie and leaked node leases, found by private DNS name (read-only, docs/aws.md)")
+	l.aws.add(f)
+}
+
+func (l *leasesAWSFlags) validate(f *pflag.FlagSet, watch bool) error {
+	if !l.enabled {
+		for _, name := range []string{"region", "profile"} {
+			if f.Changed(name) {
+				return fmt.Errorf("--%s needs --aws", name)
+			}
+		}
+		return nil
+	}
+	if watch {
+		return errors.New("--aws is for a listing, not --watch")
+	}
+	return nil
+}
+
+// apply looks the instances up when --aws was given.
+func (l *leasesAWSFlags) apply(ctx context.Context, r *leasesview.Report, popts *leasesview.PrintOptions) error {
+	if !l.enabled {
+		return nil
+	}
+	clients, err := l.aws.clients(ctx)
+	if err != nil {
+		return err
+	}
+	if err := leasesview.AddInstances(ctx, clients.EC2, r); err != nil {
+		return err
+	}
+	popts.NodeColumns = leasesview.InstanceColumns()
+	return nil
+}

@@ -1,0 +1,328 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+
+	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
+	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/textsafe"
+)
+
+// The EC2 section (doctor --aws) joins the cluster's Nodes with what EC2 says: machines running
+// without a Node (a kubelet of 1.29 or later whose Node was deleted re-creates nothing, so only
+// EC2 or the audit log can see it), Nodes whose instance is gone, and subnets short of addresses.
+
+// SectionEC2 is the section of the EC2 checks; it is in the report only with --aws.
+const SectionEC2 = "ec2"
+
+var sectionEC2 = [2]string{SectionEC2, "EC2: instances without Nodes, Nodes without instances, subnet addresses"}
+
+const (
+	docEC2Lifecycle = "https://kubernetes.io/docs/concepts/architecture/cloud-controller/#node-lifecycle-controller"
+	docSubnets      = "https://docs.aws.amazon.com/eks/latest/best-practices/ip-opt.html"
+)
+
+// NK8xx: EC2.
+var (
+	RuleInstanceWithoutNode = findings.Define(findings.Rule{
+		Code: "NK801", Name: "instance-without-node", Section: SectionEC2, Severity: findings.Warning,
+		Title:       "EC2 instance of the cluster running without a Node",
+		Remediation: "find out whether it is a zombie kubelet (nodekeeper audit --cloudwatch names kubelets calling after their Node's deletion) or a node that never joined (bootstrap, IAM role, aws-auth/access entry), then terminate it or let it join; it is billed either way",
+		DocURL:      docEC2Lifecycle,
+	})
+	RuleNodeInstanceGone = findings.Define(findings.Rule{
+		Code: "NK802", Name: "node-instance-gone", Section: SectionEC2, Severity: findings.Warning,
+		Title:       "Node whose EC2 instance is terminated, stopped or missing",
+		Remediation: "the cloud node lifecycle controller should delete such Nodes: check the cloud controller manager (EKS: the control plane) and its permissions; delete the Node once you are sure the machine is gone",
+		DocURL:      docEC2Lifecycle,
+	})
+	RuleSubnetAddressesLow = findings.Define(findings.Rule{
+		Code: "NK803", Name: "subnet-addresses-low", Section: SectionEC2, Severity: findings.Warning,
+		Title:       "subnet of the nodes with fewer free addresses than a node needs",
+		Remediation: "add subnets (or a secondary CIDR with custom networking) for nodes and pods, lower WARM_IP_TARGET/WARM_ENI_TARGET, or move pods to prefix delegation in a subnet with free /28s",
+		DocURL:      docSubnets,
+	})
+	RuleSubnetPrefixFragmented = findings.Define(findings.Rule{
+		Code: "NK804", Name: "subnet-prefix-fragmentation", Section: SectionEC2, Severity: findings.Warning,
+		Title:       "prefix delegation in a subnet where a free /28 is unlikely",
+		Remediation: "prefix delegation needs 16 contiguous, aligned free addresses per prefix: reserve a CIDR block for prefixes (subnet CIDR reservation) or use a new subnet for nodes",
+		DocURL:      docPrefix,
+	})
+)
+
+// clusterTagFilters are the three ways a cluster's instances are tagged: the cloud provider's
+// kubernetes.io/cluster/NAME (managed node groups, Karpenter, self-managed), EKS's
+// eks:cluster-name (managed node groups) and Karpenter's eks:eks-cluster-name beside
+// karpenter.sh/nodepool.
+func clusterTagFilters(cluster string) [][]ec2types.Filter {
+	return [][]ec2types.Filter{
+		{{Name: strp("tag-key"), Values: []string{"kubernetes.io/cluster/" + cluster}}},
+		{{Name: strp("tag:eks:cluster-name"), Values: []string{cluster}}},
+		{{Name: strp("tag-key"), Values: []string{"karpenter.sh/nodepool"}}, {Name: strp("tag:eks:eks-cluster-name"), Values: []string{cluster}}},
+	}
+}
+
+func strp(s string) *string { return &s }
+
+// EC2Options turn on the EC2 section.
+type EC2Options struct {
+	API     nkaws.EC2API
+	Cluster string // the EKS cluster name the instances are tagged with
+	// RegisterGrace: an instance launched less than this ago may still be registering and is
+	// not reported (default 10 minutes).
+	RegisterGrace time.Duration
+}
+
+// EC2Inputs is what CheckEC2 reads.
+type EC2Inputs struct {
+	Cluster string
+	// Running are the cluster's running instances (found by tag).
+	Running []ec2types.Instance
+	// ByID are the instances the Nodes' providerIDs name, in any state; an ID absent here is
+	// unknown to EC2.
+	ByID             map[string]ec2types.Instance
+	Subnets          []ec2types.Subnet
+	Nodes            []corev1.Node
+	PrefixDelegation bool
+	Now              time.Time
+	RegisterGrace    time.Duration
+}
+
+// InstanceIDFromProviderID returns the EC2 instance ID of an AWS providerID
+// (aws:///us-east-1a/i-0abc...), or "".
+func InstanceIDFromProviderID(pid string) string {
+	if !strings.HasPrefix(pid, "aws://") {
+		return ""
+	}
+	last := pid[strings.LastIndexByte(pid, '/')+1:]
+	if strings.HasPrefix(last, "i-") {
+		return last
+	}
+	return ""
+}
+
+func tagValue(tags []ec2types.Tag, key string) string {
+	for _, t := range tags {
+		if t.Key != nil && *t.Key == key && t.Value != nil {
+			return *t.Value
+		}
+	}
+	return ""
+}
+
+func strDeref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// CheckEC2 compares the Nodes with the instances and subnets EC2 knows.
+func CheckEC2(in EC2Inputs) []findings.Finding {
+	var out []findings.Finding
+	nodeByInstance := map[string]*corev1.Node{}
+	nodeNames := map[string]bool{}
+	for i := range in.Nodes {
+		n := &in.Nodes[i]
+		nodeNames[n.Name] = true
+		if id := InstanceIDFromProviderID(n.Spec.ProviderID); id != "" {
+			nodeByInstance[id] = n
+		}
+	}
+	// Running instances without a Node.
+	for _, inst := range in.Running {
+		id := strDeref(inst.InstanceId)
+		if nodeByInstance[id] != nil || (inst.PrivateDnsName != nil && nodeNames[*inst.PrivateDnsName]) {
+			continue
+		}
+		up := time.Duration(0)
+		launched := "unknown launch time"
+		if inst.LaunchTime != nil {
+			up = in.Now.Sub(*inst.LaunchTime)
+			launched = inst.LaunchTime.UTC().Format(time.RFC3339)
+			if up < in.RegisterGrace {
+				continue // may still be registering
+			}
+		}
+		f := RuleInstanceWithoutNode.New("instance/"+id, "%s launched %s, running %s with no Node (billed all that time if it never joined, since its Node's deletion otherwise)",
+			textsafe.Escape(string(inst.InstanceType)), launched, up.Round(time.Minute))
+		var ev []string
+		if name := strDeref(inst.PrivateDnsName); name != "" {
+			ev = append(ev, "private DNS name "+textsafe.Escape(name))
+		}
+		if ip := strDeref(inst.PrivateIpAddress); ip != "" {
+			ev = append(ev, "private IP "+textsafe.Escape(ip))
+		}
+		if np := tagValue(inst.Tags, "karpenter.sh/nodepool"); np != "" {
+			ev = append(ev, "Karpenter nodepool "+textsafe.Escape(np))
+		}
+		if ng := tagValue(inst.Tags, "eks:nodegroup-name"); ng != "" {
+			ev = append(ev, "node group "+textsafe.Escape(ng))
+		}
+		out = append(out, f.WithEvidence(ev...))
+	}
+	// Nodes whose instance is gone.
+	for i := range in.Nodes {
+		n := &in.Nodes[i]
+		id := InstanceIDFromProviderID(n.Spec.ProviderID)
+		if id == "" {
+			continue
+		}
+		inst, ok := in.ByID[id]
+		res := "node/" + n.Name
+		switch {
+		case !ok:
+			out = append(out, RuleNodeInstanceGone.New(res, "instance %s is not known to EC2 (terminated over an hour ago, or in another account or region)", id))
+		case inst.State == nil:
+		case inst.State.Name == ec2types.InstanceStateNameTerminated || inst.State.Name == ec2types.InstanceStateNameShuttingDown:
+			out = append(out, RuleNodeInstanceGone.New(res, "instance %s is %s%s", id, inst.State.Name, reasonSuffix(inst)))
+		case inst.State.Name == ec2types.InstanceStateNameStopped || inst.State.Name == ec2types.InstanceStateNameStopping:
+			out = append(out, RuleNodeInstanceGone.At(findings.Info, res, "instance %s is %s%s", id, inst.State.Name, reasonSuffix(inst)))
+		}
+	}
+	// Subnets: free addresses against the largest node's pods in each.
+	type need struct {
+		pods int64
+		node string
+	}
+	needs := map[string]need{}
+	for i := range in.Nodes {
+		n := &in.Nodes[i]
+		inst, ok := in.ByID[InstanceIDFromProviderID(n.Spec.ProviderID)]
+		if !ok || inst.SubnetId == nil {
+			continue
+		}
+		pods := n.Status.Capacity[corev1.ResourcePods]
+		p := pods.Value()
+		if p == 0 {
+			p = 110 // the kubelet's default max pods
+		}
+		if cur := needs[*inst.SubnetId]; p+1 > cur.pods {
+			needs[*inst.SubnetId] = need{p + 1, n.Name}
+		}
+	}
+	subnets := append([]ec2types.Subnet(nil), in.Subnets...)
+	sort.Slice(subnets, func(i, j int) bool { return strDeref(subnets[i].SubnetId) < strDeref(subnets[j].SubnetId) })
+	for _, s := range subnets {
+		id := strDeref(s.SubnetId)
+		nd, ok := needs[id]
+		if !ok || s.AvailableIpAddressCount == nil {
+			continue
+		}
+		free := int64(*s.AvailableIpAddressCount)
+		res := "subnet/" + id
+		where := fmt.Sprintf("%s in %s", textsafe.Escape(strDeref(s.CidrBlock)), textsafe.Escape(strDeref(s.AvailabilityZone)))
+		if in.PrefixDelegation {
+			// A prefix is 16 aligned addresses; once a subnet's free addresses are few and
+			// scattered, an aligned free /28 is unlikely even when the count looks enough.
+			if free < 64 {
+				out = append(out, RuleSubnetPrefixFragmented.New(res, "%s: %d free addresses; each /28 prefix needs 16 contiguous aligned ones", where, free))
+			}
+			continue
+		}
+		if free < nd.pods {
+			sev := findings.Warning
+			if free == 0 {
+				sev = findings.Error
+			}
+			out = append(out, RuleSubnetAddressesLow.At(sev, res, "%s: %d free addresses, a node like %s needs %d (its max pods and its own)", where, free, textsafe.Escape(nd.node), nd.pods))
+		}
+	}
+	return out
+}
+
+func reasonSuffix(inst ec2types.Instance) string {
+	if r := strDeref(inst.StateTransitionReason); r != "" {
+		return " (" + textsafe.Escape(r) + ")"
+	}
+	return ""
+}
+
+// checkEC2 gathers the EC2 inputs. AccessDenied skips the section with the missing permission
+// named; other AWS errors fail the run.
+func (r *runner) checkEC2(ctx context.Context, nodes []corev1.Node, prefixDelegation bool) error {
+	o := r.o.EC2
+	grace := o.RegisterGrace
+	if grace <= 0 {
+		grace = 10 * time.Minute
+	}
+	skip := func(err error) error {
+		if nkaws.IsAccessDenied(err) {
+			r.rep.Add(RuleInstanceWithoutNode.Skip("ec2", err.Error()))
+			return nil
+		}
+		return fmt.Errorf("EC2: %w", err)
+	}
+	seen := map[string]bool{}
+	var running []ec2types.Instance
+	for _, filters := range clusterTagFilters(o.Cluster) {
+		filters = append(filters, ec2types.Filter{Name: strp("instance-state-name"), Values: []string{"running"}})
+		insts, err := nkaws.DescribeInstances(ctx, o.API, &ec2.DescribeInstancesInput{Filters: filters})
+		if err != nil {
+			return skip(err)
+		}
+		for _, inst := range insts {
+			if id := strDeref(inst.InstanceId); !seen[id] {
+				seen[id] = true
+				running = append(running, inst)
+			}
+		}
+	}
+	var ids []string
+	for i := range nodes {
+		if id := InstanceIDFromProviderID(nodes[i].Spec.ProviderID); id != "" {
+			ids = append(ids, id)
+		}
+	}
+	byID := map[string]ec2types.Instance{}
+	// An instance-id filter, not InstanceIds: an unknown ID must be an absent row, not an error
+	// that fails the whole call.
+	for len(ids) > 0 {
+		batch := ids[:min(len(ids), 200)]
+		ids = ids[len(batch):]
+		insts, err := nkaws.DescribeInstances(ctx, o.API, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{{Name: strp("instance-id"), Values: batch}}})
+		if err != nil {
+			return skip(err)
+		}
+		for _, inst := range insts {
+			byID[strDeref(inst.InstanceId)] = inst
+		}
+	}
+	subnetIDs := map[string]bool{}
+	for _, inst := range byID {
+		if inst.SubnetId != nil {
+			subnetIDs[*inst.SubnetId] = true
+		}
+	}
+	var subnets []ec2types.Subnet
+	if len(subnetIDs) > 0 {
+		var list []string
+		for id := range subnetIDs {
+			list = append(list, id)
+		}
+		sort.Strings(list)
+		var err error
+		subnets, err = nkaws.DescribeSubnets(ctx, o.API, &ec2.DescribeSubnetsInput{Filters: []ec2types.Filter{{Name: strp("subnet-id"), Values: list}}})
+		if err != nil {
+			if nkaws.IsAccessDenied(err) {
+				r.rep.Add(RuleSubnetAddressesLow.Skip("ec2", err.Error()))
+				subnets = nil
+			} else {
+				return fmt.Errorf("EC2: %w", err)
+			}
+		}
+	}
+	r.rep.Add(CheckEC2(EC2Inputs{Cluster: o.Cluster, Running: running, ByID: byID, Subnets: subnets, Nodes: nodes,
+		PrefixDelegation: prefixDelegation, Now: r.o.Now(), RegisterGrace: grace})...)
+	r.rep.Checked(SectionEC2, len(running)+len(nodes)+len(subnets))
+	return nil
+}
