@@ -12,7 +12,6 @@ import (
 	"path"
 	"regexp"
 	"strconv"
-	"syscall"
 )
 
 // InputKind says what AnalyzeFile was given.
@@ -155,7 +154,7 @@ func walkDir(dir string, limits Limits, visit func(m Member, r io.Reader) error)
 		}
 		// O_NOFOLLOW and O_NONBLOCK: a file swapped for a link or a FIFO after the listing is
 		// neither followed nor waited on; the type is checked again on what was opened.
-		f, err := root.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+		f, err := root.OpenFile(p, os.O_RDONLY|noFollowNonBlock, 0)
 		if err != nil {
 			return fmt.Errorf("%w: opening %s: %w", ErrUnsafeArchive, quoteName(p), err)
 		}
