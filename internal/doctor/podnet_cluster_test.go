@@ -109,6 +109,22 @@ func createNode(ctx context.Context, t *testing.T, c kubernetes.Interface, n *co
 	}
 }
 
+// approveCSR adds the Approved condition through the approval subresource, as an approver would.
+func approveCSR(ctx context.Context, t *testing.T, name string) {
+	t.Helper()
+	admin := env.AdminClient()
+	c, err := admin.CertificatesV1().CertificateSigningRequests().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Status.Conditions = append(c.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "NodeTest", Message: "approved by the test",
+	})
+	if _, err := admin.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, name, c, metav1.UpdateOptions{FieldManager: "nodekeeper-test"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // servingCSR creates a kubelet-serving CSR as the node's kubelet would (username system:node:NAME).
 func servingCSR(ctx context.Context, t *testing.T, node string) string {
 	t.Helper()
@@ -161,7 +177,7 @@ func podnetReport(rep *findings.Report, keep func(string) bool) *findings.Report
 	return out
 }
 
-var volatileAge = regexp.MustCompile(`(pending, oldest )[0-9hms]+`)
+var volatileAge = regexp.MustCompile(`((?:pending|signed), oldest )[0-9hms]+`)
 
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
@@ -322,6 +338,9 @@ func TestDoctorPodNetworking(t *testing.T) {
 	hn.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalDNS, Address: prefix + "0-7.ec2.internal"}}
 	createNode(ctx, t, admin, hn)
 	csrName := servingCSR(ctx, t, hardcoded)
+	// Approved as EKS's approver does, but never signed (EKS does not sign names it cannot verify
+	// against the instance; no signer runs here): the kubelet still has no serving certificate.
+	approveCSR(ctx, t, csrName)
 
 	// A CSINode left behind by a deleted Node, without an owner: leaked.
 	leakedCSI := prefix + "9-9.ec2.internal"
@@ -388,7 +407,7 @@ func TestDoctorPodNetworking(t *testing.T) {
 		"NK708 node/" + karpenter:    "6 pods hold VPC addresses",
 		"NK711 node/" + orphanENI:    `"us-west-2z-pods"`,
 		"NK712 eniconfig/spare":      "no spec.subnet",
-		"NK721 node/" + hardcoded:    "1 kubelet-serving certificate request pending",
+		"NK721 node/" + hardcoded:    "1 kubelet-serving certificate request approved but never signed",
 		"NK731 csinode/" + leakedCSI: "leaked",
 		"NK713 karpenter":            "deployment/" + ns + "/karpenter RESERVED_ENIS=0",
 		"NK732 cninode/" + ownedCNI:  "owned by the deleted Node",
@@ -451,6 +470,9 @@ func TestDoctorPodNetworking(t *testing.T) {
 		ev := strings.Join(f[0].Evidence, "\n")
 		if !strings.Contains(ev, csrName) || !strings.Contains(ev, "NK631") || !strings.Contains(ev, prefix+"0-7.ec2.internal") {
 			t.Errorf("NK721 evidence: %s", ev)
+		}
+		if !strings.Contains(f[0].Message, "approved but never signed") {
+			t.Errorf("NK721 message does not say the request was approved but never signed: %s", f[0].Message)
 		}
 	}
 	// Bounded requests: two pod lists, one event list, whatever the cluster holds.

@@ -146,11 +146,15 @@ func (r *runner) checkPodNetworking(ctx context.Context, nodes []corev1.Node, in
 	return r.checkNodeScopedObjects(ctx, nodes)
 }
 
-// checkServingCSRs reports kubelet-serving CSRs that nobody approved, by node.
+// checkServingCSRs reports kubelet-serving CSRs that never produced a certificate, by node: those
+// nobody approved, and those approved but never signed. The second is what EKS does (since 1.24) with
+// a request whose DNS or IP names it cannot verify against the EC2 instance, such as a hard-coded
+// hostname: the request shows Approved, yet the kubelet still has no serving certificate.
 func (r *runner) checkServingCSRs(ctx context.Context, nodes []corev1.Node) error {
 	type pending struct {
-		names  []string
-		oldest time.Time
+		names    []string
+		unsigned int // approved, no certificate
+		oldest   time.Time
 	}
 	byNode := map[string]*pending{}
 	opts := metav1.ListOptions{Limit: r.o.PageSize, FieldSelector: fields.OneTermEqualSelector("spec.signerName", kubeletServingSigner).String()}
@@ -162,7 +166,7 @@ func (r *runner) checkServingCSRs(ctx context.Context, nodes []corev1.Node) erro
 		}
 		for i := range l.Items {
 			c := &l.Items[i]
-			if c.Spec.SignerName != kubeletServingSigner || csrDecided(c) || now.Sub(c.CreationTimestamp.Time) < r.o.CSRPendingAfter {
+			if c.Spec.SignerName != kubeletServingSigner || csrSettled(c) || now.Sub(c.CreationTimestamp.Time) < r.o.CSRPendingAfter {
 				continue
 			}
 			node := strings.TrimPrefix(c.Spec.Username, "system:node:")
@@ -172,6 +176,9 @@ func (r *runner) checkServingCSRs(ctx context.Context, nodes []corev1.Node) erro
 				byNode[node] = p
 			}
 			p.names = append(p.names, c.Name)
+			if csrApproved(c) {
+				p.unsigned++
+			}
 			if c.CreationTimestamp.Time.Before(p.oldest) {
 				p.oldest = c.CreationTimestamp.Time
 			}
@@ -192,8 +199,15 @@ func (r *runner) checkServingCSRs(ctx context.Context, nodes []corev1.Node) erro
 	for _, node := range sortedKeys(byNode) {
 		p := byNode[node]
 		sort.Strings(p.names)
-		f := RuleServingCSRPending.New("node/"+textsafe.Escape(node), "%s pending, oldest %s: kubectl logs/exec and metrics to this node fail with \"no serving certificate available for the kubelet\"",
-			plural(len(p.names), "kubelet-serving certificate request"), age(now, p.oldest))
+		state := "pending"
+		switch {
+		case p.unsigned == len(p.names):
+			state = "approved but never signed"
+		case p.unsigned > 0:
+			state = fmt.Sprintf("pending (%d approved but never signed)", p.unsigned)
+		}
+		f := RuleServingCSRPending.New("node/"+textsafe.Escape(node), "%s %s, oldest %s: kubectl logs/exec and metrics to this node fail with \"no serving certificate available for the kubelet\"",
+			plural(len(p.names), "kubelet-serving certificate request"), state, age(now, p.oldest))
 		f = f.WithEvidence("requests: " + textsafe.Clip(strings.Join(p.names, ", "), 300))
 		if n := known[node]; n != nil {
 			if hint := hostnameHint(n); hint != "" {
@@ -207,10 +221,21 @@ func (r *runner) checkServingCSRs(ctx context.Context, nodes []corev1.Node) erro
 	return nil
 }
 
-func csrDecided(c *certificatesv1.CertificateSigningRequest) bool {
+// csrSettled reports whether a CSR needs nothing more: denied, failed, or approved and signed.
+// An approved request without a certificate is not settled: its signer refused or never came.
+func csrSettled(c *certificatesv1.CertificateSigningRequest) bool {
 	for _, cond := range c.Status.Conditions {
 		switch cond.Type {
-		case certificatesv1.CertificateApproved, certificatesv1.CertificateDenied, certificatesv1.CertificateFailed:
+		case certificatesv1.CertificateDenied, certificatesv1.CertificateFailed:
+			return true
+		}
+	}
+	return csrApproved(c) && len(c.Status.Certificate) > 0
+}
+
+func csrApproved(c *certificatesv1.CertificateSigningRequest) bool {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == certificatesv1.CertificateApproved {
 			return true
 		}
 	}

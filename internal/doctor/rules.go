@@ -313,7 +313,7 @@ var (
 	RuleServingCSRPending = findings.Define(findings.Rule{
 		Code: "NK721", Name: "kubelet-serving-csr-pending", Section: SectionPodNet, Severity: findings.Error,
 		Title:       "kubelet serving certificate request not approved: logs, exec and metrics to the node fail (\"no serving certificate available for the kubelet\")",
-		Remediation: "EKS approves kubernetes.io/kubelet-serving requests only when the requesting node's name and addresses match its EC2 instance (private DNS name and IPs): do not hard-code the hostname or --hostname-override in the bootstrap script (NK631), then replace the node; approving by hand (kubectl certificate approve) only helps until the next rotation",
+		Remediation: "EKS signs kubernetes.io/kubelet-serving requests only for DNS and IP names it can verify against the node's EC2 instance (its private DNS name and IPs); others stay pending or approved-but-unsigned: do not hard-code the hostname or --hostname-override in the bootstrap script (NK631), then replace the node; approving by hand (kubectl certificate approve) only helps until the next rotation",
 		DocURL:      docKubeletCSR,
 	})
 

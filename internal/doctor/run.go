@@ -69,7 +69,7 @@ type Options struct {
 	// StuckAfter is how long a pod may wait in ContainerCreating before it counts as stuck
 	// (default 2m).
 	StuckAfter time.Duration
-	// CSRPendingAfter is how long a kubelet-serving CSR may stay undecided (default 5m).
+	// CSRPendingAfter is how long a kubelet-serving CSR may stay without a certificate (default 5m).
 	CSRPendingAfter time.Duration
 	// SkipPodNetworking leaves out the "Pod networking" section (for comparisons; the CLI
 	// always runs it).
