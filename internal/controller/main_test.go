@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekeeper/nodekeeper/internal/deleter"
@@ -333,13 +334,18 @@ func createNode(t *testing.T, name string) *corev1.Node {
 func renewLease(t *testing.T, name string) {
 	t.Helper()
 	c := env.AdminClient().CoordinationV1().Leases(lease.NodeLeaseNamespace)
-	l, err := c.Get(context.Background(), name, metav1.GetOptions{})
+	// The controller may adopt the lease between the read and the write; a kubelet then reads again
+	// and renews, and so does this helper.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		l, err := c.Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		l.Spec.RenewTime = ptr.To(metav1.NowMicro())
+		_, err = c.Update(context.Background(), l, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Error(err)
-		return
-	}
-	l.Spec.RenewTime = ptr.To(metav1.NowMicro())
-	if _, err := c.Update(context.Background(), l, metav1.UpdateOptions{}); err != nil {
 		t.Error(err)
 	}
 }
