@@ -305,17 +305,10 @@ func createLease(t *testing.T, name string, renewTime time.Time, owners ...metav
 	return backdate(t, l)
 }
 
-// backdate moves the creation of a lease meant to be old (renewed more than half an hour ago)
-// back to its renewTime, as a kubelet's first renewal creates it: the API server stamps creation
-// now, and a lease is only as idle as its creation allows.
+// backdate gives a lease meant to be old the creation time it would have had (testenv.BackdateIfOld).
 func backdate(t testing.TB, l *coordinationv1.Lease) *coordinationv1.Lease {
 	t.Helper()
-	// An owned lease is never leaked, so its creation time decides nothing; and one whose owner is
-	// gone may be removed by the garbage collector at any moment, even before it could be rewritten.
-	if l.Spec.RenewTime == nil || time.Since(l.Spec.RenewTime.Time) < 30*time.Minute || len(l.OwnerReferences) > 0 {
-		return l
-	}
-	old, err := env.BackdateLease(context.Background(), l.Namespace, l.Name, l.Spec.RenewTime.Time)
+	old, err := env.BackdateIfOld(context.Background(), l)
 	if err != nil {
 		t.Fatal(err)
 	}

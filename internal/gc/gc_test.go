@@ -74,14 +74,9 @@ func createLease(t testing.TB, name string, renew time.Time, owners ...metav1.Ow
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A lease meant to be old (renewed more than half an hour ago) is created at its renewTime,
-	// as a kubelet's first renewal creates it; the API server alone would stamp now.
-	// An owned lease is never leaked, so its creation time decides nothing (and one whose owner is
-	// gone may be garbage-collected before it could be rewritten).
-	if time.Since(renew) >= 30*time.Minute && len(owners) == 0 {
-		if l, err = env.BackdateLease(context.Background(), l.Namespace, l.Name, renew); err != nil {
-			t.Fatal(err)
-		}
+	// A lease meant to be old gets the creation time a kubelet's first renewal would have given it.
+	if l, err = env.BackdateIfOld(context.Background(), l); err != nil {
+		t.Fatal(err)
 	}
 	return l
 }

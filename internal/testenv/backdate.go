@@ -133,3 +133,15 @@ func (e *Env) etcdPutIfUnchanged(ctx context.Context, key string, value []byte, 
 	}
 	return out.Succeeded, nil
 }
+
+// BackdateIfOld gives a lease meant to be old the creation time a kubelet's first renewal would
+// have given it: a lease renewed more than half an hour ago is backdated to its renewTime; a newer
+// one is returned as it is. An owned lease is never backdated: its creation decides nothing (it
+// is never leaked), and the garbage collector may remove one whose owner is gone before it could
+// be rewritten.
+func (e *Env) BackdateIfOld(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	if l.Spec.RenewTime == nil || time.Since(l.Spec.RenewTime.Time) < 30*time.Minute || len(l.OwnerReferences) > 0 {
+		return l, nil
+	}
+	return e.BackdateLease(ctx, l.Namespace, l.Name, l.Spec.RenewTime.Time)
+}
