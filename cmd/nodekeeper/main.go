@@ -2,21 +2,42 @@
 // removes leaked node leases, catches kubelets running without their Node, explains every lease,
 // reads kube-apiserver audit logs and checks node networking settings that break clusters at scale.
 //
-// This package only wires flags to the internal packages: one file per subcommand, each of which
-// adds itself to rootCmd from an init function so that subcommands never edit a shared file.
+// The command tree lives in package app (so that tests run it in-process); this file only
+// connects it to the process: the standard streams, the signals and the exit code.
 package main
 
 import (
-	"fmt"
+	"context"
 	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
 
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/klog/v2"
+
+	"github.com/nodekeeper/nodekeeper/cmd/nodekeeper/app"
 )
 
-func main() {
+func main() { os.Exit(run()) }
+
+func run() int {
 	defer klog.Flush()
-	if err := rootCmd.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(exitCode(err))
+	// One signal handler for every subcommand: the first SIGINT or SIGTERM cancels the context
+	// (gc stops and reports, the controller and the sandbox shut down cleanly); once it has,
+	// the default handling is restored so that a second Ctrl-C ends the process at once.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+	root := app.NewRootCommand(streams)
+	// Installed as kubectl-nodekeeper, the binary is a kubectl plugin: `kubectl nodekeeper leases`.
+	if strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-nodekeeper") {
+		app.AsKubectlPlugin(root)
 	}
+	return app.Execute(ctx, root, streams.ErrOut)
 }

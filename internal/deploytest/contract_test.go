@@ -6,7 +6,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
-// The contract between the manifests and `nodekeeper controller` (cmd/nodekeeper/controller.go).
+// The contract between the manifests and `nodekeeper controller` (cmd/nodekeeper/app/controller.go).
 // docs/metrics.md documents the same lists for operators; TestDocsCoverContract keeps them aligned.
 
 // controllerFlags are the flags the manifests may pass to `nodekeeper controller`.

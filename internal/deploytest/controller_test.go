@@ -8,15 +8,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,10 +22,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodekeeper/nodekeeper/cmd/nodekeeper/app"
 )
 
-// TestControllerWithManifests runs the real `nodekeeper controller` binary the way the kustomize
+// TestControllerWithManifests runs `nodekeeper controller` (the command tree, in-process) the way the kustomize
 // Deployment runs it: with exactly the rendered arguments (only the listen addresses moved to
 // 127.0.0.1), POD_NAMESPACE from the namespace, and the token of the applied ServiceAccount, so
 // only the applied RBAC authorizes it. It must become ready and leader, delete a leaked lease,
@@ -39,11 +39,6 @@ func TestControllerWithManifests(t *testing.T) {
 	ctx := context.Background()
 	admin := env.AdminClient()
 
-	trackInputs(t, "cmd", "internal", "go.mod", "go.sum")
-	bin := filepath.Join(t.TempDir(), "nodekeeper")
-	if _, err := run(repoRoot(t), nil, "go", "build", "-o", bin, "./cmd/nodekeeper"); err != nil {
-		t.Fatal(err)
-	}
 	cfg, err := env.ServiceAccountConfig(ctx, in.namespace, in.sa)
 	if err != nil {
 		t.Fatal(err)
@@ -66,22 +61,25 @@ func TestControllerWithManifests(t *testing.T) {
 		}
 		args = append(args, a)
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+in.namespace, "POD_NAME=deploytest-controller")
+	// The command tree runs in-process, as main runs it; the environment is the pod's (read when
+	// the tree is built), and cancelling the context is the SIGTERM of a pod being stopped.
+	t.Setenv("POD_NAMESPACE", in.namespace)
+	t.Setenv("POD_NAME", "deploytest-controller")
 	var logs lockedBuffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	root := app.NewRootCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &logs, ErrOut: &logs})
+	root.SetArgs(args)
+	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	go func() { done <- root.ExecuteContext(runCtx) }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
+		stop()
 		select {
-		case <-done:
+		case err := <-done:
+			if err != nil {
+				t.Errorf("the controller stopped with an error: %v", err)
+			}
 		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
+			t.Errorf("the controller did not stop within 20s of its context's end")
 		}
 		if t.Failed() {
 			t.Logf("controller output:\n%s", logs.String())
@@ -365,7 +363,7 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// lockedBuffer collects a child process's output from two pipes.
+// lockedBuffer collects the controller's output from two streams written concurrently.
 type lockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer

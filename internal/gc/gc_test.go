@@ -1,16 +1,11 @@
 package gc
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -271,132 +266,6 @@ func TestCollectDryRunAndCancel(t *testing.T) {
 	if report.Counts[deleter.Deleted] != 0 {
 		t.Errorf("cancelled collection deleted %d", report.Counts[deleter.Deleted])
 	}
-}
-
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// binary builds cmd/nodekeeper once for the CLI tests and benchmarks.
-func binary(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "nodekeeper-gc-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "nodekeeper")
-		out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/nodekeeper").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
-
-// runGC runs `nodekeeper gc args...` with cfg's identity; stdin is not a terminal.
-func runGC(t *testing.T, cfg *rest.Config, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	kc := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := env.WriteKubeconfig(kc, cfg); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(binary(t), append([]string{"gc", "--kubeconfig", kc}, args...)...)
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	default:
-		t.Fatal(err)
-	}
-	return o.String(), e.String(), code
-}
-
-func TestCLI(t *testing.T) {
-	byClass := mixedCluster(t)
-	leaked := byClass[lease.Leaked]
-
-	t.Run("bad flags exit 2", func(t *testing.T) {
-		if _, stderr, code := runGC(t, env.AdminConfig(), "--grace-period=0s"); code != 2 {
-			t.Errorf("exit %d, want 2: %s", code, stderr)
-		}
-		if _, stderr, code := runGC(t, env.AdminConfig(), "-o", "xml"); code != 2 {
-			t.Errorf("exit %d, want 2: %s", code, stderr)
-		}
-	})
-	t.Run("no terminal and no --yes: exit 3, nothing deleted", func(t *testing.T) {
-		stdout, stderr, code := runGC(t, env.AdminConfig())
-		if code != 3 || !strings.Contains(stderr, "--yes") {
-			t.Errorf("exit %d, want 3 with a hint to --yes: %s", code, stderr)
-		}
-		if !strings.Contains(stdout, "leaked") || !strings.Contains(stdout, "5 leaked leases will be deleted") {
-			t.Errorf("summary missing:\n%s", stdout)
-		}
-		for _, n := range leaked {
-			if !exists(t, n) {
-				t.Fatalf("%s deleted without confirmation", n)
-			}
-		}
-	})
-	t.Run("dry run with -o json", func(t *testing.T) {
-		stdout, stderr, code := runGC(t, env.AdminConfig(), "--dry-run", "-o", "json")
-		if code != 0 {
-			t.Fatalf("exit %d: %s", code, stderr)
-		}
-		doc, err := parseReport([]byte(stdout))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !doc.DryRun || doc.Classes["leaked"] != 5 || doc.Outcomes[deleter.WouldDelete] != 5 || len(doc.Results) != 5 {
-			t.Errorf("report %+v", doc)
-		}
-		if !strings.Contains(stderr, "CLASS") {
-			t.Errorf("the summary table belongs on stderr with -o json; stderr:\n%s", stderr)
-		}
-	})
-	t.Run("an identity that may not delete: exit 4, nothing deleted", func(t *testing.T) {
-		user := "gc-reader"
-		grantReadOnly(t, user)
-		stdout, stderr, code := runGC(t, env.UserConfig(user), "--yes")
-		if code != 4 {
-			t.Fatalf("exit %d, want 4\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
-		}
-		if !strings.Contains(stdout, "failed") || !strings.Contains(stdout, "forbidden") {
-			t.Errorf("failures not reported:\n%s", stdout)
-		}
-	})
-	t.Run("--yes deletes exactly the leaked leases: exit 0", func(t *testing.T) {
-		stdout, stderr, code := runGC(t, env.AdminConfig(), "--yes", "--qps", "0")
-		if code != 0 {
-			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-		}
-		if !strings.Contains(stdout, "5 deleted") {
-			t.Errorf("result line missing:\n%s", stdout)
-		}
-		for class, names := range byClass {
-			for _, n := range names {
-				if gone := !exists(t, n); gone != (class == lease.Leaked) {
-					t.Errorf("%s lease %s: gone=%v", class, n, gone)
-				}
-			}
-		}
-	})
-	t.Run("nothing to do: exit 0", func(t *testing.T) {
-		stdout, stderr, code := runGC(t, env.AdminConfig())
-		if code != 0 || !strings.Contains(stdout, "0 leaked leases") {
-			t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
-		}
-	})
 }
 
 // grantReadOnly lets user list and get leases and nodes, but not delete.

@@ -109,7 +109,7 @@ func TestKubectlPlugin(t *testing.T) {
 		// "kubectl leases"; the root must keep Use "nodekeeper" and set
 		// cobra.CommandDisplayNameAnnotation to "kubectl nodekeeper" instead.
 		if !strings.Contains(out, "kubectl nodekeeper leases [flags]") {
-			t.Errorf("usage does not say `kubectl nodekeeper leases [flags]` (see cmd/nodekeeper/root.go):\n%s", firstLines(out, 14))
+			t.Errorf("usage does not say `kubectl nodekeeper leases [flags]` (see cmd/nodekeeper/main.go):\n%s", firstLines(out, 14))
 		}
 	})
 	t.Run("bad class is an error", func(t *testing.T) {

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"encoding/json"
@@ -8,18 +8,22 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 )
 
-func init() { rootCmd.AddCommand(newMaxPodsCmd()) }
+// maxPodsOptions are the settings of `nodekeeper maxpods`.
+type maxPodsOptions struct {
+	g *globalOptions
 
-func newMaxPodsCmd() *cobra.Command {
-	var (
-		o      eni.Options
-		vcpus  int
-		output string
-	)
+	eni    eni.Options
+	vcpus  int
+	output *outputFlags
+}
+
+func newMaxPodsCommand(g *globalOptions) *cobra.Command {
+	o := &maxPodsOptions{g: g, output: newOutputFlags("text", "output format: text, json or value (the number only, like the calculator)", "text", "json", "value")}
 	cmd := &cobra.Command{
 		Use:   "maxpods TYPE [TYPE...]",
 		Short: "Recommended kubelet max-pods for an EC2 instance type with the Amazon VPC CNI",
@@ -37,51 +41,66 @@ The vCPU count only matters for the ceiling; without --vcpus it is estimated fro
   nodekeeper maxpods c6i.32xlarge --prefix-delegation -o json`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch output {
-			case "text", "json", "value":
-			default:
-				return fmt.Errorf("unknown output format %q (want text, json or value)", output)
+			if err := o.Validate(); err != nil {
+				return err
 			}
-			if vcpus < 0 {
-				return fmt.Errorf("--vcpus must not be negative, got %d", vcpus)
-			}
-			var results []eni.Result
-			for _, name := range args {
-				it, err := eni.Lookup(name)
-				if err != nil {
-					return err
-				}
-				opts := o
-				switch {
-				case vcpus > 0:
-					opts.VCPUs, opts.VCPUSource = vcpus, "--vcpus"
-				default:
-					if n, ok := eni.EstimateVCPUs(name); ok {
-						opts.VCPUs, opts.VCPUSource = n, eni.VCPUSourceEstimate
-					}
-				}
-				r, err := eni.Calculate(it, opts)
-				if errors.Is(err, eni.ErrVCPUsUnknown) {
-					return fmt.Errorf("%w; pass --vcpus N (or --show-max-allowed)", err)
-				}
-				if err != nil {
-					return err
-				}
-				results = append(results, r)
-			}
-			return printMaxPods(cmd.OutOrStdout(), output, results)
+			return o.Run(args)
 		},
 	}
-	f := cmd.Flags()
-	f.BoolVar(&o.CustomNetworking, "custom-networking", false, "VPC CNI custom networking (AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG=true): the primary ENI carries no pod addresses")
-	f.BoolVar(&o.PrefixDelegation, "prefix-delegation", false, "VPC CNI prefix delegation (ENABLE_PREFIX_DELEGATION=true): /28 prefixes instead of single addresses")
-	f.StringVar(&o.CNIVersion, "cni-version", "", "VPC CNI version, for example 1.19.2 (prefix delegation needs 1.9 or later; empty assumes a current release)")
-	f.IntVar(&o.MaxENI, "max-eni", 0, "use at most N ENIs (the CNI's MAX_ENI); 0 = all")
-	f.IntVar(&o.ReservedENIs, "reserved-enis", 0, "ENIs kept from pods on top of the custom-networking one (e.g. attached by another agent)")
-	f.BoolVar(&o.ShowMaxAllowed, "show-max-allowed", false, "print the IP-limited maximum, without the 110/250 ceiling")
-	f.IntVar(&vcpus, "vcpus", 0, "vCPU count of the instance type (decides the 110/250 ceiling); default: estimated from the size name")
-	f.StringVarP(&output, "output", "o", "text", "output format: text, json or value (the number only, like the calculator)")
+	o.AddFlags(cmd.Flags())
+	o.output.RegisterCompletion(cmd)
 	return cmd
+}
+
+func (o *maxPodsOptions) AddFlags(f *pflag.FlagSet) {
+	f.BoolVar(&o.eni.CustomNetworking, "custom-networking", false, "VPC CNI custom networking (AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG=true): the primary ENI carries no pod addresses")
+	f.BoolVar(&o.eni.PrefixDelegation, "prefix-delegation", false, "VPC CNI prefix delegation (ENABLE_PREFIX_DELEGATION=true): /28 prefixes instead of single addresses")
+	f.StringVar(&o.eni.CNIVersion, "cni-version", "", "VPC CNI version, for example 1.19.2 (prefix delegation needs 1.9 or later; empty assumes a current release)")
+	f.IntVar(&o.eni.MaxENI, "max-eni", 0, "use at most N ENIs (the CNI's MAX_ENI); 0 = all")
+	f.IntVar(&o.eni.ReservedENIs, "reserved-enis", 0, "ENIs kept from pods on top of the custom-networking one (e.g. attached by another agent)")
+	f.BoolVar(&o.eni.ShowMaxAllowed, "show-max-allowed", false, "print the IP-limited maximum, without the 110/250 ceiling")
+	f.IntVar(&o.vcpus, "vcpus", 0, "vCPU count of the instance type (decides the 110/250 ceiling); default: estimated from the size name")
+	o.output.AddFlags(f)
+}
+
+// Validate refuses an unknown -o and a negative --vcpus.
+func (o *maxPodsOptions) Validate() error {
+	if err := o.output.Validate(); err != nil {
+		return err
+	}
+	if o.vcpus < 0 {
+		return fmt.Errorf("--vcpus must not be negative, got %d", o.vcpus)
+	}
+	return nil
+}
+
+// Run calculates max pods for each instance type and prints the results.
+func (o *maxPodsOptions) Run(types []string) error {
+	var results []eni.Result
+	for _, name := range types {
+		it, err := eni.Lookup(name)
+		if err != nil {
+			return err
+		}
+		opts := o.eni
+		switch {
+		case o.vcpus > 0:
+			opts.VCPUs, opts.VCPUSource = o.vcpus, "--vcpus"
+		default:
+			if n, ok := eni.EstimateVCPUs(name); ok {
+				opts.VCPUs, opts.VCPUSource = n, eni.VCPUSourceEstimate
+			}
+		}
+		r, err := eni.Calculate(it, opts)
+		if errors.Is(err, eni.ErrVCPUsUnknown) {
+			return fmt.Errorf("%w; pass --vcpus N (or --show-max-allowed)", err)
+		}
+		if err != nil {
+			return err
+		}
+		results = append(results, r)
+	}
+	return printMaxPods(o.g.streams.Out, o.output.Output, results)
 }
 
 func printMaxPods(w io.Writer, output string, results []eni.Result) error {

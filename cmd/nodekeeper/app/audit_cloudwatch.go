@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -23,11 +23,11 @@ type cloudWatchFlags struct {
 	src *cwaudit.Source
 }
 
-func (c *cloudWatchFlags) add(f *pflag.FlagSet) {
+func (c *cloudWatchFlags) AddFlags(f *pflag.FlagSet) {
 	f.BoolVar(&c.enabled, "cloudwatch", false, "read the audit log of an EKS cluster from CloudWatch Logs (Logs Insights, filtered by CloudWatch) instead of files")
 	f.StringVar(&c.logGroup, "log-group", "", "with --cloudwatch: the log group (default /aws/eks/CLUSTER/cluster, CLUSTER from --cluster)")
 	f.IntVar(&c.parallel, "cloudwatch-queries", 4, "with --cloudwatch: Logs Insights queries run at once (the account's limit is shared with everyone)")
-	c.aws.add(f)
+	c.aws.AddFlags(f)
 }
 
 // validate checks the flags that only make sense together.
@@ -47,7 +47,7 @@ func (c *cloudWatchFlags) validate(f *pflag.FlagSet, args []string) error {
 		return errors.New("--cloudwatch-queries must be at least 1")
 	}
 	if c.logGroup == "" {
-		name, _ := flagEKSCluster()
+		name, _ := c.aws.g.eksCluster()
 		if name == "" {
 			return errors.New("--cloudwatch needs the log group: pass --cluster NAME (the EKS cluster, log group /aws/eks/NAME/cluster) or --log-group")
 		}

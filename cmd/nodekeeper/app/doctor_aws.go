@@ -1,10 +1,9 @@
-package main
+package app
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -19,14 +18,14 @@ type doctorAWSFlags struct {
 	aws           awsFlags
 }
 
-func (d *doctorAWSFlags) add(f *pflag.FlagSet) {
+func (d *doctorAWSFlags) AddFlags(f *pflag.FlagSet) {
 	f.BoolVar(&d.enabled, "aws", false, "also check EC2 (read-only): running instances of the cluster without a Node, Nodes whose instance is gone, subnet addresses; needs --cluster NAME|ARN")
 	f.DurationVar(&d.registerGrace, "register-grace", 10*time.Minute, "with --aws: an instance launched less than this ago may still be registering and is not reported")
-	d.aws.add(f)
+	d.aws.AddFlags(f)
 }
 
 // apply loads the AWS clients when --aws was given; otherwise it checks that no AWS-only flag was.
-func (d *doctorAWSFlags) apply(ctx context.Context, f *pflag.FlagSet, o *doctor.Options, stderr io.Writer) error {
+func (d *doctorAWSFlags) apply(ctx context.Context, f *pflag.FlagSet, o *doctor.Options) error {
 	if !d.enabled {
 		for _, name := range []string{"register-grace", "region", "profile"} {
 			if f.Changed(name) {
@@ -35,7 +34,7 @@ func (d *doctorAWSFlags) apply(ctx context.Context, f *pflag.FlagSet, o *doctor.
 		}
 		return nil
 	}
-	cluster, _ := flagEKSCluster()
+	cluster, _ := d.aws.g.eksCluster()
 	if cluster == "" {
 		return errors.New("--aws needs the EKS cluster's name to find its instances: pass --cluster NAME (or the cluster's ARN)")
 	}

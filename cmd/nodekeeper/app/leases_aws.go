@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -16,9 +16,9 @@ type leasesAWSFlags struct {
 	aws     awsFlags
 }
 
-func (l *leasesAWSFlags) add(f *pflag.FlagSet) {
+func (l *leasesAWSFlags) AddFlags(f *pflag.FlagSet) {
 	f.BoolVar(&l.enabled, "aws", false, "add the EC2 instance (ID, state, launch time) of zombie and leaked node leases, found by private DNS name (read-only, docs/aws.md)")
-	l.aws.add(f)
+	l.aws.AddFlags(f)
 }
 
 func (l *leasesAWSFlags) validate(f *pflag.FlagSet, watch bool) error {

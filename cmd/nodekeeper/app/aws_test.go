@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"bytes"
@@ -11,43 +11,42 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
 	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
 	"github.com/nodekeeper/nodekeeper/internal/aws/cwaudit"
 )
 
-// useFakeAWS makes the commands' AWS clients the in-memory AWS and counts how often they are
-// loaded (which is when credentials would be read).
-func useFakeAWS(t *testing.T, cloud *awsfake.Cloud) *int {
-	t.Helper()
-	loads := 0
-	old := loadAWSClients
-	loadAWSClients = func(_ context.Context, o nkaws.LoadOptions) (*nkaws.Clients, error) {
-		loads++
-		if cloud == nil {
-			return nil, fmt.Errorf("AWS must not be called on this path")
-		}
-		return &nkaws.Clients{EC2: cloud, Logs: cloud, EKS: cloud, Region: o.Region}, nil
-	}
-	t.Cleanup(func() { loadAWSClients = old })
-	return &loads
+// fakeAWS is the AWS client loader of the tests: the in-memory AWS, counting how often it is
+// loaded (which is when credentials would be read). A nil cloud fails every load.
+type fakeAWS struct {
+	cloud  *awsfake.Cloud
+	loads  int
+	region string // of the last load
 }
 
-func runCmd(t *testing.T, newCmd func() *cobra.Command, args ...string) (stdout, stderr string, err error) {
+func (f *fakeAWS) load(_ context.Context, o nkaws.LoadOptions) (*nkaws.Clients, error) {
+	f.loads++
+	f.region = o.Region
+	if f.cloud == nil {
+		return nil, fmt.Errorf("AWS must not be called on this path")
+	}
+	return &nkaws.Clients{EC2: f.cloud, Logs: f.cloud, EKS: f.cloud, Region: o.Region}, nil
+}
+
+// runCmd runs the command tree in-process with args, AWS from aws (nil: no AWS at all) and an
+// empty standard input that is not a terminal.
+func runCmd(t *testing.T, aws *fakeAWS, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	root := newRootCmd()
-	root.AddCommand(newCmd())
+	if aws == nil {
+		aws = &fakeAWS{}
+	}
 	var out, errb bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	root.SetIn(strings.NewReader(""))
+	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errb}
+	root := newRootCommand(streams, aws.load)
 	root.SetArgs(args)
 	err = root.ExecuteContext(context.Background())
-	// kubeFlags is shared by every command: leave --cluster as it was for the next test.
-	empty := ""
-	kubeFlags.ClusterName = &empty
 	return out.String(), errb.String(), err
 }
 
@@ -84,20 +83,20 @@ func zombieTrail() []string {
 // TestAuditWithoutCloudWatchNeverLoadsAWS: reading files never loads AWS clients (nor so
 // credentials), and the AWS flags alone are refused.
 func TestAuditWithoutCloudWatchNeverLoadsAWS(t *testing.T) {
-	loads := useFakeAWS(t, nil)
+	aws := &fakeAWS{}
 	file := filepath.Join(t.TempDir(), "audit.log")
 	if err := os.WriteFile(file, []byte(strings.Join(zombieTrail(), "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, _, err := runCmd(t, newAuditCmd, "audit", file)
+	out, _, err := runCmd(t, aws, "audit", file)
 	if err != nil || !strings.Contains(out, zombieInstance) {
 		t.Fatalf("audit of a file: err %v\n%s", err, out)
 	}
-	if _, _, err := runCmd(t, newAuditCmd, "audit", file, "--region", "eu-west-1"); err == nil || !strings.Contains(err.Error(), "--region needs --cloudwatch") {
+	if _, _, err := runCmd(t, aws, "audit", file, "--region", "eu-west-1"); err == nil || !strings.Contains(err.Error(), "--region needs --cloudwatch") {
 		t.Errorf("--region without --cloudwatch: %v", err)
 	}
-	if *loads != 0 {
-		t.Errorf("AWS clients loaded %d times without --cloudwatch", *loads)
+	if aws.loads != 0 {
+		t.Errorf("AWS clients loaded %d times without --cloudwatch", aws.loads)
 	}
 }
 
@@ -111,21 +110,13 @@ func TestAuditCloudWatch(t *testing.T) {
 	for i, m := range zombieTrail() {
 		cloud.AddLogEvents("/aws/eks/prod/cluster", awsfake.LogEvent{Stream: "kube-apiserver-audit-0a1b2c", Timestamp: auditT0.Add(time.Duration(i) * 5 * time.Second).UnixMilli(), Message: m})
 	}
-	var gotRegion string
-	old := loadAWSClients
-	useFakeAWS(t, cloud)
-	inner := loadAWSClients
-	loadAWSClients = func(ctx context.Context, o nkaws.LoadOptions) (*nkaws.Clients, error) {
-		gotRegion = o.Region
-		return inner(ctx, o)
-	}
-	t.Cleanup(func() { loadAWSClients = old })
+	aws := &fakeAWS{cloud: cloud}
 
 	base := []string{"audit", "--cloudwatch", "--cluster", "arn:aws:eks:ap-northeast-2:111122223333:cluster/prod",
 		"--since", "2024-04-05 05:00", "--until", "2024-04-05 07:00"}
 	for _, format := range []string{"text", "json", "yaml"} {
 		t.Run(format, func(t *testing.T) {
-			out, stderr, err := runCmd(t, newAuditCmd, append(base, "-o", format)...)
+			out, stderr, err := runCmd(t, aws, append(base, "-o", format)...)
 			if err != nil {
 				t.Fatalf("%v\nstderr:\n%s", err, stderr)
 			}
@@ -143,17 +134,17 @@ func TestAuditCloudWatch(t *testing.T) {
 			if !strings.Contains(stderr, "CloudWatch scanned") {
 				t.Errorf("stderr does not say what CloudWatch scanned:\n%s", stderr)
 			}
-			if gotRegion != "ap-northeast-2" {
-				t.Errorf("region %q, want the ARN's", gotRegion)
+			if aws.region != "ap-northeast-2" {
+				t.Errorf("region %q, want the ARN's", aws.region)
 			}
 		})
 	}
-	if _, _, err := runCmd(t, newAuditCmd, "audit", "--cloudwatch"); err == nil || !strings.Contains(err.Error(), "--cluster") {
+	if _, _, err := runCmd(t, aws, "audit", "--cloudwatch"); err == nil || !strings.Contains(err.Error(), "--cluster") {
 		t.Errorf("--cloudwatch without a cluster or log group: %v", err)
 	}
 	cloud.Deny[nkaws.PermStartQuery] = true
 	cloud.Deny[nkaws.PermFilterLogEvents] = true
-	_, _, err := runCmd(t, newAuditCmd, append(base, "-o", "json")...)
+	_, _, err := runCmd(t, aws, append(base, "-o", "json")...)
 	if err == nil || !strings.Contains(err.Error(), nkaws.PermFilterLogEvents) {
 		t.Errorf("denied: %v", err)
 	}
@@ -176,34 +167,34 @@ func TestEKSClusterName(t *testing.T) {
 // TestDoctorAWSFlags: doctor without --aws never loads AWS; --aws without a cluster says what
 // to pass; AWS-only flags need --aws.
 func TestDoctorAWSFlags(t *testing.T) {
-	loads := useFakeAWS(t, nil)
+	aws := &fakeAWS{}
 	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
-	if _, _, err := runCmd(t, newDoctorCmd, "doctor", "--region", "eu-west-1"); err == nil || !strings.Contains(err.Error(), "--region needs --aws") {
+	if _, _, err := runCmd(t, aws, "doctor", "--region", "eu-west-1"); err == nil || !strings.Contains(err.Error(), "--region needs --aws") {
 		t.Errorf("--region without --aws: %v", err)
 	}
-	if _, _, err := runCmd(t, newDoctorCmd, "doctor", "--aws"); err == nil || !strings.Contains(err.Error(), "--cluster") {
+	if _, _, err := runCmd(t, aws, "doctor", "--aws"); err == nil || !strings.Contains(err.Error(), "--cluster") {
 		t.Errorf("--aws without a cluster: %v", err)
 	}
 	// Without --aws the run fails on the missing kubeconfig, before and without AWS.
-	if _, _, err := runCmd(t, newDoctorCmd, "doctor"); err == nil {
+	if _, _, err := runCmd(t, aws, "doctor"); err == nil {
 		t.Errorf("doctor without a cluster succeeded")
 	}
-	if *loads != 0 {
-		t.Errorf("AWS clients loaded %d times", *loads)
+	if aws.loads != 0 {
+		t.Errorf("AWS clients loaded %d times", aws.loads)
 	}
 }
 
 // TestLeasesAWSFlags: leases without --aws never loads AWS; AWS-only flags need --aws.
 func TestLeasesAWSFlags(t *testing.T) {
-	loads := useFakeAWS(t, nil)
+	aws := &fakeAWS{}
 	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
-	if _, _, err := runCmd(t, newLeasesCmd, "leases", "--profile", "x"); err == nil || !strings.Contains(err.Error(), "--profile needs --aws") {
+	if _, _, err := runCmd(t, aws, "leases", "--profile", "x"); err == nil || !strings.Contains(err.Error(), "--profile needs --aws") {
 		t.Errorf("--profile without --aws: %v", err)
 	}
-	if _, _, err := runCmd(t, newLeasesCmd, "leases"); err == nil {
+	if _, _, err := runCmd(t, aws, "leases"); err == nil {
 		t.Errorf("leases without a cluster succeeded")
 	}
-	if *loads != 0 {
-		t.Errorf("AWS clients loaded %d times", *loads)
+	if aws.loads != 0 {
+		t.Errorf("AWS clients loaded %d times", aws.loads)
 	}
 }

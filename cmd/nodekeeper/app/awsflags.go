@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -9,19 +9,13 @@ import (
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
 )
 
-// loadAWSClients is the one place a command gets AWS clients (and so reads AWS credentials).
-// Commands call it only behind --aws or --cloudwatch; tests replace it with the in-memory AWS
-// and check that the default paths never call it.
-var loadAWSClients = func(ctx context.Context, o nkaws.LoadOptions) (*nkaws.Clients, error) {
-	return nkaws.Load(ctx, o)
-}
-
 // awsFlags are the AWS connection flags of the commands that can talk to AWS.
 type awsFlags struct {
+	g               *globalOptions
 	region, profile string
 }
 
-func (a *awsFlags) add(f *pflag.FlagSet) {
+func (a *awsFlags) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&a.region, "region", "", "AWS region (default: the AWS configuration's, or the region of an EKS cluster ARN given to --cluster)")
 	f.StringVar(&a.profile, "profile", "", "AWS profile from the shared config and credentials files (default: the SDK's default chain)")
 }
@@ -30,9 +24,9 @@ func (a *awsFlags) add(f *pflag.FlagSet) {
 func (a *awsFlags) clients(ctx context.Context) (*nkaws.Clients, error) {
 	o := nkaws.LoadOptions{Profile: a.profile, Region: a.region}
 	if o.Region == "" {
-		_, o.Region = flagEKSCluster()
+		_, o.Region = a.g.eksCluster()
 	}
-	return loadAWSClients(ctx, o)
+	return a.g.loadAWS(ctx, o)
 }
 
 // eksClusterName is the EKS cluster named by a kubeconfig cluster name: the ARN that
@@ -55,20 +49,20 @@ func eksClusterName(cluster string) (name, region string) {
 	return cluster, ""
 }
 
-// flagEKSCluster is the EKS cluster of the --cluster flag or, without it, of the kubeconfig's
+// eksCluster is the EKS cluster of the --cluster flag or, without it, of the kubeconfig's
 // current context when its cluster is named the EKS way (an ARN, or eksctl's name). Reading the
 // kubeconfig reads no AWS credentials.
-func flagEKSCluster() (name, region string) {
-	if kubeFlags.ClusterName != nil && *kubeFlags.ClusterName != "" {
-		return eksClusterName(*kubeFlags.ClusterName)
+func (g *globalOptions) eksCluster() (name, region string) {
+	if g.kube.ClusterName != nil && *g.kube.ClusterName != "" {
+		return eksClusterName(*g.kube.ClusterName)
 	}
-	raw, err := kubeFlags.ToRawKubeConfigLoader().RawConfig()
+	raw, err := g.kube.ToRawKubeConfigLoader().RawConfig()
 	if err != nil {
 		return "", ""
 	}
 	ctxName := raw.CurrentContext
-	if kubeFlags.Context != nil && *kubeFlags.Context != "" {
-		ctxName = *kubeFlags.Context
+	if g.kube.Context != nil && *g.kube.Context != "" {
+		ctxName = *g.kube.Context
 	}
 	c, ok := raw.Contexts[ctxName]
 	if !ok {

@@ -1,0 +1,211 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nodekeeper/nodekeeper/internal/audit"
+)
+
+// auditOptions are the settings of `nodekeeper audit`.
+type auditOptions struct {
+	g *globalOptions
+
+	audit      audit.Options
+	output     *outputFlags
+	htmlFile   string
+	since      string
+	until      string
+	zombieMin  time.Duration
+	window     time.Duration
+	maxLine    int
+	workers    int
+	top        int
+	eventsPerL int
+	cw         cloudWatchFlags
+}
+
+func newAuditCommand(g *globalOptions) *cobra.Command {
+	o := &auditOptions{g: g, cw: cloudWatchFlags{aws: awsFlags{g: g}},
+		output: newOutputFlags("text", "output format: text, json or yaml", "text", "json", "yaml")}
+	cmd := &cobra.Command{
+		Use:   "audit [FILE|DIR|GLOB|-]...",
+		Short: "Reconstruct node and lease lifecycles, zombie kubelets and throttling from kube-apiserver audit logs",
+		Long: `Read kube-apiserver audit logs and report, for the window they cover:
+
+  - who deleted Nodes, and what followed each deletion (the garbage collector deleting the
+    lease, the kubelet's calls answered 404, the lease re-created, the Node back);
+  - the lifecycle of every lease: creates, deletes and updates that created it (201);
+  - leaks: leases created while their Node was gone, or without an ownerReference where the
+    audit level shows the object;
+  - zombie kubelets: system:node:<name> calling after Node <name> was deleted, with first and
+    last seen, rate, source IPs and instance identity (the EC2 instance ID on EKS);
+  - access denied: requests answered 401 or 403, by user (groups summarised), verb,
+    resource and object, with counts and first and last time;
+  - throttling: 429 responses and APF queue waits by user, user agent, verb and resource,
+    over time; top talkers by requests and by latency.
+
+Memory stays bounded whatever the input: no record of any layout is held beyond
+--max-line-size, and per-key tables have fixed sizes; when one is reached the report says
+which numbers are approximate (BOUNDS; "bounds" in -o json).
+
+Inputs are files, directories (read recursively), globs or - for standard input (the default),
+plain or gzip. Accepted layouts: kube-apiserver's JSON lines (audit.k8s.io/v1, any level),
+pretty-printed or concatenated events, a JSON array of events, "aws logs filter-log-events"
+output, Logs Insights results (get-query-results JSON, console JSON or CSV export) and
+CloudWatch Logs subscription payloads (JSON, or base64+gzip lines). Several inputs are merged
+in time order whatever order they are given in; the same event read twice counts once.
+
+Lines that are not audit events are counted and reported with their first line numbers; the
+run goes on. A broken input (a truncated gzip stream) is reported with its offset after
+everything before it was counted, and the command exits 1.
+
+--node, --lease and --user narrow the report, not the analysis: a zombie is still recognised
+from another user's deletion of its Node. --since and --until drop events received outside
+the window before any analysis.`,
+		Example: `  # a day of logs from the control plane host
+  nodekeeper audit /var/log/kubernetes/audit/
+
+  # an EKS export, one node, as a page to attach to a ticket
+  aws logs filter-log-events --log-group-name /aws/eks/prod/cluster \
+    --log-stream-name-prefix kube-apiserver-audit --start-time 1712296800000 > events.json
+  nodekeeper audit events.json --node ip-10-29-79-205.ap-northeast-2.compute.internal --html report.html
+
+  # machine-readable
+  zcat audit-*.log.gz | nodekeeper audit -o json
+
+  # straight from CloudWatch Logs (EKS control plane logging with audit enabled)
+  nodekeeper audit --cloudwatch --cluster prod --region eu-west-1 --since "2024-04-05 05:00" --until "2024-04-05 12:00"`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			if err := o.Validate(cmd.Flags(), args); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context(), args)
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	o.output.RegisterCompletion(cmd)
+	return cmd
+}
+
+func (o *auditOptions) AddFlags(f *pflag.FlagSet) {
+	o.output.AddFlags(f)
+	f.StringVar(&o.htmlFile, "html", "", "also write a self-contained HTML page (timelines, throttling chart) to this file")
+	f.StringVar(&o.audit.Node, "node", "", "report only this node: its deletions, lease, zombie episodes, leaks and requests")
+	f.StringVar(&o.audit.Lease, "lease", "", "report only this lease (NAME or NAMESPACE/NAME)")
+	f.StringVar(&o.audit.User, "user", "", "report only what this user did (e.g. system:node:NAME)")
+	f.StringVar(&o.since, "since", "", "ignore events received before this time (RFC 3339, or 2006-01-02[ 15:04[:05]] UTC)")
+	f.StringVar(&o.until, "until", "", "ignore events received after this time")
+	f.IntVar(&o.top, "top", 10, "rows in the ranked tables")
+	f.DurationVar(&o.zombieMin, "zombie-min-duration", time.Minute, "how long a kubelet must keep calling after its Node's deletion to count as a zombie")
+	f.DurationVar(&o.window, "reorder-window", 5*time.Second, "events out of stageTimestamp order by up to this much are put back in order")
+	f.IntVar(&o.maxLine, "max-line-size", 16<<20, "lines and export records longer than this many bytes are skipped and counted as too-long")
+	f.IntVar(&o.workers, "workers", 0, "parsing goroutines (0: one per CPU)")
+	f.IntVar(&o.eventsPerL, "events-per-lease", 40, "lifecycle events kept per lease (the first and the last half)")
+	o.cw.AddFlags(f)
+}
+
+// Complete parses the time window and fills audit.Options.
+func (o *auditOptions) Complete() error {
+	var err error
+	if o.audit.Since, err = audit.ParseTimeFlag(o.since); err != nil {
+		return fmt.Errorf("--since: %w", err)
+	}
+	if o.audit.Until, err = audit.ParseTimeFlag(o.until); err != nil {
+		return fmt.Errorf("--until: %w", err)
+	}
+	o.audit.ZombieMinDuration = o.zombieMin
+	o.audit.Window = o.window
+	o.audit.MaxLineSize = o.maxLine
+	o.audit.Workers = o.workers
+	o.audit.Top = o.top
+	o.audit.EventsPerLease = o.eventsPerL
+	return nil
+}
+
+// Validate refuses an unknown -o, an empty window and flags that do not go together.
+func (o *auditOptions) Validate(f *pflag.FlagSet, args []string) error {
+	if err := o.output.Validate(); err != nil {
+		return err
+	}
+	if !o.audit.Since.IsZero() && !o.audit.Until.IsZero() && o.audit.Until.Before(o.audit.Since) {
+		return fmt.Errorf("--until %s is before --since %s", o.until, o.since)
+	}
+	return o.cw.validate(f, args)
+}
+
+// Run reads the inputs (files, standard input or CloudWatch), analyses them and prints the
+// report, and the HTML page with --html.
+func (o *auditOptions) Run(ctx context.Context, args []string) error {
+	var inputs []audit.Input
+	in := o.g.streams.In
+	if o.cw.enabled {
+		cwIn, err := o.cw.input(ctx, o.audit.Since, o.audit.Until, o.g.streams.ErrOut)
+		if err != nil {
+			return err
+		}
+		inputs = []audit.Input{cwIn}
+	} else {
+		if len(args) == 0 {
+			// Waiting on a terminal for a log that never comes helps nobody.
+			if f, ok := in.(*os.File); ok {
+				if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+					return fmt.Errorf("no input: name audit log files or directories, or pipe a log to standard input")
+				}
+			}
+		}
+		var err error
+		if inputs, err = audit.ExpandInputs(args, in); err != nil {
+			return err
+		}
+	}
+	rep, aerr := audit.Analyze(inputs, o.audit)
+	if err := o.write(rep); err != nil {
+		return err
+	}
+	if aerr != nil {
+		return withExitCode(1, aerr)
+	}
+	return nil
+}
+
+// write prints the report in the -o format and writes the --html page.
+func (o *auditOptions) write(rep *audit.Report) error {
+	out := o.g.streams.Out
+	var err error
+	switch o.output.Output {
+	case "json":
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(rep)
+	case "yaml":
+		var b []byte
+		if b, err = yaml.Marshal(rep); err == nil {
+			_, err = out.Write(b)
+		}
+	default:
+		err = audit.WriteText(out, rep)
+	}
+	if err != nil || o.htmlFile == "" {
+		return err
+	}
+	f, err := os.Create(o.htmlFile)
+	if err != nil {
+		return err
+	}
+	if err := audit.WriteHTML(f, rep); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

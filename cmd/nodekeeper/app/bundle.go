@@ -1,0 +1,156 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/nodekeeper/nodekeeper/internal/bundle"
+	"github.com/nodekeeper/nodekeeper/internal/eni"
+)
+
+// bundleOptions are the settings of `nodekeeper bundle`.
+type bundleOptions struct {
+	g *globalOptions
+
+	report     reportFlags
+	bundle     bundle.Options
+	minCNI     string
+	ioDelay    time.Duration
+	maxMember  int64
+	maxTotal   int64
+	maxMembers int
+	userData   string
+
+	input string // the argument, set by Complete
+}
+
+func newBundleCommand(g *globalOptions) *cobra.Command {
+	o := &bundleOptions{g: g, report: newReportFlags()}
+	cmd := &cobra.Command{
+		Use:   "bundle FILE.tar.gz|DIR|KUBELET-JOURNAL",
+		Short: "Check an EKS logs collector bundle for the causes of pods stuck at scale",
+		Long: `bundle reads an EKS logs collector bundle (eks-log-collector.sh output) in place, without
+extracting it, and reports: "pull QPS exceeded", lease and node status errors in the kubelet log;
+ipamd that is unreachable (127.0.0.1:50051, ipamd.sock) or cannot reach the API server; EC2 API
+throttling; processes delayed by block IO; user data that overrides the hostname, flushes iptables
+or manages Docker on a containerd node; the kubelet configuration (registryPullQPS, maxPods against
+the instance type's VPC CNI addresses) and the aws-node settings.
+
+The input is the collector's .tar.gz, the directory it unpacks to, or a kubelet journal
+(journalctl -u kubelet output, gzip-compressed or not; only the kubelet log checks run on it).
+--user-data FILE adds the node's EC2 user data (a shell script, MIME multi-part or an AL2023
+NodeConfig): the bootstrap checks run on its commands even when cloud-init-output.log does not
+show them, and its kubelet settings are used when the input has no kubelet configuration.
+
+Exit codes: 0 no warning, 2 warnings, 3 errors, 1 the bundle could not be read (a hostile or
+malformed archive is refused with a clear error).`,
+		Example: `  nodekeeper bundle eks_i-0123456789abcdef0_2024-03-04_0915-UTC_0.7.8.tar.gz
+  nodekeeper bundle node.tar.gz --instance-type m5.large -o junit > bundle.xml
+  nodekeeper bundle eks_i-0123456789abcdef0_2024-03-04_0915-UTC_0.7.8/ --user-data user-data.mime
+  journalctl -u kubelet > kubelet.journal; nodekeeper bundle kubelet.journal --user-data nodeconfig.yaml --instance-type m5.large`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run()
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+func (o *bundleOptions) AddFlags(f *pflag.FlagSet) {
+	o.report.AddFlags(f)
+	f.StringVar(&o.bundle.InstanceType, "instance-type", "", "instance type of the node (default: from ipamd.log)")
+	f.IntVar(&o.bundle.ReservedENIs, "reserved-enis", 0, "ENIs kept from pods besides custom networking and the trunk ENI")
+	f.StringVar(&o.minCNI, "min-cni-version", "", "warn about VPC CNI versions older than this (default "+defaultMinCNI()+")")
+	f.DurationVar(&o.ioDelay, "io-delay-threshold", bundle.DefaultIODelayThreshold, "report processes that waited this long for block IO")
+	f.Int64Var(&o.maxMember, "max-member-size", bundle.DefaultMaxMemberSize, "refuse members larger than this many bytes")
+	f.Int64Var(&o.maxTotal, "max-total-size", bundle.DefaultMaxTotalSize, "refuse archives that inflate past this many bytes")
+	f.IntVar(&o.maxMembers, "max-members", bundle.DefaultMaxMembers, "refuse archives with more members")
+	f.StringVar(&o.userData, "user-data", "", "the node's EC2 user data: shell script, MIME multi-part or AL2023 NodeConfig")
+}
+
+// Validate checks the flags.
+func (o *bundleOptions) Validate() error {
+	if err := o.report.Validate(); err != nil {
+		return err
+	}
+	if o.bundle.InstanceType != "" {
+		if _, err := eni.Lookup(o.bundle.InstanceType); err != nil {
+			return fmt.Errorf("--instance-type: %w", err)
+		}
+	}
+	if o.bundle.ReservedENIs < 0 {
+		return fmt.Errorf("--reserved-enis must not be negative")
+	}
+	return nil
+}
+
+// Complete fills the analysis options from the flags.
+func (o *bundleOptions) Complete(args []string) error {
+	o.input = args[0]
+	if o.minCNI != "" {
+		v, err := eni.ParseVersion(o.minCNI)
+		if err != nil {
+			return fmt.Errorf("--min-cni-version: %w", err)
+		}
+		o.bundle.MinCNIVersion = v
+	}
+	o.bundle.IODelayThreshold = o.ioDelay
+	o.bundle.Limits = bundle.Limits{MaxMemberSize: o.maxMember, MaxTotalSize: o.maxTotal, MaxMembers: o.maxMembers}
+	return nil
+}
+
+// Run reads --user-data, analyses the bundle and prints the findings.
+func (o *bundleOptions) Run() error {
+	if o.userData != "" {
+		data, err := readUserDataFile(o.userData)
+		if err != nil {
+			return err
+		}
+		o.bundle.UserData, o.bundle.UserDataName = data, filepath.Base(o.userData)
+	}
+	start := time.Now()
+	rep, err := bundle.AnalyzeFile(o.input, o.bundle)
+	if err != nil {
+		return fmt.Errorf("%s: %w", o.input, err)
+	}
+	rep.Duration = time.Since(start)
+	return o.report.finish(o.g.streams.Out, rep)
+}
+
+// readUserDataFile reads --user-data, refusing anything but a regular file of at most
+// bundle.MaxUserDataSize bytes.
+func readUserDataFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("--user-data: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("--user-data: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("--user-data %s: not a regular file", name)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, bundle.MaxUserDataSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("--user-data: %w", err)
+	}
+	if len(data) > bundle.MaxUserDataSize {
+		return nil, fmt.Errorf("--user-data %s: more than %d bytes; EC2 user data is at most 16 KB", name, bundle.MaxUserDataSize)
+	}
+	return data, nil
+}

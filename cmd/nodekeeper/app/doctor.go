@@ -1,0 +1,151 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/nodekeeper/nodekeeper/internal/doctor"
+	"github.com/nodekeeper/nodekeeper/internal/eni"
+)
+
+// defaultMinCNI is the oldest VPC CNI version doctor and bundle accept without a warning.
+func defaultMinCNI() string { return doctor.DefaultMinCNIVersion.String() }
+
+// doctorOptions are the settings of `nodekeeper doctor`.
+type doctorOptions struct {
+	g *globalOptions
+
+	report                             reportFlags
+	doctor                             doctor.Options
+	customNetworking, prefixDelegation bool
+	minCNI, awsNode                    string
+	concurrency, burst, reservedENIs   int
+	qps                                float32
+	configzTimeout, leaseGrace         time.Duration
+	aws                                doctorAWSFlags
+}
+
+func newDoctorCommand(g *globalOptions) *cobra.Command {
+	o := &doctorOptions{g: g, report: newReportFlags(), aws: doctorAWSFlags{aws: awsFlags{g: g}}}
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check nodes, kubelets and the VPC CNI of a live cluster for problems at scale",
+		Long: `doctor checks a live cluster in seconds:
+
+  nodes       each kubelet's pod capacity against the pod addresses the Amazon VPC CNI can give
+              its instance type (custom networking, prefix delegation, MAX_ENI, security groups
+              for pods and reserved ENIs taken into account)
+  kubelet     each kubelet's configuration read through the API server (nodes/NAME/proxy/configz):
+              registryPullQPS/registryBurst against the pod density, serializeImagePulls,
+              maxPods, kubeAPIQPS
+  versions    kubelet version skew against the API server; kubelets that leak leases (< 1.29)
+  heartbeats  stale, leaked, zombie and unowned node leases (the nodekeeper lease taxonomy)
+  aws-node    CLUSTER_ENDPOINT, warm pool settings, the prefix delegation combination that makes
+              aws-node exit, IP_COOLDOWN_PERIOD, custom networking without a max pods change,
+              old CNI versions
+  apf         requests rejected by API priority and fairness (from /metrics)
+  pod-networking
+              pods stuck in ContainerCreating (older than --stuck-after) grouped by the cause
+              of their FailedCreatePodSandBox events (no address on the node, subnet exhausted,
+              ipamd unreachable, EC2 throttled, other), by node and by namespace; nodes out of
+              VPC addresses with the max-pods fix for their OS and provisioner; missing or
+              incomplete ENIConfigs; Karpenter reservedENIs with custom networking; unapproved
+              kubelet-serving certificate requests; CSINodes and CNINodes without their Node
+  ec2         with --aws (read-only, docs/aws.md): running instances of the cluster without a
+              Node, Nodes whose instance is terminated or missing, subnets short of addresses
+
+A check that lacks a permission is reported as skipped (for example "needs get on nodes/proxy")
+and the run goes on. Exit codes: 0 no warning, 2 warnings, 3 errors, 1 the run failed.`,
+		Example: `  nodekeeper doctor
+  nodekeeper doctor -o junit > doctor.xml            # CI gate
+  nodekeeper doctor --ignore NK202,NK102 -o json
+  nodekeeper doctor --reserved-enis 1                 # Karpenter reservedENIs`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Complete(cmd.Flags()); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context(), cmd.Flags())
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+func (o *doctorOptions) AddFlags(f *pflag.FlagSet) {
+	o.report.AddFlags(f)
+	f.BoolVar(&o.customNetworking, "custom-networking", false, "assume VPC CNI custom networking on/off instead of reading aws-node")
+	f.BoolVar(&o.prefixDelegation, "prefix-delegation", false, "assume VPC CNI prefix delegation on/off instead of reading aws-node")
+	f.StringVar(&o.doctor.CNIVersion, "cni-version", "", "VPC CNI version instead of the aws-node image tag")
+	f.IntVar(&o.reservedENIs, "reserved-enis", 0, "ENIs kept from pods besides custom networking and the trunk ENI (e.g. Karpenter reservedENIs used for other ENIs)")
+	f.StringVar(&o.minCNI, "min-cni-version", "", "warn about VPC CNI versions older than this (default "+defaultMinCNI()+")")
+	f.StringVar(&o.awsNode, "aws-node", "kube-system/aws-node", "the VPC CNI DaemonSet")
+	f.IntVar(&o.concurrency, "concurrency", 16, "configz requests in flight")
+	f.DurationVar(&o.configzTimeout, "configz-timeout", 10*time.Second, "timeout of one configz request")
+	f.Float32Var(&o.qps, "qps", 100, "client requests per second (one configz request per node)")
+	f.IntVar(&o.burst, "burst", 300, "client request burst")
+	f.DurationVar(&o.doctor.StuckAfter, "stuck-after", doctor.DefaultStuckAfter, "how long a pod may wait in ContainerCreating before it counts as stuck")
+	f.DurationVar(&o.doctor.CSRPendingAfter, "csr-pending-after", doctor.DefaultCSRPendingAfter, "how long a kubelet-serving certificate request may stay unapproved")
+	o.aws.AddFlags(f)
+	f.DurationVar(&o.leaseGrace, "lease-grace-period", 0, "how long an ownerless lease without a Node must go unrenewed before it counts as leaked (default 1h)")
+}
+
+// Complete turns the flags into doctor.Options.
+func (o *doctorOptions) Complete(f *pflag.FlagSet) error {
+	if err := o.report.Validate(); err != nil {
+		return err
+	}
+	if f.Changed("custom-networking") {
+		o.doctor.CustomNetworking = &o.customNetworking
+	}
+	if f.Changed("prefix-delegation") {
+		o.doctor.PrefixDelegation = &o.prefixDelegation
+	}
+	if o.minCNI != "" {
+		v, err := eni.ParseVersion(o.minCNI)
+		if err != nil {
+			return fmt.Errorf("--min-cni-version: %w", err)
+		}
+		o.doctor.MinCNIVersion = v
+	}
+	ns, name, ok := strings.Cut(o.awsNode, "/")
+	if !ok || ns == "" || name == "" {
+		return fmt.Errorf("--aws-node %q: want NAMESPACE/NAME", o.awsNode)
+	}
+	o.doctor.AWSNodeNamespace, o.doctor.AWSNodeName = ns, name
+	o.doctor.Concurrency, o.doctor.QPS, o.doctor.Burst = o.concurrency, o.qps, o.burst
+	o.doctor.ConfigzTimeout, o.doctor.LeaseGrace, o.doctor.ReservedENIs = o.configzTimeout, o.leaseGrace, o.reservedENIs
+	return nil
+}
+
+// Validate refuses settings doctor cannot run with.
+func (o *doctorOptions) Validate() error {
+	if o.concurrency < 1 {
+		return fmt.Errorf("--concurrency must be at least 1")
+	}
+	return o.doctor.Validate()
+}
+
+// Run checks the cluster (and with --aws, EC2) and prints the findings.
+func (o *doctorOptions) Run(ctx context.Context, f *pflag.FlagSet) error {
+	if err := o.aws.apply(ctx, f, &o.doctor); err != nil {
+		return err
+	}
+	cfg, err := o.g.kube.ToRESTConfig()
+	if err != nil {
+		return err
+	}
+	rep, err := doctor.Run(ctx, cfg, o.doctor)
+	if err != nil {
+		return err
+	}
+	return o.report.finish(o.g.streams.Out, rep)
+}

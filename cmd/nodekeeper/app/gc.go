@@ -1,0 +1,235 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+
+	"github.com/nodekeeper/nodekeeper/internal/deleter"
+	"github.com/nodekeeper/nodekeeper/internal/gc"
+	"github.com/nodekeeper/nodekeeper/internal/lease"
+)
+
+// Exit codes of `nodekeeper gc`.
+const (
+	gcExitError     = 1 // nothing was deleted: the listing or a setting failed
+	gcExitUsage     = 2 // bad flags
+	gcExitAborted   = 3 // not confirmed: nothing was deleted
+	gcExitPartial   = 4 // some deletes failed with API errors (safety skips are not failures)
+	gcExitCancelled = 5 // interrupted (Ctrl-C) part way
+)
+
+// gcOptions are the settings of `nodekeeper gc`.
+type gcOptions struct {
+	g *globalOptions
+
+	grace    time.Duration
+	dryRun   bool
+	yes      bool
+	workers  int
+	qps      float32
+	burst    int
+	output   *outputFlags
+	progress string
+
+	showProgress bool // from progress and the terminal, set by Complete
+}
+
+func newGCCommand(g *globalOptions) *cobra.Command {
+	o := &gcOptions{g: g, output: newOutputFlags("table", "output format: table, json or yaml", "table", "json", "yaml")}
+	cmd := &cobra.Command{
+		Use:   "gc",
+		Short: "Delete leaked node leases once, safely and fast (the kubectl | jq | xargs one-liner done right)",
+		Long: `Lists every lease in kube-node-lease and every Node, classifies the leases, prints how many
+there are of each class, asks for confirmation and deletes the leaked ones in parallel.
+
+A lease is leaked when no Node has its name, it has no ownerReference, it is held by a kubelet
+of its own name, and it has not been renewed for longer than --grace-period. Each delete follows
+the controller's safety rules: a live read of the API server started after the decision must find
+no Node of that name (concurrent deletes share one consistent LIST of Node names instead of a GET
+each), and the DELETE carries the lease's UID and resourceVersion, so a lease renewed, adopted or
+re-created since the listing is kept (reported as precondition-failed). Zombie leases (renewed by a kubelet whose Node is gone)
+are never deleted.
+
+Exit codes: 0 done (or nothing to do, or dry run); 1 error before any delete; 2 bad flags;
+3 not confirmed; 4 some deletes failed; 5 interrupted.`,
+		Example: `  # see what would be deleted
+  nodekeeper gc --dry-run
+
+  # delete, without a prompt, as fast as the API server allows
+  nodekeeper gc --yes --qps 0
+
+  # machine-readable report
+  nodekeeper gc --yes -o json > gc-report.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	o.output.RegisterCompletion(cmd)
+	return cmd
+}
+
+func (o *gcOptions) AddFlags(f *pflag.FlagSet) {
+	f.DurationVar(&o.grace, "grace-period", lease.DefaultGracePeriod, "how long an ownerless lease without a Node must go unrenewed to be leaked")
+	f.BoolVar(&o.dryRun, "dry-run", false, "classify and check each leaked lease's Node, delete nothing")
+	f.BoolVarP(&o.yes, "yes", "y", false, "delete without asking for confirmation")
+	f.IntVar(&o.workers, "workers", gc.DefaultWorkers, "leases processed at once (each waits for its shared live Node check, then deletes)")
+	f.Float32Var(&o.qps, "qps", 100, "client-side rate limit in requests per second (0: no limit)")
+	f.IntVar(&o.burst, "burst", 200, "client-side burst")
+	o.output.AddFlags(f)
+	f.StringVar(&o.progress, "progress", "auto", "progress line on stderr: auto (when stderr is a terminal), always or never")
+}
+
+// Validate refuses bad flags with exit code 2.
+func (o *gcOptions) Validate() error {
+	if o.grace <= 0 {
+		return withExitCode(gcExitUsage, fmt.Errorf("--grace-period must be positive, got %s", o.grace))
+	}
+	if o.qps < 0 || o.burst < 0 || o.workers < 1 {
+		return withExitCode(gcExitUsage, errors.New("--qps and --burst must not be negative and --workers must be at least 1"))
+	}
+	if err := o.output.Validate(); err != nil {
+		return withExitCode(gcExitUsage, err)
+	}
+	return nil
+}
+
+// Complete decides whether to show progress.
+func (o *gcOptions) Complete() error {
+	show, err := wantProgress(o.progress, o.g.streams.ErrOut)
+	if err != nil {
+		return withExitCode(gcExitUsage, err)
+	}
+	o.showProgress = show
+	return nil
+}
+
+// Run lists, classifies, asks and deletes.
+func (o *gcOptions) Run(ctx context.Context) error {
+	cfg, err := o.g.kube.ToRESTConfig()
+	if err != nil {
+		return withExitCode(gcExitError, err)
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = o.qps, o.burst
+	if o.qps == 0 {
+		cfg.QPS = -1 // client-go reads 0 as its default of 5; here it means "no limit"
+	}
+	cfg.UserAgent = userAgent("gc")
+	leases, err := kubernetes.NewForConfig(deleter.ProtobufConfig(cfg))
+	if err != nil {
+		return withExitCode(gcExitError, err)
+	}
+	nodes, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return withExitCode(gcExitError, err)
+	}
+
+	plan, err := gc.List(ctx, leases.CoordinationV1(), nodes, gc.ListOptions{GracePeriod: o.grace})
+	if err != nil {
+		return withExitCode(gcExitError, err)
+	}
+	out, stderr := o.g.streams.Out, o.g.streams.ErrOut
+	summaryTo := out
+	if o.output.Output != "table" {
+		summaryTo = stderr // stdout carries only the report
+	}
+	gc.PrintPlan(summaryTo, plan, o.dryRun)
+
+	n := len(plan.Leaked())
+	if n == 0 {
+		return gc.WriteReport(out, o.output.Output, plan, &gc.Report{Counts: map[deleter.Outcome]int{}}, o.dryRun)
+	}
+	if !o.dryRun && !o.yes {
+		ok, err := confirm(o.g.streams.In, stderr, n)
+		if err != nil {
+			return withExitCode(gcExitAborted, err)
+		}
+		if !ok {
+			return withExitCode(gcExitAborted, errors.New("not confirmed; nothing deleted"))
+		}
+	}
+	// Concurrent deletes share their live Node reads (one consistent LIST started after all the
+	// checks it answers) instead of sending one GET per lease.
+	checker := deleter.NewBatchNodeChecker(nodes)
+	d, err := deleter.New(leases.CoordinationV1(), nodes, deleter.Options{
+		Classify: lease.Options{GracePeriod: o.grace}, DryRun: o.dryRun, NodeChecker: checker,
+	})
+	if err != nil {
+		return withExitCode(gcExitError, err)
+	}
+	opts := gc.CollectOptions{Workers: o.workers}
+	if o.showProgress {
+		opts.Progress = terminalProgress(stderr, time.Now())
+	}
+	report, collectErr := gc.Collect(ctx, d, plan, opts)
+	report.Requests += checker.Requests()
+	if o.showProgress {
+		fmt.Fprintln(stderr)
+	}
+	if err := gc.WriteReport(out, o.output.Output, plan, report, o.dryRun); err != nil {
+		return withExitCode(gcExitError, err)
+	}
+	switch {
+	case collectErr != nil:
+		return withExitCode(gcExitCancelled, collectErr)
+	case report.Failed() > 0:
+		return withExitCode(gcExitPartial, fmt.Errorf("%d of %d deletes failed", report.Failed(), n))
+	}
+	return nil
+}
+
+func wantProgress(mode string, w io.Writer) (bool, error) {
+	switch mode {
+	case "always":
+		return true, nil
+	case "never":
+		return false, nil
+	case "auto":
+		f, ok := w.(*os.File)
+		return ok && term.IsTerminal(int(f.Fd())), nil
+	}
+	return false, fmt.Errorf("unknown --progress %q (want auto, always or never)", mode)
+}
+
+func confirm(in io.Reader, out io.Writer, n int) (bool, error) {
+	if f, ok := in.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
+		return false, errors.New("refusing to delete without confirmation: stdin is not a terminal; pass --yes (or --dry-run)")
+	}
+	fmt.Fprintf(out, "Delete %d leaked leases? [y/N] ", n)
+	line, err := bufio.NewReader(in).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	answer := strings.ToLower(strings.TrimSpace(line))
+	return answer == "y" || answer == "yes", nil
+}
+
+func terminalProgress(w io.Writer, start time.Time) gc.Progress {
+	return func(done, total int, counts map[deleter.Outcome]int) {
+		rate := float64(done) / max(time.Since(start).Seconds(), 1e-3)
+		kept := counts[deleter.PreconditionFailed] + counts[deleter.NodeExists] + counts[deleter.NotLeaked] + counts[deleter.Gone]
+		fmt.Fprintf(w, "\r%d/%d leases (%.0f/s): %d deleted, %d kept by a safety check, %d failed   ",
+			done, total, rate, counts[deleter.Deleted]+counts[deleter.WouldDelete], kept, counts[deleter.Failed])
+	}
+}

@@ -1,0 +1,201 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/nodekeeper/nodekeeper/internal/lease"
+	"github.com/nodekeeper/nodekeeper/internal/leasesview"
+)
+
+// leasesOptions are the settings of `nodekeeper leases`.
+type leasesOptions struct {
+	g *globalOptions
+
+	allNamespaces bool
+	output        *outputFlags
+	classes       []string
+	watch         bool
+	noHeaders     bool
+	chunkSize     int64
+	grace         time.Duration
+	aws           leasesAWSFlags
+
+	view  leasesview.Options      // set by Complete
+	print leasesview.PrintOptions // set by Complete
+}
+
+func newLeasesCommand(g *globalOptions) *cobra.Command {
+	o := &leasesOptions{g: g, aws: leasesAWSFlags{aws: awsFlags{g: g}},
+		output: newOutputFlags(leasesview.FormatTable, "output format: wide, json or yaml (default: tables)", leasesview.Formats()...)}
+	cmd := &cobra.Command{
+		Use:   "leases",
+		Short: "List every Lease, classified: node heartbeats, leader locks, API server identities",
+		Long: `List the Leases of all namespaces (or of -n NAMESPACE), each classified the way the
+nodekeeper controller classifies it: node heartbeat leases in kube-node-lease (healthy, stale,
+unowned, stale-owner, owner-missing, zombie, leaked), leader-election locks, kube-apiserver
+identity leases and anything else, with LeaseCandidates where the cluster serves that API.
+
+Without -n every namespace is listed (as with -A); -A overrides -n. The summary at the end counts
+every listed lease by class, leaked and zombie first, and explains each class that needs
+attention. --class narrows the tables, not the summary.
+
+--watch prints the listing, then one line per new or deleted lease and per change of class,
+holder or expiry, including changes caused by a Node being deleted or by time alone.`,
+		Example: `  # every lease in the cluster, classified
+  nodekeeper leases
+
+  # only the leases to worry about, with the full reason for each
+  nodekeeper leases --class leaked,zombie,owner-missing -o wide
+
+  # leader election and API server identities
+  nodekeeper leases -n kube-system
+
+  # as a kubectl plugin (kubectl refuses flags before the plugin name)
+  kubectl nodekeeper leases --context prod -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Complete(cmd.Flags()); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	_ = cmd.RegisterFlagCompletionFunc("class", func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		return completeList(leasesview.ClassNames(), toComplete), cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+	})
+	o.output.RegisterCompletion(cmd)
+	return cmd
+}
+
+func (o *leasesOptions) AddFlags(f *pflag.FlagSet) {
+	o.aws.AddFlags(f)
+	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list leases of every namespace (the default unless -n is given); overrides -n")
+	o.output.AddFlags(f)
+	f.StringSliceVar(&o.classes, "class", nil, "show only leases of these classes (repeatable or comma-separated): "+strings.Join(leasesview.ClassNames(), ", "))
+	f.BoolVarP(&o.watch, "watch", "w", false, "after the listing, stream new and deleted leases and changes of class, holder or expiry")
+	f.BoolVar(&o.noHeaders, "no-headers", false, "print rows only: no column headers, no summary")
+	f.Int64Var(&o.chunkSize, "chunk-size", leasesview.DefaultChunkSize, "leases (and Nodes) per LIST page")
+	f.DurationVar(&o.grace, "grace-period", lease.DefaultGracePeriod, "how long an ownerless lease without a Node must go unrenewed before it is leaked rather than a zombie")
+}
+
+// Complete turns the flags into the view's and the printer's options.
+func (o *leasesOptions) Complete(f *pflag.FlagSet) error {
+	if err := o.output.Validate(); err != nil {
+		return err
+	}
+	if err := o.aws.validate(f, o.watch); err != nil {
+		return err
+	}
+	cls, err := leasesview.ParseClasses(splitList(o.classes))
+	if err != nil {
+		return err
+	}
+	ns := ""
+	if !o.allNamespaces && o.g.kube.Namespace != nil {
+		ns = *o.g.kube.Namespace
+	}
+	o.view = leasesview.Options{
+		Namespace: ns,
+		Classes:   cls,
+		ChunkSize: o.chunkSize,
+		Lease:     lease.Options{GracePeriod: o.grace},
+	}
+	o.print = leasesview.PrintOptions{Format: o.output.Output, NoHeaders: o.noHeaders, AllNamespaces: ns == ""}
+	return nil
+}
+
+// Validate checks the view's options.
+func (o *leasesOptions) Validate() error { return o.view.Validate() }
+
+// Run lists (and with --watch, follows) the leases.
+func (o *leasesOptions) Run(ctx context.Context) error {
+	cfg, err := o.g.kube.ToRESTConfig()
+	if err != nil {
+		return err
+	}
+	clients, err := leasesview.NewClients(cfg)
+	if err != nil {
+		return err
+	}
+	out := bufio.NewWriterSize(o.g.streams.Out, 64<<10)
+	defer out.Flush()
+	if o.watch {
+		return leasesview.Watch(ctx, clients, o.view, &flushingSink{p: leasesview.NewWatchPrinter(out, o.print), w: out})
+	}
+	r, err := leasesview.List(ctx, clients, o.view)
+	if err != nil {
+		return err
+	}
+	popts := o.print
+	if err := o.aws.apply(ctx, r, &popts); err != nil {
+		return err
+	}
+	if err := leasesview.Print(out, r, popts); err != nil {
+		return err
+	}
+	return out.Flush()
+}
+
+// splitList accepts both repeated flags and comma-separated values, ignoring empty entries
+// ("--class leaked," is a typing slip, not a class).
+func splitList(values []string) []string {
+	var out []string
+	for _, v := range values {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// completeList completes the last element of a comma-separated list: "leaked,zo" offers
+// "leaked,zombie".
+func completeList(all []string, toComplete string) []string {
+	prefix, last := "", toComplete
+	if i := strings.LastIndex(toComplete, ","); i >= 0 {
+		prefix, last = toComplete[:i+1], toComplete[i+1:]
+	}
+	taken := map[string]bool{}
+	for _, p := range strings.Split(prefix, ",") {
+		taken[p] = true
+	}
+	var out []string
+	for _, c := range all {
+		if !taken[c] && strings.HasPrefix(c, last) {
+			out = append(out, prefix+c)
+		}
+	}
+	return out
+}
+
+// flushingSink flushes the buffered output after every write so that --watch streams.
+type flushingSink struct {
+	p *leasesview.WatchPrinter
+	w *bufio.Writer
+}
+
+func (s *flushingSink) Snapshot(r *leasesview.Report) error {
+	if err := s.p.Snapshot(r); err != nil {
+		return err
+	}
+	return s.w.Flush()
+}
+
+func (s *flushingSink) Change(c *leasesview.Change) error {
+	if err := s.p.Change(c); err != nil {
+		return err
+	}
+	return s.w.Flush()
+}

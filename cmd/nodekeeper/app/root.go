@@ -1,0 +1,90 @@
+// Package app is the nodekeeper command tree: NewRootCommand builds it from explicit
+// constructors, without package state, so that main and the tests build a fresh tree each time
+// and run it in-process with their own streams.
+//
+// Every subcommand follows kubectl's pattern: an options struct holding its flags, with
+// Complete (flags to settings), Validate (refuse bad input with exit code 2) and Run (the work,
+// delegated to an internal package). This package only wires flags to internal packages.
+package app
+
+import (
+	"context"
+	"flag"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/klog/v2"
+
+	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
+)
+
+// awsLoader loads AWS clients (and so reads AWS credentials). Commands call it only behind
+// --aws or --cloudwatch; tests give the in-memory AWS instead and check that the default paths
+// never call it.
+type awsLoader func(ctx context.Context, o nkaws.LoadOptions) (*nkaws.Clients, error)
+
+// globalOptions are what every subcommand may share: the streams, the kubectl connection flags
+// and the AWS client loader.
+type globalOptions struct {
+	streams genericiooptions.IOStreams
+	// kube holds the standard kubectl connection flags (--kubeconfig, --context, -n, --server,
+	// ...).
+	kube    *genericclioptions.ConfigFlags
+	loadAWS awsLoader
+}
+
+// NewRootCommand returns the nodekeeper command tree, reading from and writing to streams.
+func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	return newRootCommand(streams, nkaws.Load)
+}
+
+func newRootCommand(streams genericiooptions.IOStreams, loadAWS awsLoader) *cobra.Command {
+	g := &globalOptions{streams: streams, kube: genericclioptions.NewConfigFlags(true), loadAWS: loadAWS}
+	cmd := &cobra.Command{
+		Use:   "nodekeeper",
+		Short: "Keep the node side of a Kubernetes cluster honest",
+		Long: `nodekeeper finds and safely removes leaked node leases, catches kubelets that run
+without their Node object, explains every lease in a cluster, reads kube-apiserver audit logs to
+reconstruct what happened to a lease, and checks node networking and kubelet settings that break
+clusters at scale.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	cmd.SetIn(streams.In)
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
+	g.kube.AddFlags(cmd.PersistentFlags())
+	addKlogFlags(cmd)
+
+	cmd.AddCommand(
+		newControllerCommand(g),
+		newGCCommand(g),
+		newLeasesCommand(g),
+		newDoctorCommand(g),
+		newBundleCommand(g),
+		newMaxPodsCommand(g),
+		newAuditCommand(g),
+		newSandboxCommand(g),
+		newVersionCommand(g),
+	)
+	return cmd
+}
+
+// addKlogFlags adds klog's -v and --vmodule to every command.
+func addKlogFlags(cmd *cobra.Command) {
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	cmd.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
+	cmd.PersistentFlags().AddGoFlag(klogFlags.Lookup("vmodule"))
+}
+
+// AsKubectlPlugin makes help and usage read `kubectl nodekeeper ...`, for the binary installed
+// as kubectl-nodekeeper. Cobra takes a command's name from the first word of Use, so the
+// plugin's two-word name goes into the display annotation that help and usage print.
+func AsKubectlPlugin(root *cobra.Command) {
+	if root.Annotations == nil {
+		root.Annotations = map[string]string{}
+	}
+	root.Annotations[cobra.CommandDisplayNameAnnotation] = "kubectl nodekeeper"
+}

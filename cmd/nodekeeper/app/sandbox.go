@@ -1,0 +1,115 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/nodekeeper/nodekeeper/internal/sandbox"
+	"github.com/nodekeeper/nodekeeper/internal/testenv"
+)
+
+// sandboxOptions are the settings of `nodekeeper sandbox`.
+type sandboxOptions struct {
+	g *globalOptions
+
+	mix           sandbox.Mix
+	kubeconfigOut string
+	runFor        time.Duration
+	verbose       bool
+	force         bool
+}
+
+func newSandboxCommand(g *globalOptions) *cobra.Command {
+	o := &sandboxOptions{g: g, mix: sandbox.DefaultMix()}
+	cmd := &cobra.Command{
+		Use:   "sandbox",
+		Short: "Run a local control plane with simulated EKS kubelets to try nodekeeper on",
+		Long: `Starts etcd, kube-apiserver and kube-controller-manager on 127.0.0.1 (built from Go modules
+by 'make controlplane') and simulated EKS kubelets: healthy ones, stopped machines, legacy (< 1.29)
+and modern zombie kubelets whose Node was deleted, and leases leaked in the past. Writes an admin
+kubeconfig, prints how to use it, and stops everything on Ctrl-C.`,
+		Example: `  nodekeeper sandbox
+  nodekeeper sandbox --healthy 200 --legacy-zombies 5 --leaked 1000
+  nodekeeper leases -A --kubeconfig nodekeeper-sandbox.kubeconfig`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+func (o *sandboxOptions) AddFlags(f *pflag.FlagSet) {
+	mix := &o.mix
+	f.IntVar(&mix.Healthy, "healthy", mix.Healthy, "healthy modern kubelets")
+	f.IntVar(&mix.Stopped, "stopped", mix.Stopped, "machines that die, leaving a stale lease beside their Node")
+	f.IntVar(&mix.LegacyZombies, "legacy-zombies", mix.LegacyZombies, "pre-1.29 kubelets whose Node is deleted: they re-create ownerless leases")
+	f.IntVar(&mix.ModernZombies, "modern-zombies", mix.ModernZombies, "1.29+ kubelets whose Node is deleted: they keep GETting lease and Node")
+	f.IntVar(&mix.Leaked, "leaked", mix.Leaked, "ownerless leases leaked in the past, with no Node and no kubelet")
+	f.DurationVar(&mix.LeakedAge, "leaked-age", mix.LeakedAge, "how long ago the leaked leases were last renewed")
+	f.Int32Var(&mix.LeaseDurationSeconds, "lease-duration", 40, "nodeLeaseDurationSeconds of every simulated kubelet")
+	f.StringVar(&o.kubeconfigOut, "write-kubeconfig", "nodekeeper-sandbox.kubeconfig", "where to write the admin kubeconfig, created 0600 (removed on exit; an existing file is refused unless --force)")
+	f.BoolVar(&o.force, "force", false, "replace an existing --write-kubeconfig file (atomically, at 0600; it is then left in place on exit)")
+	f.BoolVar(&o.verbose, "kubelet-logs", false, "show the simulated kubelets' logs")
+	f.DurationVar(&o.runFor, "for", 0, "stop by itself after this long (0: run until Ctrl-C)")
+}
+
+// Validate refuses to start where the local control plane cannot run.
+func (o *sandboxOptions) Validate() error { return testenv.Supported() }
+
+// Run starts the sandbox, writes its kubeconfig and waits for ctx to end (or --for).
+func (o *sandboxOptions) Run(ctx context.Context) error {
+	out := o.g.streams.ErrOut
+	sb, err := sandbox.Start(ctx, o.mix, !o.verbose, func(line string) { fmt.Fprintln(out, "sandbox:", line) })
+	if err != nil {
+		return err
+	}
+	defer sb.Stop()
+	data, err := sb.Env.Kubeconfig(sb.Env.AdminConfig())
+	if err != nil {
+		return err
+	}
+	// Written last: scripts wait for this file to know the sandbox is ready. Created 0600 with
+	// O_EXCL; an existing file only with --force; removed on exit only if this run created it
+	// (see sandbox.KubeconfigFile).
+	kf, err := sandbox.WriteKubeconfigFile(o.kubeconfigOut, data, o.force)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if msg, err := kf.Cleanup(); err != nil {
+			fmt.Fprintln(out, "sandbox: removing the kubeconfig:", err)
+		} else if msg != "" {
+			fmt.Fprintln(out, "sandbox:", msg)
+		}
+	}()
+	fmt.Fprintf(o.g.streams.Out, `
+The sandbox is running. Point kubectl and nodekeeper at it:
+
+  export KUBECONFIG=%s
+  kubectl get nodes
+  nodekeeper leases -A
+  nodekeeper gc --dry-run
+  nodekeeper audit %s
+
+Press Ctrl-C to stop it (everything it started is removed).
+`, kf.Path, sb.Env.AuditLogPath())
+	if o.runFor > 0 {
+		select {
+		case <-ctx.Done():
+		case <-time.After(o.runFor):
+		}
+	} else {
+		<-ctx.Done()
+	}
+	fmt.Fprintln(out, "sandbox: stopping")
+	return nil
+}

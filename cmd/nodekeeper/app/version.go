@@ -1,0 +1,46 @@
+package app
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/nodekeeper/nodekeeper/internal/buildinfo"
+)
+
+// versionOptions are the settings of `nodekeeper version`.
+type versionOptions struct {
+	g      *globalOptions
+	output *outputFlags
+}
+
+func newVersionCommand(g *globalOptions) *cobra.Command {
+	o := &versionOptions{g: g, output: newOutputFlags("text", "output format: text, json or yaml", buildinfo.Formats...)}
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print the nodekeeper version, commit, build date, Go version and platform",
+		Example: `  nodekeeper version
+  nodekeeper version -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run()
+		},
+	}
+	o.output.AddFlags(cmd.Flags())
+	o.output.RegisterCompletion(cmd)
+	return cmd
+}
+
+// Validate refuses an unknown -o.
+func (o *versionOptions) Validate() error { return o.output.Validate() }
+
+// Run prints the build record.
+func (o *versionOptions) Run() error {
+	return buildinfo.Print(o.g.streams.Out, buildinfo.Get(), o.output.Output)
+}
+
+// userAgent is the user agent of a client of component: nodekeeper-COMPONENT/VERSION.
+func userAgent(component string) string {
+	return "nodekeeper-" + component + "/" + buildinfo.Get().Version
+}
