@@ -28,13 +28,18 @@ import (
 // holds one window of time.
 
 const (
-	defaultChunkSize   = 4 << 20
+	// 1 MiB chunks: large enough that handing a chunk to a worker costs nothing next to
+	// parsing it, small enough that the chunks in flight stay in the caches and the buffers
+	// cost little to fault in (4 MiB chunks measured the same user time, 60% more system
+	// time and 20 MiB more peak RSS).
+	defaultChunkSize   = 1 << 20
 	defaultMaxLineSize = 16 << 20
 	defaultWindow      = 5 * time.Second
 	ownChunks          = 2 // chunk tokens each input owns
 	sharedChunks       = 6 // chunk tokens all inputs share
 	fifoDepth          = ownChunks + sharedChunks
 	maxReorder         = 1 << 20 // records; past that the oldest is released even inside the window
+	reorderInitial     = 1 << 16 // records the reorder buffer starts with room for
 	maxBadExamples     = 10
 	unknownTime        = math.MinInt64
 )
@@ -42,7 +47,7 @@ const (
 // ReadOptions control how inputs are read.
 type ReadOptions struct {
 	Workers     int           // parsing goroutines; 0 means GOMAXPROCS
-	ChunkSize   int           // bytes per parsing job; 0 means 4 MiB
+	ChunkSize   int           // bytes per parsing job; 0 means 1 MiB
 	MaxLineSize int           // longer lines are skipped and counted as too-long; 0 means 16 MiB
 	Window      time.Duration // reorder window for events written out of order; 0 means 5 s
 	Since       time.Time     // drop events received before (zero: no bound)
@@ -224,7 +229,10 @@ func (p *pipeline) run(process func(*record)) {
 	pending := append([]*sourceState(nil), p.sources...)
 	sort.SliceStable(pending, func(i, j int) bool { return pending[i].firstDone < pending[j].firstDone })
 
-	ro := &reorder{window: int64(p.opts.Window), out: process, p: p}
+	// The reorder buffer holds a window of records (20,000 for five seconds of 400 busy
+	// kubelets): sized up front, it never copies itself while growing to that; pages it does
+	// not use are never touched.
+	ro := &reorder{window: int64(p.opts.Window), out: process, p: p, q: make([]record, 0, reorderInitial)}
 	var active []*cursor
 	window := int64(p.opts.Window)
 	for {
