@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodekeeper/nodekeeper/internal/audit/read"
 )
 
 // deniedEvent is one audit event of a request; code 401 events have no user, as the API server
@@ -115,26 +117,6 @@ func TestGoldenAccessDenied(t *testing.T) {
 	}
 }
 
-// The table of (who, what) pairs is bounded: past the limit new pairs are counted in the
-// totals and as untracked, and the tracked counts stay exact.
-func TestAccessDeniedBounded(t *testing.T) {
-	d := deniedTable{limit: 3}
-	for i := 0; i < 10; i++ {
-		for name := uint32(1); name <= 5; name++ {
-			d.add(&record{User: name, Res: 1, Verb: VerbGet, Code: 403, Recv: int64(i)})
-		}
-	}
-	rep := d.build(func(id uint32) string { return string(rune('a' + id)) }, 0)
-	if rep.Forbidden != 50 || rep.Distinct != 3 || rep.Untracked != 20 || len(rep.Rows) != 3 {
-		t.Fatalf("%+v", rep)
-	}
-	for _, r := range rep.Rows {
-		if r.Count != 10 {
-			t.Errorf("tracked pair %s counted %d, want 10", r.User, r.Count)
-		}
-	}
-}
-
 // Object names come from request URIs anyone may send: what a denial keeps is clipped.
 func TestAccessDeniedClipsNames(t *testing.T) {
 	long := strings.Repeat("é", 5000)
@@ -146,7 +128,7 @@ func TestAccessDeniedClipsNames(t *testing.T) {
 	}
 	row := r.AccessDenied.Rows[0]
 	for _, f := range []string{row.Namespace, row.Name, row.Groups} {
-		if len(f) > maxDeniedField+len("…") || !strings.HasSuffix(f, "…") {
+		if len(f) > read.MaxDeniedField+len("…") || !strings.HasSuffix(f, "…") {
 			t.Errorf("field of %d bytes kept: %.40q…", len(f), f)
 		}
 	}

@@ -50,6 +50,15 @@ func badLines(r *Report, kind string) []int64 {
 	return out
 }
 
+// seedLines returns the lines of the seed investigation's log.
+func seedLines(t testing.TB) [][]byte {
+	data, err := os.ReadFile("testdata/seed001/events.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Split(bytes.TrimSpace(data), []byte("\n"))
+}
+
 // Bad lines are counted by kind with their line numbers, and everything else still counts.
 func TestBadLinesCountedWithLineNumbers(t *testing.T) {
 	seed := seedLines(t)

@@ -1,4 +1,4 @@
-package audit
+package render
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
+	"github.com/nodekeeper/nodekeeper/internal/audit/read"
 	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
@@ -60,7 +62,7 @@ func orDash(s string) string {
 }
 
 // WriteText writes the report for people.
-func WriteText(w io.Writer, r *Report) error {
+func WriteText(w io.Writer, r *analyze.Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
 
@@ -89,10 +91,7 @@ func WriteText(w io.Writer, r *Report) error {
 		if in.Gzip {
 			gz = ", gzip"
 		}
-		unit := "lines"
-		if in.Format != formatJSONLines.String() {
-			unit = "records"
-		}
+		unit := in.Unit()
 		p("input %s (%s%s): %d %s, %d events, %d skipped stages", esc(in.Name), orDash(in.Format), gz, in.Lines, unit, in.Events, in.SkipStage)
 		if in.Salvaged > 0 {
 			p(", %d truncated messages salvaged", in.Salvaged)
@@ -309,7 +308,7 @@ func WriteText(w io.Writer, r *Report) error {
 	if b := r.Bounds; !b.Exact() {
 		p("\nBOUNDS  memory limits reached; these numbers are approximate:\n")
 		if b.NamesNotKept > 0 {
-			p("  %d lookups of names past the string table: shown as %q\n", b.NamesNotKept, notKept)
+			p("  %d lookups of names past the string table: shown as %q\n", b.NamesNotKept, read.NotKeptName)
 		}
 		if b.LeaseEventsNotTracked > 0 {
 			p("  %d lifecycle events of leases not tracked (in the totals, not in lifecycles or leaks)\n", b.LeaseEventsNotTracked)
@@ -330,7 +329,7 @@ func WriteText(w io.Writer, r *Report) error {
 	return tw.Flush()
 }
 
-func writeTalkers(tw *tabwriter.Writer, ts []Talker) {
+func writeTalkers(tw *tabwriter.Writer, ts []analyze.Talker) {
 	if len(ts) == 0 {
 		fmt.Fprintf(tw, "  none\n")
 		return
@@ -342,13 +341,13 @@ func writeTalkers(tw *tabwriter.Writer, ts []Talker) {
 	}
 }
 
-func writeDenied(p func(string, ...any), d AccessDenied) {
+func writeDenied(p func(string, ...any), d analyze.AccessDenied) {
 	p("\nACCESS DENIED  %d responses 403 (forbidden), %d responses 401 (unauthenticated)", d.Forbidden, d.Unauthorized)
 	if d.Distinct > 0 {
 		p(", %d distinct (who, what)", d.Distinct)
 	}
 	if d.Untracked > 0 {
-		p("; %d more denials of pairs not tracked (over %d pairs): in the totals only", d.Untracked, maxDeniedKeys)
+		p("; %d more denials of pairs not tracked (over %d pairs): in the totals only", d.Untracked, analyze.MaxDeniedKeys)
 	}
 	p("\n")
 	if len(d.Rows) == 0 {
@@ -376,7 +375,7 @@ func writeDenied(p func(string, ...any), d AccessDenied) {
 	}
 }
 
-func actorText(a Actor) string {
+func actorText(a analyze.Actor) string {
 	s := esc(a.User)
 	if a.ImpersonatedBy != "" {
 		s += " (impersonated by " + esc(a.ImpersonatedBy) + ")"
@@ -394,7 +393,7 @@ func actorText(a Actor) string {
 }
 
 // interestingLease tells whether a lease's history says more than "created once".
-func interestingLease(l LeaseLifecycle, f Filters) bool {
+func interestingLease(l analyze.LeaseLifecycle, f analyze.Filters) bool {
 	if f.Lease != "" || f.Node != "" {
 		return true
 	}

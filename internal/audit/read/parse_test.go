@@ -1,4 +1,4 @@
-package audit
+package read
 
 import (
 	"bytes"
@@ -188,7 +188,7 @@ func checkAgainstReference(t *testing.T, line []byte) {
 }
 
 func seedLines(t testing.TB) [][]byte {
-	data, err := os.ReadFile("testdata/seed001/events.jsonl")
+	data, err := os.ReadFile("../testdata/seed001/events.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ func FuzzParseEvent(f *testing.F) {
 		checkAgainstReference(t, line)
 		// The converter must not panic on anything either, with or without an export time.
 		c := &converter{li: newLocalInterner(newInterner())}
-		var rec record
+		var rec Record
 		c.convert(line, 0, &rec)
 		c.convert(append(line, truncatedSuffix...), 1, &rec)
 	})

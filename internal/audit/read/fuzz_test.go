@@ -1,10 +1,9 @@
-package audit
+package read
 
 import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
-	"encoding/base64"
 	"os"
 	"runtime"
 	"testing"
@@ -14,7 +13,8 @@ import (
 // parses every message as an event (nothing may panic), and asserts the memory bound the readers
 // promise: bytes allocated grow with the input, never with what a record claims to hold (a
 // record over the limit is skimmed, not kept). The seed corpora are the export samples in
-// testdata/eks and testdata/seed001, and the files in testdata/fuzz/<target>.
+// ../testdata/eks and ../testdata/seed001, and the files in testdata/fuzz/<target>. The targets
+// that run the whole analysis are in fuzz_pipeline_test.go.
 
 const (
 	fuzzLimit = 64 << 10 // --max-line-size for the fuzz runs (and the chunk size)
@@ -51,7 +51,7 @@ func checkAllocBound(t *testing.T, n int, fn func()) {
 func fuzzFormat(t *testing.T, f format, data []byte) {
 	checkAllocBound(t, len(data), func() {
 		c := &converter{li: newLocalInterner(newInterner())}
-		var rec record
+		var rec Record
 		d := &decodedInput{r: bufio.NewReaderSize(bytes.NewReader(data), 64<<10), format: f}
 		_ = readMessages(d, fuzzLimit, func(ms []message) error {
 			for i := range ms {
@@ -67,18 +67,6 @@ func fuzzFormat(t *testing.T, f format, data []byte) {
 	})
 }
 
-var fuzzOpts = Options{ReadOptions: ReadOptions{Workers: 1, ChunkSize: fuzzLimit, MaxLineSize: fuzzLimit}}
-
-// FuzzJSONLines runs the whole pipeline (format detection, chunking, parsing, analysis) on
-// kube-apiserver's own layout, plain or gzip.
-func FuzzJSONLines(f *testing.F) {
-	addSeedFiles(f, "testdata/seed001/events.jsonl")
-	f.Add([]byte("{\"kind\":\"Event\"}\n\n{not json}\r\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		checkAllocBound(t, len(data), func() { _, _ = AnalyzeReader("fuzz", bytes.NewReader(data), fuzzOpts) })
-	})
-}
-
 func FuzzJSONArray(f *testing.F) {
 	f.Add([]byte(`[{"kind":"Event","apiVersion":"audit.k8s.io/v1","stage":"ResponseComplete","verb":"get","requestReceivedTimestamp":"2024-04-05T06:00:00Z"}, 1, "x", null]`))
 	f.Add([]byte("[]\n[[],{}]"))
@@ -86,50 +74,26 @@ func FuzzJSONArray(f *testing.F) {
 }
 
 func FuzzJSONStream(f *testing.F) {
-	addSeedFiles(f, "testdata/seed001/events-pretty.json")
+	addSeedFiles(f, "../testdata/seed001/events-pretty.json")
 	f.Add([]byte("{\n \"a\": \"\\\"}\"\n}\n{} ] , 12 true"))
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzFormat(t, formatJSONStream, data) })
 }
 
 func FuzzFilterLogEvents(f *testing.F) {
-	addSeedFiles(f, "testdata/eks/filter-log-events.json", "testdata/eks/filter-log-events-truncated.json")
+	addSeedFiles(f, "../testdata/eks/filter-log-events.json", "../testdata/eks/filter-log-events-truncated.json")
 	f.Add([]byte(`{"events":null,"nextToken":"a"}{"events":[]}`))
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzFormat(t, formatFilterEvents, data) })
 }
 
 func FuzzInsightsJSON(f *testing.F) {
-	addSeedFiles(f, "testdata/eks/insights-results.json", "testdata/eks/insights-console.json")
+	addSeedFiles(f, "../testdata/eks/insights-results.json", "../testdata/eks/insights-console.json")
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzFormat(t, formatInsightsJSON, data) })
 }
 
 func FuzzInsightsCSV(f *testing.F) {
-	addSeedFiles(f, "testdata/eks/insights.csv")
+	addSeedFiles(f, "../testdata/eks/insights.csv")
 	f.Add([]byte("@message\n\"a\"\"b\"\n\n\"unterminated"))
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzFormat(t, formatInsightsCSV, data) })
-}
-
-// FuzzSubscription takes the payload JSON and how it is wrapped: as is (Firehose, gunzipped),
-// gzip (the Firehose object), or base64 of gzip, one payload per line (Kinesis, Lambda).
-func FuzzSubscription(f *testing.F) {
-	for _, wrap := range []uint8{0, 1, 2} {
-		f.Add([]byte(`{"messageType":"DATA_MESSAGE","logGroup":"g","logStream":"s","logEvents":[{"id":"1","timestamp":1712296800000,"message":"{\"kind\":\"Event\"}"}]}`), wrap)
-		f.Add([]byte(`{"logEvents":[{"id":"1","message":"CWL CONTROL MESSAGE: ok"}],"messageType":"CONTROL_MESSAGE"}`), wrap)
-	}
-	f.Fuzz(func(t *testing.T, payload []byte, wrap uint8) {
-		data := payload
-		switch wrap % 3 {
-		case 1:
-			data = gzipped(payload)
-		case 2:
-			data = append([]byte(base64.StdEncoding.EncodeToString(gzipped(payload))), '\n')
-		}
-		if wrap%3 == 0 {
-			fuzzFormat(t, formatSubscription, data)
-			return
-		}
-		// Wrapped payloads go through format detection and decompression, as a file would.
-		checkAllocBound(t, len(data)+len(payload), func() { _, _ = AnalyzeReader("fuzz", bytes.NewReader(data), fuzzOpts) })
-	})
 }
 
 func gzipped(b []byte) []byte {

@@ -1,8 +1,10 @@
-package audit
+package analyze
 
 import (
 	"sort"
 	"time"
+
+	"github.com/nodekeeper/nodekeeper/internal/audit/read"
 )
 
 // Requests answered 401 (not authenticated) or 403 (not authorised) tell who lacks which
@@ -11,14 +13,14 @@ import (
 // verb, resource, namespace, name), the first and last time and the latest user agent and
 // source IP of each.
 
-// maxDeniedKeys bounds the distinct (who, what) pairs tracked. A pair is tracked from its first
+// MaxDeniedKeys bounds the distinct (who, what) pairs tracked. A pair is tracked from its first
 // denial on, so every tracked count is exact; denials of pairs first seen once the table is
 // full are counted in the totals and as untracked.
-const maxDeniedKeys = 10000
+const MaxDeniedKeys = 10000
 
 type deniedKey struct {
 	user, res                  uint32
-	verb                       Verb
+	verb                       read.Verb
 	code                       int16
 	groups, ns, name, realUser string
 }
@@ -37,7 +39,7 @@ type deniedTable struct {
 	limit        int
 }
 
-func (d *deniedTable) add(r *record) {
+func (d *deniedTable) add(r *read.Record) {
 	if r.Code == 401 {
 		d.unauthorized++
 	} else {
@@ -98,7 +100,7 @@ type AccessDenied struct {
 	Unauthorized int64 `json:"unauthorized"` // 401 responses, exact
 	Forbidden    int64 `json:"forbidden"`    // 403 responses, exact
 	// Distinct counts the (who, what) pairs tracked; Untracked the denials of pairs first seen
-	// after maxDeniedKeys were tracked (they are in the two totals, not in Rows).
+	// after MaxDeniedKeys were tracked (they are in the two totals, not in Rows).
 	Distinct  int64 `json:"distinct"`
 	Untracked int64 `json:"untracked,omitempty"`
 	// Rows are the most frequent pairs, --top of them; each count is exact.

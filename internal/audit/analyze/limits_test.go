@@ -1,14 +1,16 @@
-package audit
+package analyze
 
 import (
 	"fmt"
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/nodekeeper/nodekeeper/internal/audit/read"
 )
 
-func linesInput(lines []string) []Input {
-	return []Input{{Name: "log", Open: func() (io.ReadCloser, error) {
+func linesInput(lines []string) []read.Input {
+	return []read.Input{{Name: "log", Open: func() (io.ReadCloser, error) {
 		return io.NopCloser(strings.NewReader(strings.Join(lines, "\n"))), nil
 	}}}
 }
@@ -50,29 +52,5 @@ func TestMemoryBounds(t *testing.T) {
 	}
 	if b.Exact() {
 		t.Error("bounds reached but reported exact")
-	}
-	var out strings.Builder
-	if err := WriteText(&out, r); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(out.String(), "BOUNDS  memory limits reached") {
-		t.Errorf("the text report does not say which numbers are approximate:\n%s", out.String())
-	}
-}
-
-// The string table is bounded: names past it compare by hash and print as not kept.
-func TestInternerBounded(t *testing.T) {
-	in := newInterner()
-	in.max = 10
-	ids := map[uint32]bool{}
-	for i := 0; i < 100; i++ {
-		ids[in.intern([]byte(fmt.Sprintf("name-%d", i)))] = true
-	}
-	if len(in.strs) != 10 || in.notKept != 91 || len(ids) != 100 {
-		t.Errorf("table %d, not kept %d, distinct IDs %d", len(in.strs), in.notKept, len(ids))
-	}
-	a, b := in.intern([]byte("name-50")), in.intern([]byte("name-50"))
-	if a != b || a&hashedID == 0 || in.snapshot()(a) != notKept {
-		t.Errorf("a name past the table: %x %x %q", a, b, in.snapshot()(a))
 	}
 }

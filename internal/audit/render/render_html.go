@@ -1,4 +1,4 @@
-package audit
+package render
 
 import (
 	"fmt"
@@ -8,17 +8,19 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
 )
 
 // WriteHTML writes the report as one self-contained page: inline CSS and server-drawn SVG,
 // no script and no external resource, so it opens offline and can be attached to a ticket.
-func WriteHTML(w io.Writer, r *Report) error {
+func WriteHTML(w io.Writer, r *analyze.Report) error {
 	v := htmlView{R: r, Lanes: buildLanes(r), Chart: buildChart(r)}
 	return pageTmpl.Execute(w, v)
 }
 
 type htmlView struct {
-	R     *Report
+	R     *analyze.Report
 	Lanes laneSet
 	Chart chartView
 }
@@ -65,7 +67,7 @@ const (
 	maxLanes   = 120
 )
 
-func buildLanes(r *Report) laneSet {
+func buildLanes(r *analyze.Report) laneSet {
 	ls := laneSet{Width: laneWidth, Left: laneLeft}
 	if r.From.IsZero() {
 		return ls
@@ -173,7 +175,7 @@ func buildLanes(r *Report) laneSet {
 }
 
 func leaseLabel(ns, name string) string {
-	if ns == kubeNodeLease {
+	if ns == analyze.NodeLeaseNamespace {
 		return clip("lease "+name, 62)
 	}
 	return clip("lease "+ns+"/"+name, 62)
@@ -185,7 +187,7 @@ func laneSortKey(key string) string {
 		return name + "\x00"
 	}
 	rest := strings.TrimPrefix(key, "lease/")
-	if ns, name, ok := strings.Cut(rest, "/"); ok && ns == kubeNodeLease {
+	if ns, name, ok := strings.Cut(rest, "/"); ok && ns == analyze.NodeLeaseNamespace {
 		return name + "\x01"
 	}
 	return "\xff" + rest
@@ -218,7 +220,7 @@ type legendItem struct {
 
 var palette = []string{"#d62728", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"}
 
-func buildChart(r *Report) chartView {
+func buildChart(r *analyze.Report) chartView {
 	tl := r.Timeline
 	c := chartView{Width: 1100, Height: 260, Left: 60, Bottom: 30, Step: fmtDur(tl.Step)}
 	n := len(tl.Requests)
@@ -300,7 +302,7 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 	"add":   func(a, b int) int { return a + b },
 	"add64": func(a, b int64) int64 { return a + b },
 	"sub":   func(a, b int) int { return a - b },
-	"owners": func(e Event) string {
+	"owners": func(e analyze.Event) string {
 		if !e.OwnersKnown {
 			return "?"
 		}
@@ -349,7 +351,7 @@ td.ident{max-width:190px;word-break:break-all} td.calls{min-width:170px}
 </div>
 {{range .R.Errors}}<p class="bad">ERROR: {{.}}</p>{{end}}
 
-<h2>Timeline per node and lease</h2>
+<h2>analyze.Timeline per node and lease</h2>
 {{if .Lanes.Lanes}}
 <svg width="{{.Lanes.Width}}" height="{{.Lanes.Height}}" role="img" aria-label="timeline">
 {{range .Lanes.Ticks}}<line class="grid" x1="{{.X}}" x2="{{.X}}" y1="20" y2="{{$.Lanes.Height}}"/><text x="{{.X}}" y="14" text-anchor="middle">{{.Label}}</text>{{end}}
@@ -371,7 +373,7 @@ td.ident{max-width:190px;word-break:break-all} td.calls{min-width:170px}
 <td>{{with .NodeRecreated}}+{{dur .After}} {{.How}}{{else}}-{{end}}</td></tr>{{end}}</table>
 {{else}}<p class="muted">No Node was deleted in the window.</p>{{end}}
 
-<h2>Zombie kubelets</h2>
+<h2>analyze.Zombie kubelets</h2>
 {{if .R.Zombies}}<table><tr><th>node</th><th>instance</th><th>source IPs</th><th>first seen</th><th>last seen</th><th>requests</th><th>per min</th><th>calls</th><th>node deleted by</th><th>status</th></tr>
 {{range .R.Zombies}}<tr><td>{{.Node}}</td><td class="ident">{{join .Identities ", "}}</td><td>{{join .SourceIPs ", "}}</td><td>{{t .FirstSeen}}</td><td>{{t .LastSeen}}</td><td class="n">{{.Requests}}</td><td class="n">{{rate .PerMinute}}</td>
 <td class="calls">{{range $i, $c := .Calls}}{{if lt $i 5}}{{$c.Verb}} {{$c.Resource}} {{$c.Code}} ×{{$c.Count}}<br>{{end}}{{end}}</td>
@@ -384,7 +386,7 @@ td.ident{max-width:190px;word-break:break-all} td.calls{min-width:170px}
 <td>{{with .NodeDeletion}}{{.Actor.User}} at {{t .Time}}{{else}}-{{end}}</td><td class="{{if eq .Status "leaked"}}bad{{end}}">{{.Status}}{{with .StatusEvent}} (+{{dur .After}} {{.Actor.User}}){{end}}</td></tr>{{end}}</table>
 {{else}}<p class="ok">No lease was created while its Node was gone or without an owner.</p>{{end}}
 
-<h2>Throttling over time</h2>
+<h2>analyze.Throttling over time</h2>
 {{if .Chart.Empty}}<p class="muted">No requests.</p>{{else}}
 <svg width="{{.Chart.Width}}" height="{{.Chart.Height}}" role="img" aria-label="throttling chart">
 <line class="axis" x1="{{.Chart.Left}}" x2="{{sub .Chart.Width 100}}" y1="{{sub .Chart.Height .Chart.Bottom}}" y2="{{sub .Chart.Height .Chart.Bottom}}"/>

@@ -1,4 +1,4 @@
-package audit
+package read
 
 import (
 	"hash/maphash"
@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 )
 
-// interner maps the few strings that repeat across millions of events (user names, user
+// Interner maps the few strings that repeat across millions of events (user names, user
 // agents, source IPs, resources, node and lease names) to small integers, so that records
 // stay small and the analysis compares integers. ID 0 is the empty string. Only bounded
 // vocabularies are interned: names of nodes and leases, never names of arbitrary objects.
@@ -15,8 +15,8 @@ import (
 // gigabytes. Past maxStrings entries a new string is not kept; it gets an ID made of a hash of
 // its bytes with the top bit set, which still compares equal for equal strings (and, rarely,
 // for two different ones: such IDs only ever reach state that is itself past its bound and
-// reported as approximate) and prints as notKept.
-type interner struct {
+// reported as approximate) and prints as NotKeptName.
+type Interner struct {
 	mu      sync.Mutex
 	ids     map[string]uint32
 	strs    []string
@@ -26,17 +26,26 @@ type interner struct {
 }
 
 const (
-	defaultMaxStrings = 1 << 19
+	// DefaultMaxStrings bounds the table: half a million names, about 50 MiB at most.
+	DefaultMaxStrings = 1 << 19
 	hashedID          = 1 << 31
-	// notKept stands for a string that was not kept because the table was full.
-	notKept = "(not kept: too many distinct names)"
+	// NotKeptName stands for a string that was not kept because the table was full.
+	NotKeptName = "(not kept: too many distinct names)"
 )
 
-func newInterner() *interner {
-	return &interner{ids: map[string]uint32{"": 0}, strs: []string{""}, max: defaultMaxStrings, seed: maphash.MakeSeed()}
+func newInterner() *Interner { return NewInterner(0) }
+
+// NewInterner returns an empty table that keeps up to maxStrings strings (0: DefaultMaxStrings).
+func NewInterner(maxStrings int) *Interner {
+	if maxStrings <= 0 {
+		maxStrings = DefaultMaxStrings
+	}
+	return &Interner{ids: map[string]uint32{"": 0}, strs: []string{""}, max: maxStrings, seed: maphash.MakeSeed()}
 }
 
-func (in *interner) intern(b []byte) uint32 {
+// Intern returns the ID of b, adding it to the table while there is room.
+
+func (in *Interner) Intern(b []byte) uint32 {
 	in.mu.Lock()
 	id, ok := in.ids[string(b)]
 	if !ok {
@@ -56,10 +65,17 @@ func (in *interner) intern(b []byte) uint32 {
 	return id
 }
 
-// str returns the string for an ID.
-func (in *interner) str(id uint32) string {
+// NotKept counts the distinct lookups that found the table full.
+func (in *Interner) NotKept() int64 {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.notKept
+}
+
+// Str returns the string for an ID.
+func (in *Interner) Str(id uint32) string {
 	if id&hashedID != 0 {
-		return notKept
+		return NotKeptName
 	}
 	in.mu.Lock()
 	s := in.strs[id]
@@ -67,14 +83,14 @@ func (in *interner) str(id uint32) string {
 	return s
 }
 
-// snapshot returns a lookup for lock-free reads once no worker runs any more.
-func (in *interner) snapshot() func(uint32) string {
+// Snapshot returns a lookup for lock-free reads once no worker runs any more.
+func (in *Interner) Snapshot() func(uint32) string {
 	in.mu.Lock()
 	strs := in.strs
 	in.mu.Unlock()
 	return func(id uint32) string {
 		if id&hashedID != 0 {
-			return notKept
+			return NotKeptName
 		}
 		return strs[id]
 	}
@@ -83,11 +99,11 @@ func (in *interner) snapshot() func(uint32) string {
 // localInterner is one worker's cache in front of the shared table, so the hot path takes no
 // lock once a string has been seen.
 type localInterner struct {
-	shared *interner
+	shared *Interner
 	cache  map[string]uint32
 }
 
-func newLocalInterner(shared *interner) *localInterner {
+func newLocalInterner(shared *Interner) *localInterner {
 	return &localInterner{shared: shared, cache: make(map[string]uint32, 1024)}
 }
 
@@ -101,7 +117,7 @@ func (l *localInterner) id(b []byte) uint32 {
 	if id, ok := l.cache[string(b)]; ok {
 		return id
 	}
-	id := l.shared.intern(b)
+	id := l.shared.Intern(b)
 	if len(l.cache) >= maxLocalCache {
 		clear(l.cache)
 	}

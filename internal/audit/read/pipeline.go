@@ -1,4 +1,4 @@
-package audit
+package read
 
 import (
 	"bytes"
@@ -44,8 +44,8 @@ const (
 	unknownTime        = math.MinInt64
 )
 
-// ReadOptions control how inputs are read.
-type ReadOptions struct {
+// Options control how inputs are read.
+type Options struct {
 	Workers     int           // parsing goroutines; 0 means GOMAXPROCS
 	ChunkSize   int           // bytes per parsing job; 0 means 1 MiB
 	MaxLineSize int           // longer lines are skipped and counted as too-long; 0 means 16 MiB
@@ -54,7 +54,7 @@ type ReadOptions struct {
 	Until       time.Time     // drop events received after (zero: no bound)
 }
 
-func (o *ReadOptions) defaults() {
+func (o *Options) defaults() {
 	if o.Workers <= 0 {
 		o.Workers = runtime.GOMAXPROCS(0)
 	}
@@ -87,6 +87,14 @@ type SourceStats struct {
 	Bad         []BadSummary `json:"bad,omitempty"`
 	Error       string       `json:"error,omitempty"`
 	unitIsLines bool
+}
+
+// Unit names what Lines counts: "lines" for JSON lines, "records" for an export.
+func (s SourceStats) Unit() string {
+	if s.Format == formatJSONLines.String() {
+		return "lines"
+	}
+	return "records"
 }
 
 // BadSummary counts one kind of unusable input and names where the first ones are.
@@ -130,7 +138,7 @@ type job struct {
 	pooled   *[]byte // buffer to give back
 	msgs     []message
 	tooLong  bool
-	recs     []record
+	recs     []Record
 	lines    int64
 	blank    int64
 	skipped  int64
@@ -141,9 +149,9 @@ type job struct {
 	done     chan struct{}
 }
 
-type pipeline struct {
-	opts    ReadOptions
-	in      *interner
+type Pipeline struct {
+	opts    Options
+	in      *Interner
 	jobs    chan *job
 	shared  chan struct{}
 	free    chan *[]byte
@@ -157,9 +165,9 @@ type pipeline struct {
 	dups    int64
 }
 
-func newPipeline(inputs []Input, opts ReadOptions, in *interner) *pipeline {
+func NewPipeline(inputs []Input, opts Options, in *Interner) *Pipeline {
 	opts.defaults()
-	p := &pipeline{opts: opts, in: in, seed: maphash.MakeSeed()}
+	p := &Pipeline{opts: opts, in: in, seed: maphash.MakeSeed()}
 	if !opts.Since.IsZero() {
 		p.since = opts.Since.UnixNano()
 	}
@@ -171,7 +179,7 @@ func newPipeline(inputs []Input, opts ReadOptions, in *interner) *pipeline {
 		p.shared <- struct{}{}
 	}
 	p.free = make(chan *[]byte, 64)
-	p.recPool.New = func() any { return make([]record, 0, 4096) }
+	p.recPool.New = func() any { return make([]Record, 0, 4096) }
 	for i, inp := range inputs {
 		p.sources = append(p.sources, &sourceState{idx: i, in: inp, firstDone: unknownTime,
 			stats: SourceStats{Name: inp.Name}})
@@ -181,7 +189,7 @@ func newPipeline(inputs []Input, opts ReadOptions, in *interner) *pipeline {
 
 // peekFirst finds the first timestamp of a line-format file, so that inputs can be started
 // in time order whatever order they were given in.
-func (p *pipeline) peekFirst(s *sourceState) {
+func (p *Pipeline) peekFirst(s *sourceState) {
 	if s.in.Name == "-" || s.in.Open != nil {
 		return
 	}
@@ -217,7 +225,7 @@ func (p *pipeline) peekFirst(s *sourceState) {
 }
 
 // run reads all inputs and calls process for every record in order.
-func (p *pipeline) run(process func(*record)) {
+func (p *Pipeline) Run(process func(*Record)) {
 	p.jobs = make(chan *job, p.opts.Workers*fifoDepth)
 	for w := 0; w < p.opts.Workers; w++ {
 		p.wg.Add(1)
@@ -232,7 +240,7 @@ func (p *pipeline) run(process func(*record)) {
 	// The reorder buffer holds a window of records (20,000 for five seconds of 400 busy
 	// kubelets): sized up front, it never copies itself while growing to that; pages it does
 	// not use are never touched.
-	ro := &reorder{window: int64(p.opts.Window), out: process, p: p, q: make([]record, 0, reorderInitial)}
+	ro := &reorder{window: int64(p.opts.Window), out: process, p: p, q: make([]Record, 0, reorderInitial)}
 	var active []*cursor
 	window := int64(p.opts.Window)
 	for {
@@ -302,10 +310,10 @@ func minCursor(cs []*cursor) int {
 
 // cursor walks the records of one input, job after job.
 type cursor struct {
-	p    *pipeline
+	p    *Pipeline
 	s    *sourceState
 	j    *job
-	recs []record
+	recs []Record
 	pos  int
 	base int64 // added to a record's locator (line number of the job's first line)
 	next int64 // line number of the next job's first line
@@ -375,7 +383,7 @@ const (
 
 // acquire takes a chunk token for s: a shared one if free, else one of its own (waiting for
 // the merge to give one back).
-func (p *pipeline) acquire(s *sourceState) uint8 {
+func (p *Pipeline) acquire(s *sourceState) uint8 {
 	select {
 	case <-s.own:
 		return tokOwn
@@ -389,7 +397,7 @@ func (p *pipeline) acquire(s *sourceState) uint8 {
 	}
 }
 
-func (p *pipeline) release(s *sourceState, tok uint8) {
+func (p *Pipeline) release(s *sourceState, tok uint8) {
 	switch tok {
 	case tokOwn:
 		s.own <- struct{}{}
@@ -398,7 +406,7 @@ func (p *pipeline) release(s *sourceState, tok uint8) {
 	}
 }
 
-func (p *pipeline) finish(j *job) {
+func (p *Pipeline) finish(j *job) {
 	if j.pooled != nil {
 		*j.pooled = (*j.pooled)[:0]
 		if cap(*j.pooled) == p.opts.ChunkSize {
@@ -419,7 +427,7 @@ func (p *pipeline) finish(j *job) {
 }
 
 // start opens an input and launches its reader.
-func (p *pipeline) start(s *sourceState) {
+func (p *Pipeline) start(s *sourceState) {
 	s.fifo = make(chan *job, fifoDepth)
 	s.own = make(chan struct{}, ownChunks)
 	for i := 0; i < ownChunks; i++ {
@@ -457,7 +465,7 @@ func (p *pipeline) start(s *sourceState) {
 	}()
 }
 
-func (p *pipeline) describeReadError(s *sourceState, d *decodedInput, err error) error {
+func (p *Pipeline) describeReadError(s *sourceState, d *decodedInput, err error) error {
 	if d.gzip && (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)) {
 		return fmt.Errorf("%s: gzip stream truncated at compressed offset %d (%d bytes decompressed); everything before it was read", s.in.Name, d.compressed.n, s.readBytes)
 	}
@@ -467,13 +475,13 @@ func (p *pipeline) describeReadError(s *sourceState, d *decodedInput, err error)
 	return fmt.Errorf("%s: %w", s.in.Name, err)
 }
 
-func (p *pipeline) submit(j *job) {
+func (p *Pipeline) submit(j *job) {
 	j.done = make(chan struct{})
 	j.src.fifo <- j
 	p.jobs <- j
 }
 
-func (p *pipeline) getBuf() *[]byte {
+func (p *Pipeline) getBuf() *[]byte {
 	select {
 	case b := <-p.free:
 		return b
@@ -484,7 +492,7 @@ func (p *pipeline) getBuf() *[]byte {
 }
 
 // readLines cuts the input into chunks of whole lines.
-func (p *pipeline) readLines(s *sourceState, d *decodedInput) error {
+func (p *Pipeline) readLines(s *sourceState, d *decodedInput) error {
 	r := d.r
 	tok := p.acquire(s)
 	bp := p.getBuf()
@@ -556,7 +564,7 @@ func ioErr(err error) error {
 	return err
 }
 
-func (p *pipeline) worker() {
+func (p *Pipeline) worker() {
 	defer p.wg.Done()
 	c := &converter{li: newLocalInterner(p.in), since: p.since, until: p.until}
 	for j := range p.jobs {
@@ -565,11 +573,11 @@ func (p *pipeline) worker() {
 	}
 }
 
-func (p *pipeline) parseJob(c *converter, j *job) {
-	j.recs = p.recPool.Get().([]record)[:0]
+func (p *Pipeline) parseJob(c *converter, j *job) {
+	j.recs = p.recPool.Get().([]Record)[:0]
 	srcBits := uint64(j.src.idx) << 48
 	one := func(line []byte, exportTime int64, loc int64) {
-		j.recs = append(j.recs, record{})
+		j.recs = append(j.recs, Record{})
 		rec := &j.recs[len(j.recs)-1]
 		res, kind, err := c.convert(line, exportTime, rec)
 		switch res {
@@ -578,7 +586,7 @@ func (p *pipeline) parseJob(c *converter, j *job) {
 			if len(c.ev.AuditID) > 0 {
 				rec.ID = maphash.Bytes(p.seed, c.ev.AuditID)
 			}
-			if rec.Flags&flagSalvaged != 0 {
+			if rec.Flags&FlagSalvaged != 0 {
 				j.salvaged++
 			}
 			return
@@ -651,29 +659,29 @@ func (p *pipeline) parseJob(c *converter, j *job) {
 // API server writes events almost in stageTimestamp order; the buffer absorbs what is out of
 // place within the window, and anything later than that is processed as it comes and counted.
 type reorder struct {
-	p       *pipeline
-	q       []record
+	p       *Pipeline
+	q       []Record
 	h       int
 	window  int64
 	maxSeen int64
 	lastOut int64
 	late    int64
 	dups    int64
-	out     func(*record)
+	out     func(*Record)
 	// duplicates (the same event in two overlapping exports) share stageTimestamp, so they
 	// meet next to each other: remembering the IDs of the current timestamp is enough.
 	curDone int64
 	curIDs  []uint64
 }
 
-func less(a, b *record) bool {
+func less(a, b *Record) bool {
 	if a.Done != b.Done {
 		return a.Done < b.Done
 	}
 	return a.Seq < b.Seq
 }
 
-func (ro *reorder) push(r *record, base int64) {
+func (ro *reorder) push(r *Record, base int64) {
 	rec := *r
 	rec.Seq += uint64(base)
 	if len(ro.q) == 0 || ro.h == len(ro.q) {
@@ -704,7 +712,7 @@ func (ro *reorder) push(r *record, base int64) {
 	}
 }
 
-func (ro *reorder) emit(r *record) {
+func (ro *reorder) emit(r *Record) {
 	if r.Done < ro.lastOut {
 		ro.late++
 	} else {
@@ -746,4 +754,37 @@ func (s *sourceState) finalize() SourceStats {
 		st.Format = formatJSONLines.String()
 	}
 	return st
+}
+
+// Results returns what was read from each input, in the order the inputs were given, and the
+// error that stopped each input early (nil for one read to its end). Call it after Run.
+func (p *Pipeline) Results() ([]SourceStats, []error) {
+	stats := make([]SourceStats, len(p.sources))
+	errs := make([]error, len(p.sources))
+	for i, s := range p.sources {
+		stats[i], errs[i] = s.finalize(), s.err
+	}
+	return stats, errs
+}
+
+// Duplicates counts events dropped because the same event (same auditID and stageTimestamp)
+// was read before, from an overlapping input.
+func (p *Pipeline) Duplicates() int64 { return p.dups }
+
+// OutOfOrder counts events that came later than the reorder window allowed.
+func (p *Pipeline) OutOfOrder() int64 { return p.late }
+
+// Where names the input and the line (or record, for exports) a record was read from.
+func (p *Pipeline) Where(r *Record) string {
+	src := r.source()
+	name := "?"
+	unit := "line"
+	if src < len(p.sources) {
+		s := p.sources[src]
+		name = s.in.Name
+		if !s.stats.unitIsLines {
+			unit = "record"
+		}
+	}
+	return fmt.Sprintf("%s:%s %d", name, unit, r.locator())
 }

@@ -1,14 +1,18 @@
-package audit
+package analyze
 
-import "time"
+import (
+	"time"
+
+	"github.com/nodekeeper/nodekeeper/internal/audit/read"
+)
 
 // Report is everything `nodekeeper audit` found. Its JSON form is the -o json output.
 type Report struct {
-	From    time.Time     `json:"from,omitzero"` // earliest requestReceivedTimestamp counted (watches aside)
-	To      time.Time     `json:"to,omitzero"`   // latest
-	Filters Filters       `json:"filters"`
-	Inputs  []SourceStats `json:"inputs"`
-	Totals  Totals        `json:"totals"`
+	From    time.Time          `json:"from,omitzero"` // earliest requestReceivedTimestamp counted (watches aside)
+	To      time.Time          `json:"to,omitzero"`   // latest
+	Filters Filters            `json:"filters"`
+	Inputs  []read.SourceStats `json:"inputs"`
+	Totals  Totals             `json:"totals"`
 	// NodeDeletions lists every Node deletion in the window and what followed it.
 	NodeDeletions []NodeDeletion `json:"nodeDeletions"`
 	// Leases lists the lifecycle of every lease that was created, deleted, or created by an

@@ -1,4 +1,4 @@
-package audit
+package read
 
 import (
 	"bytes"
@@ -58,22 +58,22 @@ func parseVerb(b []byte) Verb {
 
 // record flags.
 const (
-	flagLease        = 1 << iota // objectRef is a coordination.k8s.io Lease (no subresource)
-	flagNode                     // objectRef is a core Node (no subresource)
-	flagOwnerNone                // the logged object shows no ownerReferences
-	flagOwnerPresent             // the logged object shows ownerReferences
-	flagSalvaged                 // rebuilt from a message cut by CloudWatch ("[Truncated...]")
-	flagPanic                    // stage Panic
-	flagImpersonated             // user is the impersonated identity
-	flagDenied                   // answered 401 or 403: Aux carries what was denied to whom
+	FlagLease        = 1 << iota // objectRef is a coordination.k8s.io Lease (no subresource)
+	FlagNode                     // objectRef is a core Node (no subresource)
+	FlagOwnerNone                // the logged object shows no ownerReferences
+	FlagOwnerPresent             // the logged object shows ownerReferences
+	FlagSalvaged                 // rebuilt from a message cut by CloudWatch ("[Truncated...]")
+	FlagPanic                    // stage Panic
+	FlagImpersonated             // user is the impersonated identity
+	FlagDenied                   // answered 401 or 403: Aux carries what was denied to whom
 )
 
 // record is the compact form of one counted audit event: strings are interned IDs.
-type record struct {
+type Record struct {
 	Recv, Done int64      // requestReceivedTimestamp and stageTimestamp, Unix ns
 	Seq        uint64     // source index << 48 | locator (line or element number): tie-breaker and "where"
 	ID         uint64     // hash of auditID (0 when absent): drops the same event read twice
-	Aux        *recordAux // only for lifecycle events (creates, deletes of leases and nodes) and denials
+	Aux        *RecordAux // only for lifecycle events (creates, deletes of leases and nodes) and denials
 	User       uint32     // effective user name (the impersonated one when impersonation was used)
 	UA, IP     uint32
 	Ident      uint32 // instance identity from user.extra
@@ -86,27 +86,27 @@ type record struct {
 	Flags      uint8
 }
 
-// recordAux carries the details a lifecycle event is reported with.
-type recordAux struct {
+// RecordAux carries the details a lifecycle event is reported with.
+type RecordAux struct {
 	AuditID    string
 	RealUser   string // the authenticated user when it impersonated User
 	OwnerNames string // ownerReferences as "Kind/name" list, when the level shows the object
-	// For a denied request (flagDenied): the user's groups, summarised, and the object asked
-	// for (any kind, so not interned; clipped to maxDeniedField bytes).
+	// For a denied request (FlagDenied): the user's groups, summarised, and the object asked
+	// for (any kind, so not interned; clipped to MaxDeniedField bytes).
 	Groups, DenyNS, DenyName string
 }
 
-// maxDeniedField bounds the strings a denied request keeps: object names come from request
+// MaxDeniedField bounds the strings a denied request keeps: object names come from request
 // URIs, which anyone may send.
-const maxDeniedField = 256
+const MaxDeniedField = 256
 
-// isLifecycleRec reports whether r is a lifecycle event of a lease or node (see isLifecycle).
-func isLifecycleRec(r *record) bool {
-	return r.Flags&(flagLease|flagNode) != 0 && r.Name != 0 && isLifecycle(r)
+// IsLifecycleRecord reports whether r is a lifecycle event of a lease or node (see isLifecycle).
+func IsLifecycleRecord(r *Record) bool {
+	return r.Flags&(FlagLease|FlagNode) != 0 && r.Name != 0 && isLifecycle(r)
 }
 
-func (r *record) source() int    { return int(r.Seq >> 48) }
-func (r *record) locator() int64 { return int64(r.Seq & (1<<48 - 1)) }
+func (r *Record) source() int    { return int(r.Seq >> 48) }
+func (r *Record) locator() int64 { return int64(r.Seq & (1<<48 - 1)) }
 
 // badKind classifies lines that did not become records.
 type badKind uint8
@@ -124,7 +124,7 @@ var badKindNames = [numBadKinds]string{"malformed", "not-audit", "no-timestamp",
 
 func (k badKind) String() string { return badKindNames[k] }
 
-const nodeUserPrefix = "system:node:"
+const NodeUserPrefix = "system:node:"
 
 // truncatedSuffix is how CloudWatch Logs ends a message longer than its event size limit.
 var truncatedSuffix = []byte("[Truncated...]")
@@ -170,7 +170,7 @@ const (
 // convert parses one audit event line. exportTime (Unix ns, 0 if unknown) is the time the
 // log pipeline stamped the message with; it stands in for a lost timestamp in a salvaged
 // truncated message.
-func (c *converter) convert(line []byte, exportTime int64, rec *record) (convResult, badKind, error) {
+func (c *converter) convert(line []byte, exportTime int64, rec *Record) (convResult, badKind, error) {
 	ev := &c.ev
 	truncated := false
 	if exportTime != 0 && bytes.HasSuffix(line, truncatedSuffix) {
@@ -194,7 +194,7 @@ func (c *converter) convert(line []byte, exportTime int64, rec *record) (convRes
 	if !isAuditKind(ev) {
 		return convBad, badNotAudit, nil
 	}
-	*rec = record{}
+	*rec = Record{}
 	var ok bool
 	switch {
 	case ev.Received != nil:
@@ -220,10 +220,10 @@ func (c *converter) convert(line []byte, exportTime int64, rec *record) (convRes
 		return convFiltered, 0, nil
 	}
 	if truncated {
-		rec.Flags |= flagSalvaged
+		rec.Flags |= FlagSalvaged
 	}
 	if string(ev.Stage) == "Panic" {
-		rec.Flags |= flagPanic
+		rec.Flags |= FlagPanic
 	}
 	rec.Verb = parseVerb(ev.Verb)
 	rec.Code = int16(ev.Code)
@@ -234,16 +234,16 @@ func (c *converter) convert(line []byte, exportTime int64, rec *record) (convRes
 	user := &ev.User
 	if ev.ImpersonatedUser.Username != nil {
 		user = &ev.ImpersonatedUser
-		rec.Flags |= flagImpersonated
+		rec.Flags |= FlagImpersonated
 	}
 	rec.User = c.li.id(user.Username)
-	if bytes.HasPrefix(user.Username, []byte(nodeUserPrefix)) {
+	if bytes.HasPrefix(user.Username, []byte(NodeUserPrefix)) {
 		n, ok := c.nodeOf[rec.User]
 		if !ok {
 			if c.nodeOf == nil || len(c.nodeOf) >= maxLocalCache {
 				c.nodeOf = map[uint32]uint32{}
 			}
-			n = c.li.id(user.Username[len(nodeUserPrefix):])
+			n = c.li.id(user.Username[len(NodeUserPrefix):])
 			c.nodeOf[rec.User] = n
 		}
 		rec.NodeOf = n
@@ -268,11 +268,11 @@ func (c *converter) convert(line []byte, exportTime int64, rec *record) (convRes
 			rec.Res = c.cachedID(&c.resCache, o.Resource)
 			switch {
 			case string(o.Resource) == "leases" && string(o.APIGroup) == "coordination.k8s.io":
-				rec.Flags |= flagLease
+				rec.Flags |= FlagLease
 				rec.NS = c.cachedID(&c.nsCache, o.Namespace)
 				rec.Name = c.li.id(o.Name)
 			case string(o.Resource) == "nodes" && len(o.APIGroup) == 0:
-				rec.Flags |= flagNode
+				rec.Flags |= FlagNode
 				rec.Name = c.li.id(o.Name)
 			}
 		}
@@ -289,40 +289,40 @@ func (c *converter) convert(line []byte, exportTime int64, rec *record) (convRes
 		}
 	}
 	if rec.Code == 401 || rec.Code == 403 {
-		rec.Flags |= flagDenied
-		rec.Aux = &recordAux{AuditID: string(ev.AuditID), Groups: summariseGroups(user.Groups)}
+		rec.Flags |= FlagDenied
+		rec.Aux = &RecordAux{AuditID: string(ev.AuditID), Groups: summariseGroups(user.Groups)}
 		if ev.HasObjectRef {
 			rec.Aux.DenyNS = clipField(o.Namespace)
 			rec.Aux.DenyName = clipField(o.Name)
 		}
-		if rec.Flags&flagImpersonated != 0 {
+		if rec.Flags&FlagImpersonated != 0 {
 			rec.Aux.RealUser = fixUTF8(ev.User.Username)
 		}
 	}
-	if isLifecycleRec(rec) {
+	if IsLifecycleRecord(rec) {
 		aux := rec.Aux
 		if aux == nil {
-			aux = &recordAux{AuditID: string(ev.AuditID)}
+			aux = &RecordAux{AuditID: string(ev.AuditID)}
 		}
-		if rec.Flags&flagImpersonated != 0 {
+		if rec.Flags&FlagImpersonated != 0 {
 			aux.RealUser = fixUTF8(ev.User.Username)
 		}
-		if rec.Flags&flagLease != 0 {
+		if rec.Flags&FlagLease != 0 {
 			if owners, known := ownerReferences(ev, rec.Verb); known {
 				if owners == "" {
-					rec.Flags |= flagOwnerNone
+					rec.Flags |= FlagOwnerNone
 				} else {
-					rec.Flags |= flagOwnerPresent
+					rec.Flags |= FlagOwnerPresent
 					aux.OwnerNames = owners
 				}
 			}
 		}
 		rec.Aux = aux
-	} else if rec.Flags&flagLease != 0 && (rec.Verb == VerbUpdate || rec.Verb == VerbPatch) && rec.Code == 200 && (ev.ResponseObject != nil || ev.RequestObject != nil) {
+	} else if rec.Flags&FlagLease != 0 && (rec.Verb == VerbUpdate || rec.Verb == VerbPatch) && rec.Code == 200 && (ev.ResponseObject != nil || ev.RequestObject != nil) {
 		// A renewal whose response shows the owner tells the analysis that an ownerless
 		// lease was adopted; only the flag is kept, no aux.
 		if owners, known := ownerReferences(ev, rec.Verb); known && owners != "" {
-			rec.Flags |= flagOwnerPresent
+			rec.Flags |= FlagOwnerPresent
 		}
 	}
 	return convOK, 0, nil
@@ -330,8 +330,8 @@ func (c *converter) convert(line []byte, exportTime int64, rec *record) (convRes
 
 // clipField turns an attacker-chosen byte string into a bounded, valid UTF-8 string.
 func clipField(b []byte) string {
-	if len(b) > maxDeniedField {
-		b = b[:maxDeniedField]
+	if len(b) > MaxDeniedField {
+		b = b[:MaxDeniedField]
 		for len(b) > 0 && !utf8.RuneStart(b[len(b)-1]) {
 			b = b[:len(b)-1]
 		}
@@ -381,7 +381,7 @@ func summariseGroups(raw []byte) string {
 
 // isLifecycle reports whether a lease or node record is one the lifecycle reports list:
 // creates and deletes of any outcome, and updates or patches that created the object (201).
-func isLifecycle(r *record) bool {
+func isLifecycle(r *Record) bool {
 	switch r.Verb {
 	case VerbCreate, VerbDelete:
 		return true

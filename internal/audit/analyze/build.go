@@ -1,14 +1,16 @@
-package audit
+package analyze
 
 import (
 	"errors"
 	"sort"
 	"time"
+
+	"github.com/nodekeeper/nodekeeper/internal/audit/read"
 )
 
 // report turns the analyzer's state into a Report, applying the report filters.
 func (a *analyzer) report() (*Report, error) {
-	s := a.in.snapshot()
+	s := a.in.Snapshot()
 	rep := &Report{Filters: Filters{Node: a.opts.Node, Lease: a.opts.Lease, User: a.opts.User,
 		Since: a.opts.Since, Until: a.opts.Until}}
 	if a.from > a.to { // only watches
@@ -19,8 +21,8 @@ func (a *analyzer) report() (*Report, error) {
 	}
 	var errs []error
 	t := a.totals
-	for _, src := range a.p.sources {
-		st := src.finalize()
+	stats, readErrs := a.p.Results()
+	for i, st := range stats {
 		rep.Inputs = append(rep.Inputs, st)
 		t.Lines += st.Lines
 		t.Events += st.Events
@@ -30,17 +32,17 @@ func (a *analyzer) report() (*Report, error) {
 		for _, b := range st.Bad {
 			t.Bad += b.Count
 		}
-		if src.err != nil {
-			errs = append(errs, src.err)
-			rep.Errors = append(rep.Errors, src.err.Error())
+		if err := readErrs[i]; err != nil {
+			errs = append(errs, err)
+			rep.Errors = append(rep.Errors, err.Error())
 		}
 	}
-	t.Duplicates = a.p.dups
-	t.OutOfOrder = a.p.late
-	t.Events -= a.p.dups
+	t.Duplicates = a.p.Duplicates()
+	t.OutOfOrder = a.p.OutOfOrder()
+	t.Events -= t.Duplicates
 	rep.Totals = t
 
-	actor := func(r *record, aux *recordAux) Actor {
+	actor := func(r *read.Record, aux *read.RecordAux) Actor {
 		ac := Actor{User: s(r.User), UserAgent: s(r.UA), SourceIP: s(r.IP), Identity: s(r.Ident)}
 		if aux != nil {
 			ac.ImpersonatedBy = aux.RealUser
@@ -49,8 +51,8 @@ func (a *analyzer) report() (*Report, error) {
 	}
 	event := func(e *lcEvent) Event {
 		return Event{Time: ts(e.rec.Recv), Action: e.kind, Code: int(e.rec.Code), Actor: actor(&e.rec, &e.aux),
-			Owners: e.aux.OwnerNames, OwnersKnown: e.rec.Flags&(flagOwnerNone|flagOwnerPresent) != 0,
-			AuditID: e.aux.AuditID, Where: a.where(&e.rec), Salvaged: e.rec.Flags&flagSalvaged != 0}
+			Owners: e.aux.OwnerNames, OwnersKnown: e.rec.Flags&(read.FlagOwnerNone|read.FlagOwnerPresent) != 0,
+			AuditID: e.aux.AuditID, Where: a.where(&e.rec), Salvaged: e.rec.Flags&read.FlagSalvaged != 0}
 	}
 	follow := func(f *followUp, since int64) *FollowUp {
 		if f == nil {
@@ -129,7 +131,7 @@ func (a *analyzer) report() (*Report, error) {
 	}
 
 	for _, ep := range a.episodes {
-		if !nodeOK(ep.node) || (a.fUserSet && s(a.fUser) != nodeUserPrefix+s(ep.node)) {
+		if !nodeOK(ep.node) || (a.fUserSet && s(a.fUser) != read.NodeUserPrefix+s(ep.node)) {
 			continue
 		}
 		dur := time.Duration(ep.last - ep.first)
@@ -177,9 +179,7 @@ func (a *analyzer) report() (*Report, error) {
 	a.buildTalkers(rep, s)
 	rep.AccessDenied = a.denied.build(s, a.opts.Top)
 	rep.Bounds = a.bounds
-	a.in.mu.Lock()
-	rep.Bounds.NamesNotKept = a.in.notKept
-	a.in.mu.Unlock()
+	rep.Bounds.NamesNotKept = a.in.NotKept()
 	a.buildTimeline(rep, s)
 	// Empty lists are [] in JSON, not null: consumers iterate without checks.
 	rep.NodeDeletions = nonNil(rep.NodeDeletions)
@@ -336,7 +336,7 @@ func (a *analyzer) buildTimeline(rep *Report, s func(uint32) string) {
 		if len(tl.ThrottledUsers) == 5 || t.Throttled == 0 {
 			break
 		}
-		id := a.in.intern([]byte(t.User))
+		id := a.in.Intern([]byte(t.User))
 		us := a.userThrot[id]
 		if us == nil {
 			continue

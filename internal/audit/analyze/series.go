@@ -1,4 +1,4 @@
-package audit
+package analyze
 
 // tseries is a time series of fixed bucket count: when events fall outside its span it doubles
 // the bucket width and folds pairs of buckets, so its memory never depends on how long a period

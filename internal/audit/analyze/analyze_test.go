@@ -1,4 +1,4 @@
-package audit
+package analyze
 
 import (
 	"fmt"
@@ -48,7 +48,7 @@ func (e ev) line() string {
 	case "leases":
 		ns := e.ns
 		if ns == "" {
-			ns = kubeNodeLease
+			ns = NodeLeaseNamespace
 		}
 		fmt.Fprintf(&b, `"objectRef":{"resource":"leases","namespace":%q,"name":%q,"apiGroup":"coordination.k8s.io","apiVersion":"v1"},`, ns, e.name)
 	case "nodes":

@@ -1,4 +1,4 @@
-package audit
+package analyze
 
 import (
 	"fmt"
@@ -7,7 +7,12 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/nodekeeper/nodekeeper/internal/audit/read"
 )
+
+// ReadOptions are read.Options under the name Options embeds them by (Options.ReadOptions).
+type ReadOptions = read.Options
 
 // Options control an analysis.
 type Options struct {
@@ -27,12 +32,13 @@ type Options struct {
 	EventsPerLease int
 }
 
-const kubeNodeLease = "kube-node-lease"
+// NodeLeaseNamespace holds the kubelets' node leases (the lifecycles and leaks followed).
+const NodeLeaseNamespace = "kube-node-lease"
 
 // Analyze reads the inputs and builds the report. Errors reading one input (a truncated
 // gzip stream, an unreadable file) do not stop the others: they are listed in Report.Errors
 // and returned joined, after everything readable was counted.
-func Analyze(inputs []Input, opts Options) (*Report, error) {
+func Analyze(inputs []read.Input, opts Options) (*Report, error) {
 	if opts.Top <= 0 {
 		opts.Top = 10
 	}
@@ -46,28 +52,27 @@ func Analyze(inputs []Input, opts Options) (*Report, error) {
 		// A record's position packs the input index into 16 bits.
 		return nil, fmt.Errorf("%d inputs: at most %d can be read at once", len(inputs), 1<<16-1)
 	}
-	return analyzeWithin(inputs, opts, defaultLimits, defaultMaxStrings)
+	return analyzeWithin(inputs, opts, defaultLimits, read.DefaultMaxStrings)
 }
 
 // analyzeWithin is Analyze with explicit memory bounds (tests use small ones).
-func analyzeWithin(inputs []Input, opts Options, lim limits, maxStrings int) (*Report, error) {
-	in := newInterner()
-	in.max = maxStrings
-	p := newPipeline(inputs, opts.ReadOptions, in)
+func analyzeWithin(inputs []read.Input, opts Options, lim limits, maxStrings int) (*Report, error) {
+	in := read.NewInterner(maxStrings)
+	p := read.NewPipeline(inputs, opts.ReadOptions, in)
 	a := newAnalyzer(in, opts, p)
 	a.lim, a.ringLeft = lim, lim.ringEvents
-	p.run(a.process)
+	p.Run(a.process)
 	return a.report()
 }
 
 // AnalyzeReader analyses one stream (for tests and standard input).
 func AnalyzeReader(name string, r io.Reader, opts Options) (*Report, error) {
-	return Analyze([]Input{{Name: name, Open: func() (io.ReadCloser, error) { return io.NopCloser(r), nil }}}, opts)
+	return Analyze([]read.Input{{Name: name, Open: func() (io.ReadCloser, error) { return io.NopCloser(r), nil }}}, opts)
 }
 
 type talkerKey struct {
 	user, ua, res uint32
-	verb          Verb
+	verb          read.Verb
 }
 
 type talkerStat struct {
@@ -95,8 +100,8 @@ type limits struct {
 var defaultLimits = limits{leases: 50_000, ringEvents: 100_000, nodes: 100_000, leaks: 50_000, talkers: 20_000, throtUsers: 10_000}
 
 type lcEvent struct {
-	rec  record
-	aux  recordAux
+	rec  read.Record
+	aux  read.RecordAux
 	kind string
 }
 
@@ -148,7 +153,7 @@ type nodeDeletion struct {
 }
 
 type followUp struct {
-	rec record
+	rec read.Record
 	how string
 }
 
@@ -165,7 +170,7 @@ type episode struct {
 }
 
 type callKey struct {
-	verb Verb
+	verb read.Verb
 	res  uint32
 	code int16
 }
@@ -197,9 +202,9 @@ type leakState struct {
 }
 
 type analyzer struct {
-	in   *interner
+	in   *read.Interner
 	opts Options
-	p    *pipeline
+	p    *read.Pipeline
 
 	from, to   int64
 	wfrom, wto int64 // the same for watches only
@@ -230,27 +235,27 @@ type analyzer struct {
 	fNodeSet, fLeaseSet, fUserSet          bool
 }
 
-func newAnalyzer(in *interner, opts Options, p *pipeline) *analyzer {
+func newAnalyzer(in *read.Interner, opts Options, p *read.Pipeline) *analyzer {
 	a := &analyzer{in: in, opts: opts, p: p,
 		from: math.MaxInt64, to: math.MinInt64, wfrom: math.MaxInt64, wto: math.MinInt64,
 		nodes: map[uint32]*nodeState{}, leases: map[[2]uint32]*leaseState{},
 		lim: defaultLimits, ringLeft: defaultLimits.ringEvents,
-		talkers: map[talkerKey]*talkerStat{}, denied: deniedTable{limit: maxDeniedKeys}, userThrot: map[uint32]*tseries{}, uaMinor: map[uint32]int{}}
-	a.idNodeLeaseNS = in.intern([]byte(kubeNodeLease))
-	a.idLeasesRes = in.intern([]byte("leases"))
-	a.idNodesRes = in.intern([]byte("nodes"))
+		talkers: map[talkerKey]*talkerStat{}, denied: deniedTable{limit: MaxDeniedKeys}, userThrot: map[uint32]*tseries{}, uaMinor: map[uint32]int{}}
+	a.idNodeLeaseNS = in.Intern([]byte(NodeLeaseNamespace))
+	a.idLeasesRes = in.Intern([]byte("leases"))
+	a.idNodesRes = in.Intern([]byte("nodes"))
 	if opts.Node != "" {
-		a.fNode, a.fNodeSet = in.intern([]byte(opts.Node)), true
+		a.fNode, a.fNodeSet = in.Intern([]byte(opts.Node)), true
 	}
 	if opts.Lease != "" {
 		ns, name := splitLease(opts.Lease)
-		a.fLease, a.fLeaseSet = in.intern([]byte(name)), true
+		a.fLease, a.fLeaseSet = in.Intern([]byte(name)), true
 		if ns != "" {
-			a.fLeaseNS = in.intern([]byte(ns))
+			a.fLeaseNS = in.Intern([]byte(ns))
 		}
 	}
 	if opts.User != "" {
-		a.fUser, a.fUserSet = in.intern([]byte(opts.User)), true
+		a.fUser, a.fUserSet = in.Intern([]byte(opts.User)), true
 	}
 	return a
 }
@@ -267,9 +272,9 @@ func splitLease(s string) (ns, name string) {
 func is2xx(code int16) bool { return code >= 200 && code < 300 }
 
 // process is called for every record in stageTimestamp order.
-func (a *analyzer) process(r *record) {
+func (a *analyzer) process(r *read.Record) {
 	// The window is that of short requests: a watch that ends in the log began long before it.
-	if r.Verb != VerbWatch {
+	if r.Verb != read.VerbWatch {
 		a.from, a.to = min(a.from, r.Recv), max(a.to, r.Recv)
 	} else {
 		a.wfrom, a.wto = min(a.wfrom, r.Recv), max(a.wto, r.Recv)
@@ -282,14 +287,14 @@ func (a *analyzer) process(r *record) {
 	}
 	if a.talkerMatch(r) {
 		a.countTalker(r)
-		if r.Flags&flagDenied != 0 {
+		if r.Flags&read.FlagDenied != 0 {
 			a.denied.add(r)
 		}
 	}
-	if r.Flags&flagNode != 0 && r.Name != 0 {
+	if r.Flags&read.FlagNode != 0 && r.Name != 0 {
 		a.nodeEvent(r)
 	}
-	if r.Flags&flagLease != 0 && r.Name != 0 {
+	if r.Flags&read.FlagLease != 0 && r.Name != 0 {
 		a.leaseEvent(r)
 	}
 	if r.NodeOf != 0 {
@@ -298,20 +303,20 @@ func (a *analyzer) process(r *record) {
 }
 
 // talkerMatch applies the report filters to the request tables.
-func (a *analyzer) talkerMatch(r *record) bool {
+func (a *analyzer) talkerMatch(r *read.Record) bool {
 	if a.fUserSet && r.User != a.fUser {
 		return false
 	}
-	if a.fNodeSet && r.NodeOf != a.fNode && !(r.Flags&(flagNode|flagLease) != 0 && r.Name == a.fNode) {
+	if a.fNodeSet && r.NodeOf != a.fNode && !(r.Flags&(read.FlagNode|read.FlagLease) != 0 && r.Name == a.fNode) {
 		return false
 	}
-	if a.fLeaseSet && !(r.Flags&flagLease != 0 && r.Name == a.fLease && (a.fLeaseNS == 0 || r.NS == a.fLeaseNS)) {
+	if a.fLeaseSet && !(r.Flags&read.FlagLease != 0 && r.Name == a.fLease && (a.fLeaseNS == 0 || r.NS == a.fLeaseNS)) {
 		return false
 	}
 	return true
 }
 
-func (a *analyzer) countTalker(r *record) {
+func (a *analyzer) countTalker(r *read.Record) {
 	k := talkerKey{user: r.User, ua: r.UA, res: r.Res, verb: r.Verb}
 	t := a.talkers[k]
 	if t == nil {
@@ -320,7 +325,7 @@ func (a *analyzer) countTalker(r *record) {
 	t.requests++
 	// A watch is counted when it ended: its start can lie long before the window.
 	at := r.Recv
-	if r.Verb == VerbWatch {
+	if r.Verb == read.VerbWatch {
 		at = r.Done
 	}
 	b := a.series.at(at)
@@ -340,7 +345,7 @@ func (a *analyzer) countTalker(r *record) {
 	} else if r.Code >= 500 {
 		t.serverErrors++
 	}
-	if r.Verb != VerbWatch && r.Verb != VerbOther {
+	if r.Verb != read.VerbWatch && r.Verb != read.VerbOther {
 		d := r.Done - r.Recv
 		t.latSum += d
 		t.latN++
@@ -404,21 +409,21 @@ func (a *analyzer) node(name uint32) *nodeState {
 	return n
 }
 
-func actionOf(r *record) string {
+func actionOf(r *read.Record) string {
 	switch r.Verb {
-	case VerbCreate:
+	case read.VerbCreate:
 		return "create"
-	case VerbDelete:
+	case read.VerbDelete:
 		return "delete"
-	case VerbUpdate:
+	case read.VerbUpdate:
 		return "update-created"
-	case VerbPatch:
+	case read.VerbPatch:
 		return "patch-created"
 	}
 	return r.Verb.String()
 }
 
-func mkEvent(r *record) lcEvent {
+func mkEvent(r *read.Record) lcEvent {
 	e := lcEvent{rec: *r, kind: actionOf(r)}
 	if r.Aux != nil {
 		e.aux = *r.Aux
@@ -427,16 +432,16 @@ func mkEvent(r *record) lcEvent {
 	return e
 }
 
-func (a *analyzer) nodeEvent(r *record) {
+func (a *analyzer) nodeEvent(r *read.Record) {
 	n := a.node(r.Name)
 	if n == nil {
-		if r.Verb == VerbDelete && isLifecycleRec(r) && is2xx(r.Code) {
+		if r.Verb == read.VerbDelete && read.IsLifecycleRecord(r) && is2xx(r.Code) {
 			a.totals.NodeDeletions++
 		}
 		return
 	}
 	switch {
-	case r.Verb == VerbDelete && isLifecycleRec(r):
+	case r.Verb == read.VerbDelete && read.IsLifecycleRecord(r):
 		if !is2xx(r.Code) {
 			return
 		}
@@ -446,11 +451,11 @@ func (a *analyzer) nodeEvent(r *record) {
 		a.deletions = append(a.deletions, d)
 		n.seen, n.deleted, n.missing = true, true, false
 		n.deletedAt, n.del = r.Done, d
-	case r.Verb == VerbCreate && isLifecycleRec(r):
+	case r.Verb == read.VerbCreate && read.IsLifecycleRecord(r):
 		if is2xx(r.Code) {
 			a.nodeBack(n, r, "Node re-created")
 		}
-	case is2xx(r.Code) && r.Verb != VerbDelete && r.Verb != VerbDeleteCollection && r.Recv > n.deletedAt:
+	case is2xx(r.Code) && r.Verb != read.VerbDelete && r.Verb != read.VerbDeleteCollection && r.Recv > n.deletedAt:
 		// Any successful read or write of the Node proves it exists again (its creation
 		// may be in a file that was not given).
 		if n.deleted || n.missing {
@@ -461,7 +466,7 @@ func (a *analyzer) nodeEvent(r *record) {
 }
 
 // nodeBack records that Node n exists (again) as of r.
-func (a *analyzer) nodeBack(n *nodeState, r *record, how string) {
+func (a *analyzer) nodeBack(n *nodeState, r *read.Record, how string) {
 	if n.del != nil && n.deleted && n.del.nodeRecreated == nil {
 		n.del.nodeRecreated = &followUp{rec: *r, how: how}
 	}
@@ -477,23 +482,23 @@ func (a *analyzer) nodeBack(n *nodeState, r *record, how string) {
 	}
 }
 
-func (a *analyzer) endEpisode(n *nodeState, r *record, how string) {
+func (a *analyzer) endEpisode(n *nodeState, r *read.Record, how string) {
 	if n.ep != nil {
 		n.ep.ended = &followUp{rec: *r, how: how}
 		n.ep = nil
 	}
 }
 
-func (a *analyzer) leaseEvent(r *record) {
+func (a *analyzer) leaseEvent(r *read.Record) {
 	key := [2]uint32{r.NS, r.Name}
-	if !isLifecycleRec(r) {
+	if !read.IsLifecycleRecord(r) {
 		// Not a lifecycle event; a successful write that shows an owner adopts a leak.
-		if r.Flags&flagOwnerPresent != 0 && is2xx(r.Code) {
+		if r.Flags&read.FlagOwnerPresent != 0 && is2xx(r.Code) {
 			if ls := a.leases[key]; ls != nil {
 				a.resolveLeaks(ls, r, LeakAdopted, "ownerReference set")
 			}
 		}
-		if r.Verb == VerbUpdate && is2xx(r.Code) {
+		if r.Verb == read.VerbUpdate && is2xx(r.Code) {
 			a.totals.LeaseRenewals++
 		}
 		return
@@ -504,7 +509,7 @@ func (a *analyzer) leaseEvent(r *record) {
 			// Past the limit: counted in the totals, not followed.
 			a.bounds.LeaseEventsNotTracked++
 			if is2xx(r.Code) {
-				if r.Verb == VerbDelete {
+				if r.Verb == read.VerbDelete {
 					a.totals.LeaseDeletions++
 				} else {
 					a.totals.LeaseCreations++
@@ -523,7 +528,7 @@ func (a *analyzer) leaseEvent(r *record) {
 	}
 	isNodeLease := r.NS == a.idNodeLeaseNS
 	switch r.Verb {
-	case VerbDelete:
+	case read.VerbDelete:
 		ls.deletes++
 		a.totals.LeaseDeletions++
 		a.resolveLeaks(ls, r, LeakDeleted, "lease deleted")
@@ -533,7 +538,7 @@ func (a *analyzer) leaseEvent(r *record) {
 			}
 		}
 		return
-	case VerbCreate:
+	case read.VerbCreate:
 		ls.creates++
 	default:
 		ls.updateCreates++
@@ -543,7 +548,7 @@ func (a *analyzer) leaseEvent(r *record) {
 		return
 	}
 	n := a.nodes[r.Name]
-	if n != nil && (n.deleted || n.missing) && r.Verb == VerbCreate && r.NodeOf == r.Name && a.kubeletMinor(r.UA) >= 29 {
+	if n != nil && (n.deleted || n.missing) && r.Verb == read.VerbCreate && r.NodeOf == r.Name && a.kubeletMinor(r.UA) >= 29 {
 		// A kubelet of 1.29 or later creates its lease only after a successful GET of its
 		// Node (the GET may be outside the audit policy): the Node existed again.
 		a.nodeBack(n, r, "kubelet >= 1.29 created its lease, so its Node existed")
@@ -559,10 +564,10 @@ func (a *analyzer) leaseEvent(r *record) {
 		}
 	case n != nil && n.missing && r.NodeOf == r.Name:
 		l.cause = CauseNodeMissing
-	case r.Flags&flagOwnerNone != 0:
+	case r.Flags&read.FlagOwnerNone != 0:
 		l.cause = CauseNoOwner
 	default:
-		if r.Flags&flagOwnerPresent != 0 {
+		if r.Flags&read.FlagOwnerPresent != 0 {
 			a.resolveLeaks(ls, r, LeakAdopted, "re-created with an ownerReference")
 		}
 		return
@@ -580,7 +585,7 @@ func (a *analyzer) leaseEvent(r *record) {
 	}
 }
 
-func (a *analyzer) resolveLeaks(ls *leaseState, r *record, status, how string) {
+func (a *analyzer) resolveLeaks(ls *leaseState, r *read.Record, status, how string) {
 	for _, l := range ls.leaks {
 		if l.status == LeakLeaked {
 			l.status, l.statusEv = status, &followUp{rec: *r, how: how}
@@ -593,12 +598,12 @@ func (a *analyzer) resolveLeaks(ls *leaseState, r *record, status, how string) {
 }
 
 // nodeRequest follows the requests of kubelet identities (system:node:<name>).
-func (a *analyzer) nodeRequest(r *record) {
+func (a *analyzer) nodeRequest(r *read.Record) {
 	n := a.node(r.NodeOf)
 	if n == nil {
 		return
 	}
-	selfGet404 := r.Flags&flagNode != 0 && r.Name == r.NodeOf && r.Verb == VerbGet && r.Code == 404
+	selfGet404 := r.Flags&read.FlagNode != 0 && r.Name == r.NodeOf && r.Verb == read.VerbGet && r.Code == 404
 	switch {
 	case n.deleted && r.Recv >= n.deletedAt:
 	case n.missing:
@@ -660,19 +665,7 @@ func addSmall(s []uint32, v uint32, limit int) []uint32 {
 	return s
 }
 
-func (a *analyzer) where(r *record) string {
-	src := r.source()
-	name := "?"
-	unit := "line"
-	if src < len(a.p.sources) {
-		s := a.p.sources[src]
-		name = s.in.Name
-		if !s.stats.unitIsLines {
-			unit = "record"
-		}
-	}
-	return fmt.Sprintf("%s:%s %d", name, unit, r.locator())
-}
+func (a *analyzer) where(r *read.Record) string { return a.p.Where(r) }
 
 // kubeletMinor returns the minor version of a "kubelet/v1.29.0 (linux/amd64) ..." user agent,
 // or -1 when the agent is not a kubelet of major version 1.
@@ -680,7 +673,7 @@ func (a *analyzer) kubeletMinor(ua uint32) int {
 	if m, ok := a.uaMinor[ua]; ok {
 		return m
 	}
-	m := parseKubeletMinor(a.in.str(ua))
+	m := parseKubeletMinor(a.in.Str(ua))
 	if len(a.uaMinor) >= 4096 {
 		clear(a.uaMinor)
 	}

@@ -1,0 +1,11 @@
+package read
+
+// Exported for the fuzz targets of the external test package (fuzz_pipeline_test.go).
+var (
+	FuzzFormat         = fuzzFormat
+	CheckAllocBound    = checkAllocBound
+	Gzipped            = gzipped
+	FormatSubscription = formatSubscription
+)
+
+const FuzzLimit = fuzzLimit
