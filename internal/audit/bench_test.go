@@ -54,22 +54,20 @@ func parseSize(s string) int64 {
 	return int64(n * float64(mult))
 }
 
-// writeBenchLog generates a log of at least size bytes into dir.
-func writeBenchLog(tb testing.TB, dir string, size int64) (string, gen.Truth) {
+// writeLogFile creates path and lets fill write a log into it through a large buffer, then
+// writes it back to disk, so that the disk is quiet while jq and the analysis read the file.
+func writeLogFile(tb testing.TB, path string, fill func(w *bufio.Writer) error) {
 	tb.Helper()
-	path := filepath.Join(dir, fmt.Sprintf("audit-%d.log", size))
 	f, err := os.Create(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	w := bufio.NewWriterSize(f, 4<<20)
-	t0 := time.Now()
-	tr, err := gen.Generate(w, gen.Config{Bytes: size, ThrottledClient: true, Seed: 42})
+	err = fill(w)
 	if err == nil {
 		err = w.Flush()
 	}
 	if err == nil {
-		// Write back now, so that the disk is quiet while jq and the analysis read the file.
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -78,6 +76,18 @@ func writeBenchLog(tb testing.TB, dir string, size int64) (string, gen.Truth) {
 	if err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// writeBenchLog generates a log of at least size bytes into dir.
+func writeBenchLog(tb testing.TB, dir string, size int64) (string, gen.Truth) {
+	tb.Helper()
+	path := filepath.Join(dir, fmt.Sprintf("audit-%d.log", size))
+	t0 := time.Now()
+	var tr gen.Truth
+	writeLogFile(tb, path, func(w *bufio.Writer) (err error) {
+		tr, err = gen.Generate(w, gen.Config{Bytes: size, ThrottledClient: true, Seed: 42})
+		return err
+	})
 	tb.Logf("generated %s: %.0f MB, %d events in %s", path, float64(tr.Bytes)/1e6, tr.Events, time.Since(t0).Round(time.Millisecond))
 	return path, tr
 }
@@ -216,39 +226,31 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 func writeDistinctLog(tb testing.TB, dir string, n int) (string, int64) {
 	tb.Helper()
 	path := filepath.Join(dir, fmt.Sprintf("distinct-%d.log", n))
-	f, err := os.Create(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	w := bufio.NewWriterSize(f, 4<<20)
-	t0 := time.Date(2024, 4, 5, 6, 0, 0, 0, time.UTC)
 	var size int64
-	var line []byte
-	for i := 0; i < n; i++ {
-		at := t0.Add(time.Duration(i) * 100 * time.Microsecond)
-		id := strconv.Itoa(10000000 + i)
-		line = append(line[:0], `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"a-`...)
-		line = append(line, id...)
-		line = append(line, `","stage":"ResponseComplete","requestURI":"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases","verb":"create","user":{"username":"user-`...)
-		line = append(line, id...)
-		line = append(line, `","groups":["system:authenticated"]},"sourceIPs":["10.0.0.1"],"userAgent":"loadgen/1.0","objectRef":{"resource":"leases","namespace":"kube-node-lease","name":"node-`...)
-		line = append(line, id...)
-		line = append(line, `","apiGroup":"coordination.k8s.io","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":201},"requestReceivedTimestamp":"`...)
-		line = at.AppendFormat(line, time.RFC3339Nano)
-		line = append(line, `","stageTimestamp":"`...)
-		line = at.Add(2*time.Millisecond).AppendFormat(line, time.RFC3339Nano)
-		line = append(line, "\"}\n"...)
-		size += int64(len(line))
-		if _, err := w.Write(line); err != nil {
-			tb.Fatal(err)
+	writeLogFile(tb, path, func(w *bufio.Writer) error {
+		t0 := time.Date(2024, 4, 5, 6, 0, 0, 0, time.UTC)
+		var line []byte
+		for i := 0; i < n; i++ {
+			at := t0.Add(time.Duration(i) * 100 * time.Microsecond)
+			id := strconv.Itoa(10000000 + i)
+			line = append(line[:0], `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"a-`...)
+			line = append(line, id...)
+			line = append(line, `","stage":"ResponseComplete","requestURI":"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases","verb":"create","user":{"username":"user-`...)
+			line = append(line, id...)
+			line = append(line, `","groups":["system:authenticated"]},"sourceIPs":["10.0.0.1"],"userAgent":"loadgen/1.0","objectRef":{"resource":"leases","namespace":"kube-node-lease","name":"node-`...)
+			line = append(line, id...)
+			line = append(line, `","apiGroup":"coordination.k8s.io","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":201},"requestReceivedTimestamp":"`...)
+			line = at.AppendFormat(line, time.RFC3339Nano)
+			line = append(line, `","stageTimestamp":"`...)
+			line = at.Add(2*time.Millisecond).AppendFormat(line, time.RFC3339Nano)
+			line = append(line, "\"}\n"...)
+			size += int64(len(line))
+			if _, err := w.Write(line); err != nil {
+				return err
+			}
 		}
-	}
-	if err := w.Flush(); err != nil {
-		tb.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		tb.Fatal(err)
-	}
+		return nil
+	})
 	return path, size
 }
 
@@ -275,80 +277,69 @@ func BenchmarkAuditDistinctKeys(b *testing.B) {
 func writeWorstCaseLog(tb testing.TB, dir string, n int) (string, int64) {
 	tb.Helper()
 	path := filepath.Join(dir, fmt.Sprintf("worst-%d.log", n))
-	f, err := os.Create(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	w := bufio.NewWriterSize(f, 4<<20)
-	t0 := time.Date(2024, 4, 5, 6, 0, 0, 0, time.UTC)
-	const nodes = 400
 	var size int64
-	var line []byte
-	for i := 0; i < n; i++ {
-		node := "ip-10-0-" + strconv.Itoa(i%nodes/250) + "-" + strconv.Itoa(i%nodes%250) + ".us-west-2.compute.internal"
-		done := t0.Add(time.Duration(i) * 250 * time.Microsecond)
-		recv := done.Add(-time.Duration(2+i%7) * time.Millisecond)
-		verb, res, uri, code := "update", "leases", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/"+node+"?timeout=10s", "200"
-		switch {
-		case i%1000 == 999:
-			verb, uri, code = "create", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases?timeout=10s", "409"
-		case i%4 == 1:
-			verb = "get"
-		case i%4 == 2:
-			verb, res, uri = "get", "nodes", "/api/v1/nodes/"+node+"?resourceVersion=0&timeout=10s"
-		case i%4 == 3:
-			verb, res, uri = "patch", "nodes", "/api/v1/nodes/"+node+"/status?timeout=10s"
-		}
-		line = append(line[:0], `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"`...)
-		line = strconv.AppendInt(line, int64(0x5a000000+i), 16)
-		line = append(line, `-4c1e-4b8a-9f0e-1d2c3b4a5968","stage":"ResponseComplete","requestURI":"`...)
-		line = append(line, uri...)
-		line = append(line, `","verb":"`...)
-		line = append(line, verb...)
-		line = append(line, `","user":{"username":"system:node:`...)
-		line = append(line, node...)
-		line = append(line, `","uid":"aws-iam-authenticator:123456789012:AROAEXAMPLEROLEID","groups":["system:bootstrappers","system:nodes","system:authenticated"],"extra":{"accessKeyId":["ASIAEXAMPLEKEYID"],"arn":["arn:aws:sts::123456789012:assumed-role/eks-node-role/i-0`...)
-		line = strconv.AppendInt(line, int64(0x1000000+i%nodes), 16)
-		line = append(line, `"],"canonicalArn":["arn:aws:iam::123456789012:role/eks-node-role"],"principalId":["AROAEXAMPLEROLEID"],"sessionName":["i-0`...)
-		line = strconv.AppendInt(line, int64(0x1000000+i%nodes), 16)
-		line = append(line, `"]}},"sourceIPs":["10.0.`...)
-		line = strconv.AppendInt(line, int64(i%nodes/250), 10)
-		line = append(line, '.')
-		line = strconv.AppendInt(line, int64(i%nodes%250), 10)
-		line = append(line, `"],"userAgent":"kubelet/v1.29.3 (linux/amd64) kubernetes/6813625","objectRef":{"resource":"`...)
-		line = append(line, res...)
-		if res == "leases" {
-			line = append(line, `","namespace":"kube-node-lease","name":"`...)
-			line = append(line, node...)
-			line = append(line, `","apiGroup":"coordination.k8s.io","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":`...)
-		} else {
-			line = append(line, `","name":"`...)
-			line = append(line, node...)
-			if verb == "patch" {
-				line = append(line, `","subresource":"status`...)
+	writeLogFile(tb, path, func(w *bufio.Writer) error {
+		t0 := time.Date(2024, 4, 5, 6, 0, 0, 0, time.UTC)
+		const nodes = 400
+		var line []byte
+		for i := 0; i < n; i++ {
+			node := "ip-10-0-" + strconv.Itoa(i%nodes/250) + "-" + strconv.Itoa(i%nodes%250) + ".us-west-2.compute.internal"
+			done := t0.Add(time.Duration(i) * 250 * time.Microsecond)
+			recv := done.Add(-time.Duration(2+i%7) * time.Millisecond)
+			verb, res, uri, code := "update", "leases", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/"+node+"?timeout=10s", "200"
+			switch {
+			case i%1000 == 999:
+				verb, uri, code = "create", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases?timeout=10s", "409"
+			case i%4 == 1:
+				verb = "get"
+			case i%4 == 2:
+				verb, res, uri = "get", "nodes", "/api/v1/nodes/"+node+"?resourceVersion=0&timeout=10s"
+			case i%4 == 3:
+				verb, res, uri = "patch", "nodes", "/api/v1/nodes/"+node+"/status?timeout=10s"
 			}
-			line = append(line, `","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":`...)
+			line = append(line[:0], `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"`...)
+			line = strconv.AppendInt(line, int64(0x5a000000+i), 16)
+			line = append(line, `-4c1e-4b8a-9f0e-1d2c3b4a5968","stage":"ResponseComplete","requestURI":"`...)
+			line = append(line, uri...)
+			line = append(line, `","verb":"`...)
+			line = append(line, verb...)
+			line = append(line, `","user":{"username":"system:node:`...)
+			line = append(line, node...)
+			line = append(line, `","uid":"aws-iam-authenticator:123456789012:AROAEXAMPLEROLEID","groups":["system:bootstrappers","system:nodes","system:authenticated"],"extra":{"accessKeyId":["ASIAEXAMPLEKEYID"],"arn":["arn:aws:sts::123456789012:assumed-role/eks-node-role/i-0`...)
+			line = strconv.AppendInt(line, int64(0x1000000+i%nodes), 16)
+			line = append(line, `"],"canonicalArn":["arn:aws:iam::123456789012:role/eks-node-role"],"principalId":["AROAEXAMPLEROLEID"],"sessionName":["i-0`...)
+			line = strconv.AppendInt(line, int64(0x1000000+i%nodes), 16)
+			line = append(line, `"]}},"sourceIPs":["10.0.`...)
+			line = strconv.AppendInt(line, int64(i%nodes/250), 10)
+			line = append(line, '.')
+			line = strconv.AppendInt(line, int64(i%nodes%250), 10)
+			line = append(line, `"],"userAgent":"kubelet/v1.29.3 (linux/amd64) kubernetes/6813625","objectRef":{"resource":"`...)
+			line = append(line, res...)
+			if res == "leases" {
+				line = append(line, `","namespace":"kube-node-lease","name":"`...)
+				line = append(line, node...)
+				line = append(line, `","apiGroup":"coordination.k8s.io","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":`...)
+			} else {
+				line = append(line, `","name":"`...)
+				line = append(line, node...)
+				if verb == "patch" {
+					line = append(line, `","subresource":"status`...)
+				}
+				line = append(line, `","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":`...)
+			}
+			line = append(line, code...)
+			line = append(line, `},"requestReceivedTimestamp":"`...)
+			line = recv.AppendFormat(line, "2006-01-02T15:04:05.000000Z")
+			line = append(line, `","stageTimestamp":"`...)
+			line = done.AppendFormat(line, "2006-01-02T15:04:05.000000Z")
+			line = append(line, `","annotations":{"authorization.k8s.io/decision":"allow","authorization.k8s.io/reason":"","apiserver.latency.k8s.io/etcd":"1.52ms","apiserver.latency.k8s.io/total":"2.9ms"}}`+"\n"...)
+			size += int64(len(line))
+			if _, err := w.Write(line); err != nil {
+				return err
+			}
 		}
-		line = append(line, code...)
-		line = append(line, `},"requestReceivedTimestamp":"`...)
-		line = recv.AppendFormat(line, "2006-01-02T15:04:05.000000Z")
-		line = append(line, `","stageTimestamp":"`...)
-		line = done.AppendFormat(line, "2006-01-02T15:04:05.000000Z")
-		line = append(line, `","annotations":{"authorization.k8s.io/decision":"allow","authorization.k8s.io/reason":"","apiserver.latency.k8s.io/etcd":"1.52ms","apiserver.latency.k8s.io/total":"2.9ms"}}`+"\n"...)
-		size += int64(len(line))
-		if _, err := w.Write(line); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	if err := w.Flush(); err != nil {
-		tb.Fatal(err)
-	}
-	if err := f.Sync(); err != nil {
-		tb.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		tb.Fatal(err)
-	}
+		return nil
+	})
 	return path, size
 }
 

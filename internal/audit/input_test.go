@@ -50,18 +50,13 @@ func badLines(r *Report, kind string) []int64 {
 	return out
 }
 
-// seedLines returns the lines of the seed investigation's log.
-func seedLines(t testing.TB) [][]byte {
+// Bad lines are counted by kind with their line numbers, and everything else still counts.
+func TestBadLinesCountedWithLineNumbers(t *testing.T) {
 	data, err := os.ReadFile("testdata/seed001/events.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return bytes.Split(bytes.TrimSpace(data), []byte("\n"))
-}
-
-// Bad lines are counted by kind with their line numbers, and everything else still counts.
-func TestBadLinesCountedWithLineNumbers(t *testing.T) {
-	seed := seedLines(t)
+	seed := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
 	big := `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"RequestResponse","stage":"ResponseComplete","verb":"list",` +
 		`"user":{"username":"admin"},"objectRef":{"resource":"configmaps"},"responseStatus":{"code":200},"responseObject":{"items":["` +
 		strings.Repeat("x", 300<<10) + `"]},"requestReceivedTimestamp":"2024-04-05T06:00:00.000000Z","stageTimestamp":"2024-04-05T06:00:01.000000Z"}`

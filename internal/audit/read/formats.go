@@ -3,6 +3,7 @@ package read
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"encoding/base64"
 	"encoding/csv"
@@ -134,24 +135,47 @@ func eachDocument(v *valueReader, fn func() error) error {
 	}
 }
 
-// readCWEvent reads one element of an events array into a message.
-func readCWEvent(v *valueReader, b *batcher, what string) error {
+// nextValue reads the next record of a document, quoting the event as a JSON string. It returns
+// nil when there is nothing to decode: a record over the limit (counted as too long, and
+// skimmed) or an error.
+func (b *batcher) nextValue(v *valueReader) ([]byte, error) {
 	raw, tooLong, err := v.value(b.quotedLimit())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if tooLong {
-		return b.addTooLong()
+		return nil, b.addTooLong()
+	}
+	return raw, nil
+}
+
+// nextCWEvent decodes one element of an events array. It returns nil when there is nothing to
+// add: an element over the limit (counted as too long) or an error.
+func nextCWEvent(v *valueReader, b *batcher, what string) (*cwEvent, error) {
+	raw, err := b.nextValue(v)
+	if raw == nil {
+		return nil, err
 	}
 	var ev cwEvent
 	if err := json.Unmarshal(raw, &ev); err != nil {
-		return fmt.Errorf("%s event %d: %w", what, b.n+1, err)
+		return nil, fmt.Errorf("%s event %d: %w", what, b.n+1, err)
 	}
-	id := ev.EventID
-	if id == "" {
-		id = ev.ID
-	}
+	return &ev, nil
+}
+
+// addCWEvent adds an event's message, identified by id (eventId or id, whichever the layout
+// names first).
+func (b *batcher) addCWEvent(ev *cwEvent, id string) error {
 	return b.add(message{data: []byte(ev.Message), exportTime: ev.Timestamp * 1e6, eventID: id})
+}
+
+// readCWEvent reads one element of an events array into a message.
+func readCWEvent(v *valueReader, b *batcher, what string) error {
+	ev, err := nextCWEvent(v, b, what)
+	if ev == nil {
+		return err
+	}
+	return b.addCWEvent(ev, cmp.Or(ev.EventID, ev.ID))
 }
 
 // readFilterEvents reads one or more concatenated `aws logs filter-log-events` documents.
@@ -191,12 +215,9 @@ func readInsightsJSON(r io.Reader, b *batcher) error {
 	case '[':
 		err := eachDocument(v, func() error {
 			return v.array(func() error {
-				raw, tooLong, err := v.value(b.quotedLimit())
-				if err != nil {
+				raw, err := b.nextValue(v)
+				if raw == nil {
 					return err
-				}
-				if tooLong {
-					return b.addTooLong()
 				}
 				var fields map[string]any
 				if err := json.Unmarshal(raw, &fields); err != nil {
@@ -223,12 +244,9 @@ func readInsightsJSON(r io.Reader, b *batcher) error {
 					return v.skip()
 				}
 				return v.array(func() error {
-					raw, tooLong, err := v.value(b.quotedLimit())
-					if err != nil {
+					raw, err := b.nextValue(v)
+					if raw == nil {
 						return err
-					}
-					if tooLong {
-						return b.addTooLong()
 					}
 					var cells []struct{ Field, Value string }
 					if err := json.Unmarshal(raw, &cells); err != nil {
@@ -430,25 +448,14 @@ func readSubscriptionJSON(r io.Reader, b *batcher) error {
 					if control {
 						return v.skip()
 					}
-					raw, tooLong, err := v.value(b.quotedLimit())
-					if err != nil {
+					ev, err := nextCWEvent(v, b, "log")
+					if ev == nil {
 						return err
-					}
-					if tooLong {
-						return b.addTooLong()
-					}
-					var ev cwEvent
-					if err := json.Unmarshal(raw, &ev); err != nil {
-						return fmt.Errorf("log event %d: %w", b.n+1, err)
 					}
 					if strings.HasPrefix(ev.Message, controlMessage) {
 						return nil // messageType came after logEvents
 					}
-					id := ev.ID
-					if id == "" {
-						id = ev.EventID
-					}
-					return b.add(message{data: []byte(ev.Message), exportTime: ev.Timestamp * 1e6, eventID: id})
+					return b.addCWEvent(ev, cmp.Or(ev.ID, ev.EventID))
 				})
 			}
 			return v.skip()

@@ -95,19 +95,28 @@ func stringEndEsc(b []byte, i int) (int, bool) {
 	return -1, esc
 }
 
+// openOrNull checks the start of a value that must open with open or be null. done is false
+// when b[i] is open; otherwise the value is read: j is the index after a null (err nil), or
+// err says why the value is not of the type wanted.
+func openOrNull(b []byte, i int, open byte) (j int, done bool, err error) {
+	switch {
+	case i >= len(b):
+		return i, true, errUnexpectedEnd
+	case b[i] == open:
+		return i, false, nil
+	case b[i] == 'n':
+		j, err := expectLit(b, i, "null")
+		return j, true, err
+	}
+	return i, true, errType
+}
+
 // readString reads the string value at b[i] (which must be '"'); it returns the contents
 // (unescaped into *arena when the raw text holds escapes) and the index after the value.
 // A JSON null reads as an empty string, as encoding/json leaves a string untouched for null.
 func readString(b []byte, i int, arena *[]byte) ([]byte, int, error) {
-	if i >= len(b) {
-		return nil, i, errUnexpectedEnd
-	}
-	if b[i] != '"' {
-		if b[i] == 'n' {
-			j, err := expectLit(b, i, "null")
-			return nil, j, err
-		}
-		return nil, i, errType
+	if j, done, err := openOrNull(b, i, '"'); done {
+		return nil, j, err
 	}
 	end, esc := stringEndEsc(b, i)
 	if end < 0 {
@@ -295,18 +304,14 @@ func skipNumber(b []byte, i int) (int, error) {
 	case b[j] == '0':
 		j++
 	case b[j] >= '1' && b[j] <= '9':
-		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
-			j++
-		}
+		j = skipDigits(b, j)
 	default:
 		return i, errSyntax
 	}
 	if j < len(b) && b[j] == '.' {
 		j++
 		k := j
-		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
-			j++
-		}
+		j = skipDigits(b, j)
 		if j == k {
 			return i, errSyntax
 		}
@@ -317,14 +322,20 @@ func skipNumber(b []byte, i int) (int, error) {
 			j++
 		}
 		k := j
-		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
-			j++
-		}
+		j = skipDigits(b, j)
 		if j == k {
 			return i, errSyntax
 		}
 	}
 	return j, nil
+}
+
+// skipDigits returns the index of the first byte at or after j that is not an ASCII digit.
+func skipDigits(b []byte, j int) int {
+	for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+		j++
+	}
+	return j
 }
 
 // skipValue returns the index after the JSON value starting at b[i].
@@ -486,15 +497,8 @@ func keyIs(k []byte, s string) bool { return string(k) == s }
 // readFirstString reads an array of strings and returns its first element (the rest are
 // checked and skipped). null is an empty array.
 func readFirstString(b []byte, i int, arena *[]byte) ([]byte, int, error) {
-	if i >= len(b) {
-		return nil, i, errUnexpectedEnd
-	}
-	if b[i] != '[' {
-		if b[i] == 'n' {
-			j, err := expectLit(b, i, "null")
-			return nil, j, err
-		}
-		return nil, i, errType
+	if j, done, err := openOrNull(b, i, '['); done {
+		return nil, j, err
 	}
 	i = skipWS(b, i+1)
 	if i < len(b) && b[i] == ']' {

@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -59,6 +60,35 @@ func orDash(s string) string {
 		return "-"
 	}
 	return esc(s)
+}
+
+// section prints a section's title with its number of rows, then "none" when there are none
+// or the table header, if any, when there are; it reports whether rows follow.
+func section(p func(string, ...any), title string, rows int, header string) bool {
+	p("\n%s (%d)\n", title, rows)
+	if rows == 0 {
+		p("  none\n")
+		return false
+	}
+	if header != "" {
+		p("  %s\n", header)
+	}
+	return true
+}
+
+// counted is a count and how to print it (one %d) when it is not zero.
+type counted struct {
+	n      int64
+	format string
+}
+
+// printNonZero prints the counts that are not zero, in order.
+func printNonZero(p func(string, ...any), cs []counted) {
+	for _, c := range cs {
+		if c.n > 0 {
+			p(c.format, c.n)
+		}
+	}
 }
 
 // WriteText writes the report for people.
@@ -119,25 +149,16 @@ func WriteText(w io.Writer, r *analyze.Report) error {
 	t := r.Totals
 	p("totals: %d events, %d by kubelets, %d lease renewals, %d throttled (429), %d node deletions, %d lease creations, %d lease deletions",
 		t.Events, t.NodeRequests, t.LeaseRenewals, t.Throttled, t.NodeDeletions, t.LeaseCreations, t.LeaseDeletions)
-	if t.Bad > 0 {
-		p(", %d unusable", t.Bad)
-	}
-	if t.Duplicates > 0 {
-		p(", %d duplicates dropped", t.Duplicates)
-	}
-	if t.OutOfOrder > 0 {
-		p(", %d out of order", t.OutOfOrder)
-	}
-	if t.OutsideWindow > 0 {
-		p(", %d outside --since/--until", t.OutsideWindow)
-	}
+	printNonZero(p, []counted{
+		{t.Bad, ", %d unusable"},
+		{t.Duplicates, ", %d duplicates dropped"},
+		{t.OutOfOrder, ", %d out of order"},
+		{t.OutsideWindow, ", %d outside --since/--until"},
+	})
 	p("\n")
 
 	// Who deleted nodes, and what followed.
-	p("\nNODE DELETIONS (%d)\n", len(r.NodeDeletions))
-	if len(r.NodeDeletions) == 0 {
-		p("  none\n")
-	}
+	section(p, "NODE DELETIONS", len(r.NodeDeletions), "")
 	for _, d := range r.NodeDeletions {
 		e := d.Event
 		p("  %s  node %s deleted (%d)\n", fmtTime(e.Time), esc(d.Node), e.Code)
@@ -182,11 +203,7 @@ func WriteText(w io.Writer, r *analyze.Report) error {
 		}
 	}
 
-	p("\nLEAKS (%d)\n", len(r.Leaks))
-	if len(r.Leaks) == 0 {
-		p("  none\n")
-	} else {
-		p("  LEASE\tCREATED\tBY\tHOW\tCAUSE\tAFTER NODE DELETION\tSTATUS\n")
+	if section(p, "LEAKS", len(r.Leaks), "LEASE\tCREATED\tBY\tHOW\tCAUSE\tAFTER NODE DELETION\tSTATUS") {
 		for _, l := range r.Leaks {
 			after := "-"
 			if l.NodeDeletion != nil {
@@ -201,11 +218,7 @@ func WriteText(w io.Writer, r *analyze.Report) error {
 		}
 	}
 
-	p("\nZOMBIE KUBELETS (%d)\n", len(r.Zombies))
-	if len(r.Zombies) == 0 {
-		p("  none\n")
-	} else {
-		p("  NODE\tINSTANCE\tSOURCE IPS\tFIRST SEEN\tLAST SEEN\tREQUESTS\tPER MIN\tNODE DELETED BY\tSTATUS\n")
+	if section(p, "ZOMBIE KUBELETS", len(r.Zombies), "NODE\tINSTANCE\tSOURCE IPS\tFIRST SEEN\tLAST SEEN\tREQUESTS\tPER MIN\tNODE DELETED BY\tSTATUS") {
 		for _, z := range r.Zombies {
 			del := "(before the log)"
 			if z.Deletion != nil {
@@ -307,21 +320,13 @@ func WriteText(w io.Writer, r *analyze.Report) error {
 	writeTalkers(tw, r.TopByLatency)
 	if b := r.Bounds; !b.Exact() {
 		p("\nBOUNDS  memory limits reached; these numbers are approximate:\n")
-		if b.NamesNotKept > 0 {
-			p("  %d lookups of names past the string table: shown as %q\n", b.NamesNotKept, read.NotKeptName)
-		}
-		if b.LeaseEventsNotTracked > 0 {
-			p("  %d lifecycle events of leases not tracked (in the totals, not in lifecycles or leaks)\n", b.LeaseEventsNotTracked)
-		}
-		if b.NodeEventsNotTracked > 0 {
-			p("  %d events of nodes not tracked (in the totals, not in deletions or zombies)\n", b.NodeEventsNotTracked)
-		}
-		if b.LeaksNotListed > 0 {
-			p("  %d more leaks not listed\n", b.LeaksNotListed)
-		}
-		if b.TalkerEvictions > 0 {
-			p("  talker tables are approximate (%d entries replaced): REQUESTS are upper bounds, see requestsError in -o json\n", b.TalkerEvictions)
-		}
+		printNonZero(p, []counted{
+			{b.NamesNotKept, "  %d lookups of names past the string table: shown as " + strconv.Quote(read.NotKeptName) + "\n"},
+			{b.LeaseEventsNotTracked, "  %d lifecycle events of leases not tracked (in the totals, not in lifecycles or leaks)\n"},
+			{b.NodeEventsNotTracked, "  %d events of nodes not tracked (in the totals, not in deletions or zombies)\n"},
+			{b.LeaksNotListed, "  %d more leaks not listed\n"},
+			{b.TalkerEvictions, "  talker tables are approximate (%d entries replaced): REQUESTS are upper bounds, see requestsError in -o json\n"},
+		})
 	}
 	for _, e := range r.Errors {
 		p("\nERROR: %s\n", esc(e))
