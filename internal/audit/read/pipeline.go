@@ -149,6 +149,8 @@ type job struct {
 	done     chan struct{}
 }
 
+// Pipeline reads a set of inputs and yields their records in stageTimestamp order (see the
+// comment at the top of this file). Make one with NewPipeline, use it once with Run.
 type Pipeline struct {
 	opts    Options
 	in      *Interner
@@ -165,6 +167,7 @@ type Pipeline struct {
 	dups    int64
 }
 
+// NewPipeline prepares the reading of inputs; strings are interned into in.
 func NewPipeline(inputs []Input, opts Options, in *Interner) *Pipeline {
 	opts.defaults()
 	p := &Pipeline{opts: opts, in: in, seed: maphash.MakeSeed()}
@@ -224,7 +227,7 @@ func (p *Pipeline) peekFirst(s *sourceState) {
 	}
 }
 
-// run reads all inputs and calls process for every record in order.
+// Run reads all inputs and calls process for every record in order, on one goroutine.
 func (p *Pipeline) Run(process func(*Record)) {
 	p.jobs = make(chan *job, p.opts.Workers*fifoDepth)
 	for w := 0; w < p.opts.Workers; w++ {

@@ -124,6 +124,7 @@ var badKindNames = [numBadKinds]string{"malformed", "not-audit", "no-timestamp",
 
 func (k badKind) String() string { return badKindNames[k] }
 
+// NodeUserPrefix starts the user name of a kubelet: system:node:<node name>.
 const NodeUserPrefix = "system:node:"
 
 // truncatedSuffix is how CloudWatch Logs ends a message longer than its event size limit.
