@@ -63,7 +63,13 @@ func (e auditEvent) name() string {
 // readAudit returns every completed request in the test API server's audit log.
 func readAudit(t testing.TB) []auditEvent {
 	t.Helper()
-	f, err := os.Open(env.AuditLogPath())
+	return readAuditFile(t, env.AuditLogPath())
+}
+
+// readAuditFile returns every completed request in the audit log at path.
+func readAuditFile(t testing.TB, path string) []auditEvent {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

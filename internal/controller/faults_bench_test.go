@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -45,7 +43,7 @@ func BenchmarkControllerFaults(b *testing.B) {
 	pass := envDuration(b, "NODEKEEPER_FAULT_PASS", time.Minute)
 	const grace = 45 * time.Second // at least the 40 s lease duration
 
-	e, err := testenv.Start(context.Background(), testenv.Options{ControllerManager: true, AuditPolicy: auditPolicy, StartTimeout: 5 * time.Minute})
+	e, err := testenv.Start(context.Background(), testenv.Options{ControllerManager: true, AuditPolicy: auditPolicy, KeepHistory: true, StartTimeout: 5 * time.Minute})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -69,11 +67,12 @@ func BenchmarkControllerFaults(b *testing.B) {
 		}
 		cfgs = append(cfgs, kubeletsim.Config{Name: fmt.Sprintf("ip-10-80-%d-%d.faults.internal", i/250, i%250+1), Mode: mode})
 	}
-	started := time.Now()
+	begun := time.Now()
 	if _, err := fleet.StartAll(ctx, cfgs, 32); err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("%d kubelets started in %s", kubelets, time.Since(started).Round(time.Second))
+	fleetStart := time.Since(begun)
+	b.Logf("%d kubelets started in %s", kubelets, fleetStart.Round(time.Second))
 
 	base := replicaConfig{
 		Grace: grace, Workers: 4, QPS: 50, Burst: 100, LeaderElect: true,
@@ -94,6 +93,7 @@ func BenchmarkControllerFaults(b *testing.B) {
 	startOne()
 	leader := func() string { id, _ := leaderOf(b); return id }
 	waitFor(b, 2*time.Minute, "a leader", func() bool { return replicas[leader()] != nil })
+	started := time.Now() // the churn and the faults are timed from here, after the fleet is up
 
 	// Churn.
 	var (
@@ -244,47 +244,36 @@ func BenchmarkControllerFaults(b *testing.B) {
 	repMu.Unlock()
 	fleet.StopAll()
 
-	// The audit log's verdict.
+	// The verdict: the audit log and etcd's history. The API server is stopped first (gracefully:
+	// requests in flight finish and are audited), so both are complete.
+	env.StopAPIServer()
 	events := readAudit(b)
 	const user = "nodekeeper-replica"
-	checked := assertDeletesWereLeaked(b, user, grace)
-	lastVersion := map[string]*coordinationv1.Lease{}
-	deletedAt := map[string]time.Time{}
+	proof := proveDeletes(b, env, events, user, grace)
 	requests := 0
 	for _, ev := range events {
 		if ev.User.Username == user {
 			requests++
 		}
-		if ev.resource() != "leases" || ev.ObjectRef.Namespace != lease.NodeLeaseNamespace {
-			continue
-		}
-		if ev.Verb == "delete" && ev.User.Username == user && ev.code() == 200 {
-			if _, dup := deletedAt[ev.name()]; dup {
-				b.Errorf("lease %s deleted twice", ev.name())
-			}
-			deletedAt[ev.name()] = ev.Received
-			continue
-		}
-		if ev.Verb != "delete" && len(ev.ResponseObject) > 0 && ev.code() < 300 {
-			var l coordinationv1.Lease
-			if json.Unmarshal(ev.ResponseObject, &l) == nil && l.Name != "" {
-				lastVersion[l.Name] = &l
-			}
+	}
+	for name, n := range proof.deletions {
+		if n > 1 {
+			b.Errorf("lease %s deleted %d times", name, n)
 		}
 	}
 	var maxDelay time.Duration
 	worst := ""
 	for _, name := range expected {
-		at, ok := deletedAt[name]
+		at, ok := proof.deletedAt[name]
 		if !ok {
 			b.Errorf("lease %s became leaked and was never deleted", name)
 			continue
 		}
-		l := lastVersion[name]
-		if l == nil {
-			b.Errorf("lease %s: no audited write", name)
+		if at.IsZero() {
+			b.Errorf("lease %s: deleted without an audit event and with no audited write after it: cannot date the deletion", name)
 			continue
 		}
+		l := proof.deletedVersion[name]
 		// Leaked from the later of last activity + grace and the moment the lease came to be as
 		// it is (a seeded old leak exists only from its seeding).
 		leakAt := lease.Classify(l, nil, at, lease.Options{GracePeriod: grace}).LastActivity.Add(grace)
@@ -307,13 +296,21 @@ func BenchmarkControllerFaults(b *testing.B) {
 				name, leakAt.Format(time.RFC3339), at.Format(time.RFC3339), delay.Round(time.Millisecond), pass)
 		}
 	}
-	b.ReportMetric(float64(checked), "deletes")
+	b.ReportMetric(float64(proof.byReplica+proof.unaudited), "deletes")
+	b.ReportMetric(float64(proof.versionFromEtcd+proof.unaudited), "etcd-proofs")
 	b.ReportMetric(float64(len(expected)), "leaks")
 	b.ReportMetric(maxDelay.Seconds(), "max-delay-s")
 	b.ReportMetric(float64(requests), "controller-requests")
 	b.ReportMetric(float64(len(faults)), "faults")
-	fmt.Fprintf(os.Stderr, "faults: %d kubelets (+%d joined), %d faults, %d leaks, %d audited deletes (all leaked at arrival), max delay %s (%s), %d controller requests\n",
-		kubelets, joined.Load(), len(faults), len(expected), checked, maxDelay.Round(time.Millisecond), worst, requests)
+	b.ReportMetric(fleetStart.Seconds(), "fleet-start-s")
+	verdict := "faults"
+	if b.Failed() {
+		verdict = "faults (PROOF FAILED, see the errors above)"
+	}
+	fmt.Fprintf(os.Stderr, "%s: %d kubelets (+%d joined during the run), started in %s; %d faults; %d leases became leaked, each deleted exactly once; worst delay %s (%s) after the later of leak and recovery (bound: one pass, %s); %d lease and Node requests by the replicas; %s in all\n",
+		verdict, kubelets, joined.Load(), fleetStart.Round(100*time.Millisecond), len(faults), len(expected), maxDelay.Round(time.Millisecond), worst, pass,
+		requests, time.Since(begun).Round(time.Second))
+	fmt.Fprintf(os.Stderr, "  proof: %s\n", proof)
 	for _, f := range faults {
 		fmt.Fprintf(os.Stderr, "  %s at +%s, recovered in %s\n", f.what, f.start.Sub(started).Round(time.Second), f.recoveredAt.Sub(f.start).Round(100*time.Millisecond))
 	}

@@ -1,13 +1,9 @@
 package testenv
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"strconv"
 	"time"
 
@@ -54,7 +50,7 @@ func (e *Env) BackdateLease(ctx context.Context, namespace, name string, created
 		if err != nil {
 			return nil, err
 		}
-		key := fmt.Sprintf("/registry/leases/%s/%s", namespace, name)
+		key := LeaseKey(namespace, name)
 		ok, err := e.etcdPutIfUnchanged(ctx, key, value, rev)
 		if err != nil {
 			return nil, fmt.Errorf("backdate lease %s/%s: %w", namespace, name, err)
@@ -97,41 +93,18 @@ func (e *Env) BackdateLease(ctx context.Context, namespace, name string, created
 }
 
 // etcdPutIfUnchanged writes value at key if the key's last modification is still revision rev,
-// through etcd's JSON gateway (plain HTTP on 127.0.0.1, no client library needed). It reports
-// whether the write happened.
+// through etcd's JSON gateway. It reports whether the write happened.
 func (e *Env) etcdPutIfUnchanged(ctx context.Context, key string, value []byte, rev int64) (bool, error) {
-	k := base64.StdEncoding.EncodeToString([]byte(key))
-	body, err := json.Marshal(map[string]any{
-		"compare": []map[string]any{{"key": k, "target": "MOD", "result": "EQUAL", "mod_revision": strconv.FormatInt(rev, 10)}},
-		"success": []map[string]any{{"request_put": map[string]any{"key": k, "value": base64.StdEncoding.EncodeToString(value)}}},
-	})
-	if err != nil {
-		return false, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.etcdURL+"/v3/kv/txn", bytes.NewReader(body))
-	if err != nil {
-		return false, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
-	if err != nil {
-		return false, fmt.Errorf("etcd txn: %w", err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return false, fmt.Errorf("etcd txn: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return false, fmt.Errorf("etcd txn: %s: %s", resp.Status, bytes.TrimSpace(data))
-	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	var out struct {
 		Succeeded bool `json:"succeeded"`
 	}
-	if err := json.Unmarshal(data, &out); err != nil {
-		return false, fmt.Errorf("etcd txn: unreadable answer %q: %w", data, err)
-	}
-	return out.Succeeded, nil
+	err := e.etcdCall(ctx, "/v3/kv/txn", map[string]any{
+		"compare": []map[string]any{{"key": []byte(key), "target": "MOD", "result": "EQUAL", "mod_revision": strconv.FormatInt(rev, 10)}},
+		"success": []map[string]any{{"request_put": map[string]any{"key": []byte(key), "value": value}}},
+	}, &out)
+	return out.Succeeded, err
 }
 
 // BackdateIfOld gives a lease meant to be old the creation time a kubelet's first renewal would

@@ -53,6 +53,10 @@ type Options struct {
 	// EgressAllowed are the networks the API server may connect to when it proxies to a node
 	// (node proxy, logs, exec); nil means DefaultEgressAllowed. Every other destination is refused.
 	EgressAllowed []netip.Prefix
+	// KeepHistory turns off the API server's etcd compaction, so that every version of every
+	// object stays readable at its revision (StoredAt, Deletions): a proof can then read what
+	// existed at any moment even where the audit log has no event for it.
+	KeepHistory bool
 	// StartTimeout bounds the whole start; zero means two minutes.
 	StartTimeout time.Duration
 }
@@ -265,6 +269,9 @@ func (e *Env) configureAPIServer(opts Options) error {
 			"--audit-log-maxbackup=0",
 		)
 	}
+	if opts.KeepHistory {
+		args = append(args, "--etcd-compaction-interval=0")
+	}
 	args = append(args, opts.APIServerArgs...)
 	e.api = &process{
 		name:    "kube-apiserver",
@@ -382,7 +389,9 @@ func (e *Env) waitFor(ctx context.Context, p *process, what string, ready func()
 func (e *Env) Stop() {
 	e.stopOnce.Do(func() {
 		for _, p := range []*process{e.kcm, e.api, e.etcd} {
-			if p != nil {
+			if p == e.api {
+				e.stopAPIServer()
+			} else if p != nil {
 				p.stop(10 * time.Second)
 			}
 		}
@@ -512,13 +521,25 @@ func kubeconfigFor(cfg *rest.Config) *clientcmdapi.Config {
 // RestartAPIServer stops kube-apiserver and starts it again on the same port and storage, for
 // tests of clients that must ride out an API server restart.
 func (e *Env) RestartAPIServer(ctx context.Context) error {
-	e.api.stop(10 * time.Second)
+	e.stopAPIServer()
 	return e.startAPIServer(ctx)
 }
 
 // StopAPIServer stops kube-apiserver without restarting it (for unreachable-server tests);
 // StartAPIServer brings it back.
-func (e *Env) StopAPIServer() { e.api.stop(10 * time.Second) }
+func (e *Env) StopAPIServer() { e.stopAPIServer() }
+
+// apiServerStopGrace is how long a stopping API server may take before it is killed. On SIGTERM
+// it refuses new requests and lets those in flight finish (each within its 60 s request timeout),
+// writing their audit events, and only then exits. Killing it sooner loses the audit events of
+// writes it has already committed to etcd; on a quiet machine it exits within seconds anyway.
+const apiServerStopGrace = 90 * time.Second
+
+func (e *Env) stopAPIServer() {
+	if e.api != nil {
+		e.api.stop(apiServerStopGrace)
+	}
+}
 
 // StartAPIServer starts a stopped kube-apiserver again and waits until it is ready.
 func (e *Env) StartAPIServer(ctx context.Context) error {
