@@ -2,8 +2,6 @@ package controller
 
 import (
 	"encoding/json"
-	"errors"
-	"io"
 	"os"
 	"strings"
 	"testing"
@@ -69,6 +67,12 @@ func readAudit(t testing.TB) []auditEvent {
 // readAuditFile returns every completed request in the audit log at path.
 func readAuditFile(t testing.TB, path string) []auditEvent {
 	t.Helper()
+	return scanAudit(t, path, func(e auditEvent) bool { return e.Stage == "ResponseComplete" || e.Stage == "Panic" })
+}
+
+// scanAudit returns the events of the audit log at path that keep accepts.
+func scanAudit(t testing.TB, path string, keep func(auditEvent) bool) []auditEvent {
+	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -78,15 +82,10 @@ func readAuditFile(t testing.TB, path string) []auditEvent {
 	dec := json.NewDecoder(f)
 	for {
 		var e auditEvent
-		err := dec.Decode(&e)
-		if errors.Is(err, io.EOF) {
-			break
+		if err := dec.Decode(&e); err != nil {
+			break // io.EOF, or the API server is mid-line on the last event: everything before it counts
 		}
-		if err != nil {
-			// The API server may be mid-line on the last event; everything before it counts.
-			break
-		}
-		if e.Stage == "ResponseComplete" || e.Stage == "Panic" {
+		if keep(e) {
 			out = append(out, e)
 		}
 	}
@@ -178,28 +177,13 @@ func nodeAt(events []auditEvent, name string, at time.Time) *lease.NodeRef {
 	return nil
 }
 
-// countRequests counts user's completed requests of verb on resource at or after since.
 // readAuditStarted returns every request once: a watch at its start (stage ResponseStarted), any
 // other request at its completion.
 func readAuditStarted(t testing.TB) []auditEvent {
 	t.Helper()
-	f, err := os.Open(env.AuditLogPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []auditEvent
-	dec := json.NewDecoder(f)
-	for {
-		var e auditEvent
-		if err := dec.Decode(&e); err != nil {
-			break // io.EOF, or the API server is mid-line on the last event
-		}
-		if (e.Verb == "watch" && e.Stage == "ResponseStarted") || (e.Verb != "watch" && e.Stage == "ResponseComplete") {
-			out = append(out, e)
-		}
-	}
-	return out
+	return scanAudit(t, env.AuditLogPath(), func(e auditEvent) bool {
+		return (e.Verb == "watch" && e.Stage == "ResponseStarted") || (e.Verb != "watch" && e.Stage == "ResponseComplete")
+	})
 }
 
 // isList reports a list: a LIST, or a streaming list (a WATCH with sendInitialEvents=true).
@@ -219,6 +203,7 @@ func firstRequest(events []auditEvent, user, resource string) *auditEvent {
 	return first
 }
 
+// countRequests counts user's completed requests of verb on resource at or after since.
 func countRequests(events []auditEvent, user, verb, resource string, since time.Time) int {
 	n := 0
 	for _, e := range events {

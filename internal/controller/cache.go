@@ -1,13 +1,18 @@
 package controller
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
@@ -139,4 +144,151 @@ func (c *cachedLease) DeepCopyObject() runtime.Object {
 		out.owners = append([]metav1.OwnerReference(nil), c.owners...)
 	}
 	return &out
+}
+
+// The informers' side of the controller: what the caches keep, and which keys their events queue.
+
+// watchCaches sets the informers' transforms (compact leases, slim Nodes) and event handlers.
+func (c *Controller) watchCaches() error {
+	nodeTransform := cache.TransformFunc(slimNode)
+	if c.opts.fullNodes {
+		nodeTransform = stripManagedFields
+	}
+	if err := c.deps.Leases.SetTransform(compactLease); err != nil {
+		return err
+	}
+	if err := c.deps.Nodes.SetTransform(nodeTransform); err != nil {
+		return err
+	}
+	for _, inf := range []cache.SharedIndexInformer{c.deps.Leases, c.deps.Nodes} {
+		if err := inf.SetWatchErrorHandlerWithContext(c.watchError); err != nil {
+			return err
+		}
+	}
+	if _, err := c.deps.Leases.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.enqueueObj(obj) },
+		UpdateFunc: func(_, obj any) { c.enqueueObj(obj) },
+		DeleteFunc: func(obj any) { c.leaseDeleted(obj) },
+	}); err != nil {
+		return err
+	}
+	// A Node's UID cannot change in an update, so only its arrival and departure matter.
+	_, err := c.deps.Nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.nodeChanged(obj) },
+		DeleteFunc: func(obj any) { c.nodeChanged(obj) },
+	})
+	return err
+}
+
+// cachedLease returns the cached lease named name rebuilt as a Lease, or nil when there is none.
+func (c *Controller) cachedLease(name string) (*coordinationv1.Lease, error) {
+	obj, exists, err := c.deps.Leases.GetIndexer().GetByKey(lease.NodeLeaseNamespace + "/" + name)
+	if err != nil || !exists {
+		return nil, err
+	}
+	cl, ok := obj.(*cachedLease)
+	if !ok {
+		return nil, fmt.Errorf("unexpected object %T in the lease cache", obj)
+	}
+	return cl.lease(new(coordinationv1.Lease)), nil
+}
+
+// nodeRef returns the cached Node named name, or nil.
+func (c *Controller) nodeRef(name string) *lease.NodeRef {
+	obj, exists, err := c.deps.Nodes.GetIndexer().GetByKey(name)
+	if err != nil || !exists {
+		return nil
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil
+	}
+	return &lease.NodeRef{Name: m.GetName(), UID: m.GetUID()}
+}
+
+// classCounts classifies every cached lease now (for the per-class gauge), and counts the
+// zombie leases that are still renewed (live zombie kubelets).
+func (c *Controller) classCounts() (map[lease.Class]int, int) {
+	counts := map[lease.Class]int{}
+	live := 0
+	if !c.synced.Load() {
+		return counts, 0
+	}
+	now := c.clock.Now()
+	var scratch coordinationv1.Lease // one Lease rebuilt per cached lease, not one allocated
+	for _, obj := range c.deps.Leases.GetIndexer().List() {
+		if cl, ok := obj.(*cachedLease); ok {
+			l := cl.lease(&scratch)
+			v := lease.ClassOf(l, c.nodeRef(l.Name), now, c.classify)
+			counts[v.Class]++
+			if v.Class == lease.Zombie && !v.Expired {
+				live++
+			}
+		}
+	}
+	return counts, live
+}
+
+func (c *Controller) enqueue(name string) {
+	if q := c.queue.Load(); q != nil {
+		(*q).Add(name)
+	}
+}
+
+func (c *Controller) enqueueObj(obj any) {
+	if m, err := meta.Accessor(obj); err == nil {
+		c.enqueue(m.GetName())
+	}
+}
+
+func (c *Controller) leaseDeleted(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	if _, name, err := cache.SplitMetaNamespaceKey(key); err == nil {
+		c.dropState(name) // a lease re-created under this name starts afresh
+		c.enqueue(name)
+	}
+}
+
+// nodeChanged re-classifies the lease named like a Node that arrived or left.
+func (c *Controller) nodeChanged(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	if _, exists, _ := c.deps.Leases.GetIndexer().GetByKey(lease.NodeLeaseNamespace + "/" + key); exists {
+		c.enqueue(key)
+	}
+}
+
+// watchError counts a failed cache list or watch and logs it the way client-go would.
+func (c *Controller) watchError(ctx context.Context, r *cache.Reflector, err error) {
+	c.metrics.errors.WithLabelValues("list_watch").Inc()
+	cache.DefaultWatchErrorHandler(ctx, r, err)
+}
+
+// stripManagedFields is the generic transform used for the full-Node comparison cache.
+func stripManagedFields(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// slimNode keeps only what classification needs from a Node: its name and UID.
+func slimNode(obj any) (any, error) {
+	if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		return &metav1.PartialObjectMetadata{
+			TypeMeta: m.TypeMeta,
+			ObjectMeta: metav1.ObjectMeta{
+				Name: m.Name, UID: m.UID, ResourceVersion: m.ResourceVersion,
+				CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
+			},
+		}, nil
+	}
+	return obj, nil
 }

@@ -179,6 +179,21 @@ func TestEveryClassEndToEnd(t *testing.T) {
 	if got := h.metric("nodekeeper_leases", "class", "healthy"); got < 2 {
 		t.Errorf("healthy leases = %v, want at least 2 (the running kubelet and the adopted lease)", got)
 	}
+	// client-go's request metrics and the work queue's are in the controller's registry. They are
+	// per process, and other tests' controllers count too: hence "at least".
+	for _, c := range []struct {
+		metric string
+		labels []string
+	}{
+		{"rest_client_requests_total", []string{"method", "DELETE", "code", "200"}},
+		{"rest_client_requests_total", []string{"method", "PATCH", "code", "200"}},
+		{"rest_client_requests_total", []string{"method", "GET", "code", "404"}}, // the live Node check before the delete
+		{"workqueue_adds_total", []string{"name", "leases"}},
+	} {
+		if got := h.metric(c.metric, c.labels...); got < 1 {
+			t.Errorf("%s%v = %v, want at least 1", c.metric, c.labels, got)
+		}
+	}
 	if n := assertDeletesWereLeaked(t, h.user, time.Hour); n != 1 {
 		t.Errorf("audit shows %d deletes by the controller, want 1", n)
 	}
@@ -328,7 +343,8 @@ func TestGracePeriodWithInjectedClock(t *testing.T) {
 	doomed := "ip-10-3-2-2.grace-doomed.internal"
 	l := createLease(t, doomed, clk.Now())
 	createLease(t, saved, clk.Now())
-	h := startController(t, Options{GracePeriod: grace, AdoptAfter: time.Second, Clock: clk, Workers: 2})
+	user, cfg := controllerUser(t)
+	h := startControllerAs(t, user, cfg, Options{GracePeriod: grace, AdoptAfter: time.Second, Workers: 2}, clk)
 	eventually(t, 10*time.Second, "both leases classified as zombies", func() (bool, error) {
 		return h.metric("nodekeeper_leases", "class", "zombie") == 2, nil
 	})
@@ -383,7 +399,8 @@ func TestClockSkewedKubeletWaitsForGraceSinceCreation(t *testing.T) {
 	if _, err := kubeletsim.SeedOldLeakedLease(ctx, env.AdminClient(), env, old, renew); err != nil {
 		t.Fatal(err)
 	}
-	h := startController(t, Options{GracePeriod: grace, Clock: clk, Workers: 2})
+	user, cfg := controllerUser(t)
+	h := startControllerAs(t, user, cfg, Options{GracePeriod: grace, Workers: 2}, clk)
 	eventually(t, 30*time.Second, "the really old lease to be deleted", leaseGone(old))
 	eventually(t, 10*time.Second, "the skewed lease classified as a zombie", func() (bool, error) {
 		return h.metric("nodekeeper_leases", "class", "zombie") == 1, nil
@@ -520,9 +537,7 @@ func TestDryRun(t *testing.T) {
 func TestAPIServerRestart(t *testing.T) {
 	reset(t)
 	ctx := context.Background()
-	if _, err := adminClient().CoreV1().Namespaces().Create(ctx, nsObject("nodekeeper-restart"), metav1.CreateOptions{}); err != nil && !isAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	ensureNamespace(t, "nodekeeper-restart")
 	fleet := newFleet(t)
 	var healthy []string
 	for i := range 10 {
@@ -625,10 +640,7 @@ func TestNoPeriodicList(t *testing.T) {
 // the controller's own registry in the Prometheus text format.
 func TestEndpoints(t *testing.T) {
 	reset(t)
-	ctx := context.Background()
-	if _, err := adminClient().CoreV1().Namespaces().Create(ctx, nsObject("nodekeeper-probes"), metav1.CreateOptions{}); err != nil && !isAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	ensureNamespace(t, "nodekeeper-probes")
 	le := LeaderElectionOptions{Enabled: true, Namespace: "nodekeeper-probes", Name: "nodekeeper-controller",
 		LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond}
 	get := func(h http.Handler, path string) (int, string) {
@@ -637,7 +649,7 @@ func TestEndpoints(t *testing.T) {
 		return rec.Code, rec.Body.String()
 	}
 	_, cfg := controllerUser(t)
-	idle, err := New(cfg, Options{LeaderElection: le})
+	idle, err := NewForConfig(cfg, Options{LeaderElection: le})
 	if err != nil {
 		t.Fatal(err)
 	}

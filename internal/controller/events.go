@@ -6,8 +6,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/flowcontrol"
 
@@ -26,30 +24,23 @@ const (
 
 // eventEmitter records events.k8s.io/v1 Events about leases through a bounded, paced queue.
 type eventEmitter struct {
-	broadcaster events.EventBroadcaster
-	recorder    events.EventRecorder
-	queue       chan func()
-	limiter     flowcontrol.RateLimiter
-	dropped     prometheus.Counter
+	recorder events.EventRecorder
+	queue    chan func()
+	limiter  flowcontrol.RateLimiter
+	dropped  prometheus.Counter
 }
 
-func newEventEmitter(client kubernetes.Interface, dropped prometheus.Counter) *eventEmitter {
-	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
+func newEventEmitter(recorder events.EventRecorder, dropped prometheus.Counter) *eventEmitter {
 	return &eventEmitter{
-		broadcaster: b,
-		recorder:    b.NewRecorder(scheme.Scheme, eventComponentSource),
-		queue:       make(chan func(), eventQueueLength),
-		limiter:     flowcontrol.NewTokenBucketRateLimiter(eventQPS, eventBurst),
-		dropped:     dropped,
+		recorder: recorder,
+		queue:    make(chan func(), eventQueueLength),
+		limiter:  flowcontrol.NewTokenBucketRateLimiter(eventQPS, eventBurst),
+		dropped:  dropped,
 	}
 }
 
-// run sends queued events until ctx ends, then shuts the broadcaster down.
+// run hands queued events to the recorder, paced, until ctx ends.
 func (e *eventEmitter) run(ctx context.Context) {
-	if err := e.broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
-		return
-	}
-	defer e.broadcaster.Shutdown()
 	for {
 		select {
 		case <-ctx.Done():

@@ -7,15 +7,10 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 )
 
@@ -51,7 +46,8 @@ func DefaultElectionNamespaceFromEnv() string {
 	return DefaultElectionNamespace
 }
 
-func (o *LeaderElectionOptions) complete(base *rest.Config) error {
+// complete fills in the defaults and checks the timings.
+func (o *LeaderElectionOptions) complete() error {
 	if !o.Enabled {
 		return nil
 	}
@@ -81,18 +77,26 @@ func (o *LeaderElectionOptions) complete(base *rest.Config) error {
 		return fmt.Errorf("leader election needs lease duration (%s) > renew deadline (%s) > retry period (%s)",
 			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod)
 	}
+	return nil
+}
+
+// electionConfig is the election client's configuration: o.Config, else a copy of base with its
+// own small rate limit; either way with a request timeout of half the renew deadline. Call it
+// after complete.
+func (o *LeaderElectionOptions) electionConfig(base *rest.Config) *rest.Config {
+	var cfg *rest.Config
 	if o.Config == nil {
-		o.Config = rest.CopyConfig(base)
-		o.Config.QPS, o.Config.Burst = 5, 10
+		cfg = rest.CopyConfig(base)
+		cfg.QPS, cfg.Burst = 5, 10
 	} else {
-		o.Config = rest.CopyConfig(o.Config)
+		cfg = rest.CopyConfig(o.Config)
 	}
 	// A renewal must give up well within the renew deadline, so that a hung connection to a
 	// restarting API server cannot stall it past the point where another replica may take over.
-	if o.Config.Timeout == 0 || o.Config.Timeout > o.RenewDeadline/2 {
-		o.Config.Timeout = o.RenewDeadline / 2
+	if cfg.Timeout == 0 || cfg.Timeout > o.RenewDeadline/2 {
+		cfg.Timeout = o.RenewDeadline / 2
 	}
-	return nil
+	return cfg
 }
 
 // runElected stands for election until ctx ends. Every won term runs lead(); a lost term (for
@@ -101,19 +105,10 @@ func (o *LeaderElectionOptions) complete(base *rest.Config) error {
 func (c *Controller) runElected(ctx context.Context) error {
 	o := c.opts.LeaderElection
 	logger := klog.FromContext(ctx).WithValues("lock", o.Namespace+"/"+o.Name, "identity", o.Identity)
-	client, err := kubernetes.NewForConfig(o.Config)
-	if err != nil {
-		return err
-	}
-	// Leadership changes are recorded as core Events on the election Lease, through client-go's
-	// own recorder interface (the lock cannot use the events.k8s.io recorder).
-	leEvents := record.NewBroadcaster(record.WithContext(ctx))
-	leEvents.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.evClient.CoreV1().Events("")})
-	defer leEvents.Shutdown()
-	recorder := leEvents.NewRecorder(scheme.Scheme, corev1.EventSource{Component: eventComponentSource})
+	client := c.deps.Election
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.Namespace, o.Name,
 		client.CoreV1(), client.CoordinationV1(),
-		resourcelock.ResourceLockConfig{Identity: o.Identity, EventRecorder: recorder})
+		resourcelock.ResourceLockConfig{Identity: o.Identity, EventRecorder: c.deps.ElectionRecorder})
 	if err != nil {
 		return err
 	}

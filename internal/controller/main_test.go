@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekeeper/nodekeeper/internal/deleter"
@@ -106,14 +107,20 @@ type harness struct {
 func startController(t *testing.T, opts Options) *harness {
 	t.Helper()
 	user, cfg := controllerUser(t)
-	return startControllerAs(t, user, cfg, opts)
+	return startControllerAs(t, user, cfg, opts, nil)
 }
 
-func startControllerAs(t *testing.T, user string, cfg *rest.Config, opts Options) *harness {
+// startControllerAs starts a controller with cfg's identity; clk, when set, is its clock.
+func startControllerAs(t *testing.T, user string, cfg *rest.Config, opts Options, clk clock.WithTicker) *harness {
 	t.Helper()
 	h := &harness{t: t, user: user, done: make(chan error, 1)}
 	opts.OnDecision = h.record
-	c, err := New(cfg, opts)
+	deps, err := NewDeps(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps.Clock = clk
+	c, err := New(deps, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,3 +365,12 @@ func nsObject(name string) *corev1.Namespace {
 }
 
 func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }
+
+// ensureNamespace creates namespace name unless it exists.
+func ensureNamespace(t testing.TB, name string) {
+	t.Helper()
+	_, err := adminClient().CoreV1().Namespaces().Create(context.Background(), nsObject(name), metav1.CreateOptions{})
+	if err != nil && !isAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}

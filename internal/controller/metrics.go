@@ -92,6 +92,7 @@ func newMetrics(reg *prometheus.Registry, c *Controller) *metrics {
 	reg.MustRegister(m.deletions, m.adoptions, m.skips, m.errors, m.zombies, m.decisions,
 		m.leader, m.synced, m.apiWrites, m.apiReads, m.eventsDropped, m.classifier, buildInfoGauge(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(clientMetrics()...)
 	// Every series exists from the start, so rates and alerts see 0 rather than nothing.
 	for _, r := range []string{resultDeleted, resultDryRun, resultPrecondition, resultError} {
 		m.deletions.WithLabelValues(r)

@@ -90,7 +90,7 @@ func (e *MissingPermissionsError) Error() string {
 // up yet) are retried until ctx ends.
 func (c *Controller) preflight(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
-	client := c.leases // any client of ours; SelfSubjectAccessReview is allowed to everyone
+	client := c.deps.Client // SelfSubjectAccessReview is allowed to everyone
 	var missing []Permission
 	var lastErr error
 	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {

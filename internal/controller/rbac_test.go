@@ -245,7 +245,7 @@ func TestShippedRBAC(t *testing.T) {
 		unowned := "ip-10-7-2-2.rbac-unowned.internal"
 		createNode(t, unowned)
 		createLease(t, unowned, time.Now().Add(-time.Minute))
-		h := startControllerAs(t, user, cfg, Options{GracePeriod: time.Hour, AdoptAfter: 100 * time.Millisecond, LeaderElection: le})
+		h := startControllerAs(t, user, cfg, Options{GracePeriod: time.Hour, AdoptAfter: 100 * time.Millisecond, LeaderElection: le}, nil)
 		for _, n := range leaked {
 			eventually(t, 30*time.Second, "leaked lease deleted", leaseGone(n))
 		}
@@ -289,7 +289,7 @@ func TestShippedRBAC(t *testing.T) {
 			rbac.without(g).apply(t)
 			t.Cleanup(func() { rbac.apply(t) })
 			waitAllowed(t, saClient, g, lease.NodeLeaseNamespace, false)
-			c, err := New(cfg, Options{GracePeriod: time.Hour, LeaderElection: le})
+			c, err := NewForConfig(cfg, Options{GracePeriod: time.Hour, LeaderElection: le})
 			if err != nil {
 				t.Fatal(err)
 			}

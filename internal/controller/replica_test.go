@@ -100,7 +100,7 @@ func replicaMain() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	c, err := New(cfg, opts)
+	c, err := NewForConfig(cfg, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "replica:", err)
 		return 2
@@ -267,9 +267,7 @@ func leaderOf(t testing.TB) (string, time.Time) {
 func TestTwoReplicasOneLeaderAndTakeover(t *testing.T) {
 	reset(t)
 	ctx := context.Background()
-	if _, err := adminClient().CoreV1().Namespaces().Create(ctx, nsObject("nodekeeper-test"), metav1.CreateOptions{}); err != nil && !isAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	ensureNamespace(t, "nodekeeper-test")
 	const n = 600
 	names := seedLeaked(t, "ip-10-70-0", n, 2*time.Hour)
 	base := replicaConfig{
@@ -357,10 +355,7 @@ func TestTwoReplicasOneLeaderAndTakeover(t *testing.T) {
 // takes over at once instead of waiting for the lease to expire.
 func TestGracefulHandover(t *testing.T) {
 	reset(t)
-	ctx := context.Background()
-	if _, err := adminClient().CoreV1().Namespaces().Create(ctx, nsObject("nodekeeper-test"), metav1.CreateOptions{}); err != nil && !isAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	ensureNamespace(t, "nodekeeper-test")
 	base := replicaConfig{
 		Grace: time.Hour, Workers: 2, QPS: 20, Burst: 20, LeaderElect: true,
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 500 * time.Millisecond,

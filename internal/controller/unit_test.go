@@ -128,15 +128,15 @@ func TestUntil(t *testing.T) {
 
 func TestLeaderElectionOptionsValidate(t *testing.T) {
 	o := LeaderElectionOptions{Enabled: true, LeaseDuration: time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: time.Second}
-	if err := o.complete(nil); err == nil {
+	if err := o.complete(); err == nil {
 		t.Error("lease duration shorter than the renew deadline accepted")
 	}
 	t.Setenv("POD_NAMESPACE", "from-env")
 	o = LeaderElectionOptions{Enabled: true}
-	if err := o.complete(&restConfigForUnit); err != nil {
+	if err := o.complete(); err != nil {
 		t.Fatal(err)
 	}
-	if o.Namespace != "from-env" || o.Name != DefaultElectionID || o.Identity == "" || o.Config == nil || o.Config.Timeout != DefaultRenewDeadline/2 {
+	if cfg := o.electionConfig(&restConfigForUnit); o.Namespace != "from-env" || o.Name != DefaultElectionID || o.Identity == "" || cfg.Timeout != DefaultRenewDeadline/2 || cfg.QPS != 5 {
 		t.Errorf("defaults: %+v", o)
 	}
 }

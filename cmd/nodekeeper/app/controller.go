@@ -125,7 +125,7 @@ func (o *controllerOptions) Run(ctx context.Context) error {
 	le.Config = electionCfg
 
 	ctx = klog.NewContext(ctx, klog.Background().WithName("controller"))
-	c, err := controller.New(cfg, opts)
+	c, err := controller.NewForConfig(cfg, opts)
 	if err != nil {
 		return withExitCode(2, err)
 	}
