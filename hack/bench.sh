@@ -9,8 +9,8 @@
 #   gc         nodekeeper gc vs the raw parallel DELETE rate vs the seed's kubectl|jq|xargs pipeline
 #   controller controller convergence on 20,000 leaked leases, RSS metadata vs full Nodes, idle LISTs
 #   faults     controller under churn of 2,000 simulated kubelets with two API server restarts and two
-#              leader failovers; the audit log proves every DELETE hit a leaked lease, and every leak
-#              was deleted within one pass of becoming leaked (or of the recovery)
+#              leader failovers; the audit log and etcd's history prove every DELETE hit a leaked
+#              lease, and every leak was deleted within one pass of becoming leaked (or of the recovery)
 #   leases     nodekeeper leases -A vs kubectl get lease -A over 100,000 leases (time, peak RSS)
 #   audit      audit analysis throughput vs jq on a >= 1 GB log, peak RSS at 1 GB and 4 GB
 #   audit-worst     audit vs jq on 1 M events that are all kubelet lease or Node requests (~1.3 GB)

@@ -20,55 +20,43 @@ import (
 // the one controller.
 
 var (
-	restRequestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "rest_client_request_duration_seconds",
-		Help:    "Latency of the controller's API requests (client-go), by verb and API server host.",
-		Buckets: []float64{0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60},
-	}, []string{"verb", "host"})
-	restRateLimiterDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "rest_client_rate_limiter_duration_seconds",
-		Help:    "Time the controller's API requests waited for the client-side rate limit (--qps, --burst), by verb and host.",
-		Buckets: []float64{0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60},
-	}, []string{"verb", "host"})
-	restRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "rest_client_requests_total",
-		Help: "The controller's API requests by HTTP status code (\"<error>\" when no response came), method and host.",
-	}, []string{"code", "method", "host"})
-	restRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "rest_client_request_retries_total",
-		Help: "API requests client-go retried (a Retry-After answer, for example 429), by code, method and host.",
-	}, []string{"code", "method", "host"})
+	requestBuckets = []float64{0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60}
+	queueBuckets   = prometheus.ExponentialBuckets(1e-6, 10, 9) // 1 µs to 100 s
 
-	queueDepth = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "workqueue_depth",
-		Help: "Leases waiting in the work queue, ready to be processed.",
-	}, []string{"name"})
-	queueAdds = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "workqueue_adds_total",
-		Help: "Leases added to the work queue.",
-	}, []string{"name"})
-	queueLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "workqueue_queue_duration_seconds",
-		Help:    "How long a lease waited in the work queue before a worker took it.",
-		Buckets: prometheus.ExponentialBuckets(1e-6, 10, 9),
-	}, []string{"name"})
-	queueWorkDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "workqueue_work_duration_seconds",
-		Help:    "How long a worker took to process a lease.",
-		Buckets: prometheus.ExponentialBuckets(1e-6, 10, 9),
-	}, []string{"name"})
-	queueUnfinished = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "workqueue_unfinished_work_seconds",
-		Help: "Seconds of work in progress not yet finished; growing without bound means a stuck worker.",
-	}, []string{"name"})
-	queueLongestRunning = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "workqueue_longest_running_processor_seconds",
-		Help: "How long the longest-running worker has been processing its lease.",
-	}, []string{"name"})
-	queueRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "workqueue_retries_total",
-		Help: "Leases re-queued with backoff (a failed request, or a safety check that saw newer data).",
-	}, []string{"name"})
+	restRequestDuration = histogramVec("rest_client_request_duration_seconds",
+		"Latency of the controller's API requests (client-go), by verb and API server host.",
+		requestBuckets, "verb", "host")
+	restRateLimiterDuration = histogramVec("rest_client_rate_limiter_duration_seconds",
+		"Time the controller's API requests waited for the client-side rate limit (--qps, --burst), by verb and host.",
+		requestBuckets, "verb", "host")
+	restRequests = counterVec("rest_client_requests_total",
+		"The controller's API requests by HTTP status code (\"<error>\" when no response came), method and host.",
+		"code", "method", "host")
+	restRetries = counterVec("rest_client_request_retries_total",
+		"API requests client-go retried (a Retry-After answer, for example 429), by code, method and host.",
+		"code", "method", "host")
+
+	queueDepth = gaugeVec("workqueue_depth",
+		"Leases waiting in the work queue, ready to be processed.",
+		"name")
+	queueAdds = counterVec("workqueue_adds_total",
+		"Leases added to the work queue.",
+		"name")
+	queueLatency = histogramVec("workqueue_queue_duration_seconds",
+		"How long a lease waited in the work queue before a worker took it.",
+		queueBuckets, "name")
+	queueWorkDuration = histogramVec("workqueue_work_duration_seconds",
+		"How long a worker took to process a lease.",
+		queueBuckets, "name")
+	queueUnfinished = gaugeVec("workqueue_unfinished_work_seconds",
+		"Seconds of work in progress not yet finished; growing without bound means a stuck worker.",
+		"name")
+	queueLongestRunning = gaugeVec("workqueue_longest_running_processor_seconds",
+		"How long the longest-running worker has been processing its lease.",
+		"name")
+	queueRetries = counterVec("workqueue_retries_total",
+		"Leases re-queued with backoff (a failed request, or a safety check that saw newer data).",
+		"name")
 
 	hookClientMetrics sync.Once
 )

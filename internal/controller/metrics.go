@@ -35,51 +35,35 @@ type metrics struct {
 func newMetrics(reg *prometheus.Registry, c *Controller) *metrics {
 	m := &metrics{
 		registry: reg,
-		deletions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "nodekeeper_lease_deletions_total",
-			Help: "Delete decisions for leaked leases by result: deleted, dry_run, precondition_failed (the lease changed or the live GET found its Node), error.",
-		}, []string{"result"}),
-		adoptions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "nodekeeper_lease_adoptions_total",
-			Help: "Adoptions of unowned leases by result: adopted, dry_run, precondition_failed (the lease changed or its Node is gone), error.",
-		}, []string{"result"}),
-		skips: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "nodekeeper_lease_skips_total",
-			Help: "Deletes or adoptions a safety check stopped, by reason (precondition-failed, node-exists, node-missing, gone).",
-		}, []string{"reason"}),
-		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "nodekeeper_errors_total",
-			Help: "Errors by reason: the API status reason of a failed request (Forbidden, Timeout, ...) or list_watch for a failed cache list or watch.",
-		}, []string{"reason"}),
-		zombies: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "nodekeeper_zombie_kubelets_detected_total",
-			Help: "Leases found renewed by a kubelet whose Node does not exist (counted once per lease).",
-		}),
+		deletions: counterVec("nodekeeper_lease_deletions_total",
+			"Delete decisions for leaked leases by result: deleted, dry_run, precondition_failed (the lease changed or the live GET found its Node), error.",
+			"result"),
+		adoptions: counterVec("nodekeeper_lease_adoptions_total",
+			"Adoptions of unowned leases by result: adopted, dry_run, precondition_failed (the lease changed or its Node is gone), error.",
+			"result"),
+		skips: counterVec("nodekeeper_lease_skips_total",
+			"Deletes or adoptions a safety check stopped, by reason (precondition-failed, node-exists, node-missing, gone).",
+			"reason"),
+		errors: counterVec("nodekeeper_errors_total",
+			"Errors by reason: the API status reason of a failed request (Forbidden, Timeout, ...) or list_watch for a failed cache list or watch.",
+			"reason"),
+		zombies: counter("nodekeeper_zombie_kubelets_detected_total",
+			"Leases found renewed by a kubelet whose Node does not exist (counted once per lease)."),
 		decisions: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "nodekeeper_decision_duration_seconds",
 			Help:    "Time from taking a lease off the work queue to finishing its decision (classification, live Node GET, delete or patch).",
 			Buckets: []float64{0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
 		}),
-		leader: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "nodekeeper_is_leader",
-			Help: "1 while this replica holds the leader lease and acts on leases, else 0.",
-		}),
-		synced: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "nodekeeper_cache_synced",
-			Help: "1 once the lease and Node caches have synced.",
-		}),
-		apiWrites: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "nodekeeper_api_write_requests_total",
-			Help: "DELETE and PATCH requests sent for leases.",
-		}),
-		apiReads: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "nodekeeper_api_node_gets_total",
-			Help: "Live Node GETs sent to confirm a decision.",
-		}),
-		eventsDropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "nodekeeper_events_dropped_total",
-			Help: "Events not recorded because more were pending than the paced event queue holds (logs and metrics still have them).",
-		}),
+		leader: gauge("nodekeeper_is_leader",
+			"1 while this replica holds the leader lease and acts on leases, else 0."),
+		synced: gauge("nodekeeper_cache_synced",
+			"1 once the lease and Node caches have synced."),
+		apiWrites: counter("nodekeeper_api_write_requests_total",
+			"DELETE and PATCH requests sent for leases."),
+		apiReads: counter("nodekeeper_api_node_gets_total",
+			"Live Node GETs sent to confirm a decision."),
+		eventsDropped: counter("nodekeeper_events_dropped_total",
+			"Events not recorded because more were pending than the paced event queue holds (logs and metrics still have them)."),
 		classifier: &classCollector{c: c,
 			desc: prometheus.NewDesc("nodekeeper_leases",
 				"Leases in kube-node-lease by class, classified at scrape time from the controller's cache.",
@@ -167,4 +151,26 @@ func errorReason(err error) string {
 		return "ConnectionError"
 	}
 	return "Unknown"
+}
+
+// Constructors for the metrics above and in clientmetrics.go: a name, a help text, labels.
+
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+}
+
+func gauge(name, help string) prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+}
+
+func gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+}
+
+func histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
 }
