@@ -15,21 +15,6 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
-// Action is what gc does with a lease of class c.
-func Action(c lease.Class) string {
-	switch c {
-	case lease.Leaked:
-		return "delete"
-	case lease.Zombie:
-		return "keep (kubelet alive)"
-	case lease.Unowned:
-		return "keep (the controller adopts)"
-	case lease.StaleOwner, lease.OwnerMissing:
-		return "keep (garbage collector)"
-	}
-	return "keep"
-}
-
 // PrintPlan writes the summary table shown before anything is deleted: leases per class, what gc
 // does with each, and how many leaked leases it will (or, dry, would) delete.
 func PrintPlan(w io.Writer, p *Plan, dryRun bool) {
@@ -41,7 +26,8 @@ func PrintPlan(w io.Writer, p *Plan, dryRun bool) {
 			continue // never in kube-node-lease
 		}
 		total += p.Counts[c]
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", c, p.Counts[c], Action(c), c.Explain())
+		d := c.Describe()
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", c, p.Counts[c], d.Action, d.Explanation)
 	}
 	tw.Flush()
 	n := len(p.Leaked())

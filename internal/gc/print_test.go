@@ -16,15 +16,6 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
-func TestAction(t *testing.T) {
-	for _, c := range lease.Classes() {
-		got := Action(c)
-		if (got == "delete") != (c == lease.Leaked) {
-			t.Errorf("Action(%s) = %q: only leaked leases may be deleted", c, got)
-		}
-	}
-}
-
 func testPlan(now time.Time) *Plan {
 	counts := map[lease.Class]int{}
 	for _, c := range lease.Classes() {

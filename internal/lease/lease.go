@@ -70,33 +70,6 @@ func ParseClass(s string) (Class, error) {
 	return "", fmt.Errorf("unknown lease class %q (want one of %v)", s, Classes())
 }
 
-// Explain returns one line for operators: what the class means and what nodekeeper does about it.
-func (c Class) Explain() string {
-	switch c {
-	case Healthy:
-		return "node heartbeat lease owned by its Node and renewed in time; nothing to do"
-	case Stale:
-		return "the Node exists but its kubelet stopped renewing the lease; the node lifecycle controller marks the Node Unknown"
-	case Unowned:
-		return "the Node exists but the lease has no ownerReference; nodekeeper adopts it so it is garbage-collected with its Node"
-	case StaleOwner:
-		return "the lease is owned by an earlier Node of the same name (Node re-created); the upstream garbage collector removes it"
-	case OwnerMissing:
-		return "the lease's owner Node no longer exists; the upstream garbage collector has yet to remove it"
-	case Zombie:
-		return "no Node and no owner, but renewed recently: a kubelet runs without its Node; reported, never deleted (it would come back)"
-	case Leaked:
-		return "no Node, no owner, not renewed for longer than the grace period: a leaked lease that nodekeeper deletes"
-	case Leader:
-		return "leader-election lock of a controller; reported only"
-	case APIServerIdentity:
-		return "kube-apiserver identity lease; kube-apiserver garbage-collects these itself"
-	case Other:
-		return "a lease nodekeeper does not recognise as a kubelet heartbeat or leader lock; reported only"
-	}
-	return "unknown lease class"
-}
-
 // NodeLeaseNamespace is where kubelets keep their heartbeat leases.
 const NodeLeaseNamespace = "kube-node-lease"
 

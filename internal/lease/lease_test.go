@@ -448,6 +448,31 @@ func TestExplainAndParse(t *testing.T) {
 	if Class("nope").Explain() != "unknown lease class" {
 		t.Error("unknown class explained")
 	}
+	if a := Class("nope").Describe().Action; a == ActionDelete {
+		t.Error("an unknown class would be deleted")
+	}
+}
+
+// TestDescribe: every class has all of its words, the short meanings tell classes apart, and
+// only Leaked is described as deleted (printers show this Action next to the class).
+func TestDescribe(t *testing.T) {
+	meanings := map[string]Class{}
+	for _, c := range Classes() {
+		d := c.Describe()
+		if d.Meaning == "" || d.Explanation == "" || d.Action == "" {
+			t.Errorf("%s: incomplete description %+v", c, d)
+		}
+		if other, ok := meanings[d.Meaning]; ok {
+			t.Errorf("%s and %s share the meaning %q", c, other, d.Meaning)
+		}
+		meanings[d.Meaning] = c
+		if (d.Action == ActionDelete) != (c == Leaked) {
+			t.Errorf("%s: action %q; only leaked leases may be deleted", c, d.Action)
+		}
+		if c.Explain() != d.Explanation {
+			t.Errorf("%s: Explain() differs from Describe().Explanation", c)
+		}
+	}
 }
 
 func TestOptionsValidate(t *testing.T) {

@@ -324,7 +324,7 @@ var sections = []section{
 			if it.Node != nil {
 				node = "uid " + shortUID(it.Node.UID, wide)
 			}
-			r := []string{it.Name, string(it.Class), node, owners(it.Owners, wide), ago(it.RenewTime, now), meaning(it.Class)}
+			r := []string{it.Name, string(it.Class), node, owners(it.Owners, wide), ago(it.RenewTime, now), it.Class.Describe().Meaning}
 			if wide {
 				r = append(r, it.holder(), seconds(it.DurationSeconds), age(it.CreationTimestamp.Time, now), changesIn(it, now), it.Reason)
 			}
@@ -390,28 +390,6 @@ var sections = []section{
 			return r
 		},
 	},
-}
-
-// meaning is the short, per-class gloss of the default table; the full per-lease reason is in
-// -o wide and -o json, and the summary explains each class in a sentence.
-func meaning(c lease.Class) string {
-	switch c {
-	case lease.Healthy:
-		return "kubelet heartbeating"
-	case lease.Stale:
-		return "kubelet not renewing, Node exists"
-	case lease.Unowned:
-		return "no ownerReference, to adopt"
-	case lease.StaleOwner:
-		return "Node re-created, upstream GC removes it"
-	case lease.OwnerMissing:
-		return "Node deleted, upstream GC pending"
-	case lease.Zombie:
-		return "no Node, renewed within grace"
-	case lease.Leaked:
-		return "leaked, safe to delete"
-	}
-	return string(c)
 }
 
 // shortUID abbreviates a UID to its first 8 characters (enough to tell a re-created Node apart)
