@@ -1,0 +1,115 @@
+// Package kubeprint gives nodekeeper's listing commands (`leases`, `gc`) kubectl's output flags
+// for Lease objects: -o name, jsonpath=…, jsonpath-as-json=…, go-template=…, custom-columns=…,
+// with --template, --allow-missing-template-keys, --sort-by and --no-headers, through
+// cli-runtime's own printers (custom-columns, which cli-runtime leaves to kubectl, is written
+// here). The commands keep their own tables and their versioned report for -o wide/json/yaml;
+// this package only decides which formats are object formats and prints a list of Leases the way
+// `kubectl get lease` would.
+package kubeprint
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/printers"
+)
+
+// objectFormats are the -o values (before any "=") printed from Lease objects.
+var objectFormats = []string{"name", "jsonpath", "jsonpath-as-json", "jsonpath-file", "go-template", "go-template-file", "template", "templatefile", "custom-columns"}
+
+// ObjectFormats lists the object -o values for help text and completion, with "=" after those
+// that take an argument.
+func ObjectFormats() []string {
+	return []string{"name", "jsonpath=", "jsonpath-as-json=", "go-template=", "custom-columns="}
+}
+
+// Flags are the output flags shared by `leases` and `gc`.
+type Flags struct {
+	// Output is -o. The command decides what its own formats ("", wide, json, yaml, table) print;
+	// ObjectFormat reports the rest.
+	Output string
+	// Template is --template, the template of -o jsonpath / go-template given separately.
+	Template string
+	// AllowMissingTemplateKeys is --allow-missing-template-keys (kubectl's default: true).
+	AllowMissingTemplateKeys bool
+	// SortBy is --sort-by, a JSONPath over each Lease object ('{.spec.renewTime}' or '.metadata.name').
+	SortBy string
+	// NoHeaders is --no-headers.
+	NoHeaders bool
+	// ShowKind is --show-kind: table names as lease.coordination.k8s.io/NAME.
+	ShowKind bool
+}
+
+// NewFlags returns Flags with kubectl's defaults and the command's default -o.
+func NewFlags(defaultOutput string) *Flags {
+	return &Flags{Output: defaultOutput, AllowMissingTemplateKeys: true}
+}
+
+// AddFlags registers -o (described by outputHelp, the command's own formats), --template,
+// --allow-missing-template-keys, --sort-by and --no-headers. --show-kind is registered by
+// AddShowKind, for commands that print a table of leases.
+func (f *Flags) AddFlags(fs *pflag.FlagSet, outputHelp string) {
+	fs.StringVarP(&f.Output, "output", "o", f.Output, outputHelp+"; or a kubectl object format over the Lease objects: "+strings.Join(ObjectFormats(), ", ")+"…")
+	fs.StringVar(&f.Template, "template", f.Template, "template string or path to a template file for -o go-template, go-template-file, jsonpath or jsonpath-file (golang template syntax: golang.org/pkg/text/template)")
+	fs.BoolVar(&f.AllowMissingTemplateKeys, "allow-missing-template-keys", f.AllowMissingTemplateKeys, "ignore errors in templates when a field or map key is missing (object formats only)")
+	fs.StringVar(&f.SortBy, "sort-by", f.SortBy, "sort by this JSONPath over each Lease object, e.g. '{.spec.renewTime}' or '.metadata.creationTimestamp'")
+	fs.BoolVar(&f.NoHeaders, "no-headers", f.NoHeaders, "print rows only: no column headers (and no summary)")
+}
+
+// AddShowKind registers --show-kind.
+func (f *Flags) AddShowKind(fs *pflag.FlagSet) {
+	fs.BoolVar(&f.ShowKind, "show-kind", f.ShowKind, "prefix every lease name with its resource, lease.coordination.k8s.io/NAME, as kubectl does")
+}
+
+// ObjectFormat reports whether -o asks for Lease objects rather than the command's own output.
+func (f *Flags) ObjectFormat() bool {
+	name, _, _ := strings.Cut(f.Output, "=")
+	for _, o := range objectFormats {
+		if name == o {
+			return true
+		}
+	}
+	// --template without -o means go-template, as in kubectl.
+	return f.Output == "" && f.Template != ""
+}
+
+// Validate checks the object format and the --sort-by expression now, before anything is read
+// from a cluster, so a typo is a usage error rather than a failure after a long listing.
+func (f *Flags) Validate() error {
+	if f.SortBy != "" {
+		if _, err := parseJSONPath("--sort-by", f.SortBy); err != nil {
+			return err
+		}
+	}
+	if f.ObjectFormat() {
+		_, err := f.ObjectPrinter()
+		return err
+	}
+	return nil
+}
+
+// ObjectPrinter returns the printer of an object format: cli-runtime's name, JSONPath and Go
+// template printers (kubectl's own), or the custom-columns printer of this package.
+func (f *Flags) ObjectPrinter() (printers.ResourcePrinter, error) {
+	if spec, ok := strings.CutPrefix(f.Output, "custom-columns="); ok {
+		return NewCustomColumns(spec, f.NoHeaders)
+	}
+	if f.Output == "custom-columns" {
+		return nil, fmt.Errorf("custom-columns needs a spec: -o custom-columns=NAME:.metadata.name,RENEWED:.spec.renewTime")
+	}
+	pf := genericclioptions.NewPrintFlags("")
+	output := f.Output
+	pf.OutputFormat = &output
+	tf := pf.TemplatePrinterFlags
+	tf.TemplateArgument, tf.AllowMissingKeys = &f.Template, &f.AllowMissingTemplateKeys
+	tf.GoTemplatePrintFlags.TemplateArgument, tf.GoTemplatePrintFlags.AllowMissingKeys = &f.Template, &f.AllowMissingTemplateKeys
+	tf.JSONPathPrintFlags.TemplateArgument, tf.JSONPathPrintFlags.AllowMissingKeys = &f.Template, &f.AllowMissingTemplateKeys
+	pf.OutputFlagSpecified = func() bool { return output != "" }
+	p, err := pf.ToPrinter()
+	if err != nil {
+		return nil, fmt.Errorf("-o %s: %w", f.Output, err)
+	}
+	return p, nil
+}
