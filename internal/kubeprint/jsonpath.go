@@ -60,3 +60,6 @@ func toJSONValue(obj runtime.Object) (any, error) {
 	}
 	return v, nil
 }
+
+// JSONValue is obj as the generic JSON value kubectl's printers and --sort-by walk.
+func JSONValue(obj runtime.Object) (any, error) { return toJSONValue(obj) }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodekeeper/nodekeeper/internal/kubeprint"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
@@ -27,8 +28,11 @@ const (
 	FormatYAML  = "yaml"
 )
 
-// Formats lists the -o values, for help text and completion.
-func Formats() []string { return []string{FormatWide, FormatJSON, FormatYAML} }
+// Formats lists the -o values, for help text and completion: the tables' and report's own, then
+// kubectl's object formats.
+func Formats() []string {
+	return append([]string{FormatWide, FormatJSON, FormatYAML}, kubeprint.ObjectFormats()...)
+}
 
 // ValidateFormat rejects an unknown -o value.
 func ValidateFormat(f string) error {
@@ -36,7 +40,7 @@ func ValidateFormat(f string) error {
 	case FormatTable, FormatWide, FormatJSON, FormatYAML:
 		return nil
 	}
-	return fmt.Errorf("unknown output format %q (want one of: %s)", f, strings.Join(Formats(), ", "))
+	return fmt.Errorf("unknown output format %q (want one of: %s…)", f, strings.Join(Formats(), ", "))
 }
 
 // PrintOptions control how a report is printed.
@@ -48,6 +52,8 @@ type PrintOptions struct {
 	AllNamespaces bool
 	// NodeColumns are appended to the node lease table (leases --aws: InstanceColumns).
 	NodeColumns []NodeColumn
+	// ShowKind prints lease names as lease.coordination.k8s.io/NAME (kubectl --show-kind).
+	ShowKind bool
 }
 
 const none = "<none>"
@@ -116,6 +122,7 @@ func Print(w io.Writer, r *Report, o PrintOptions) error {
 		err := table(len(idx), header, func(i int) (string, []string) {
 			it := &r.Items[idx[i]]
 			cells := sec.row(it, now, wide)
+			cells[0] = kubeprint.Name(cells[0], o.ShowKind)
 			for _, c := range extra {
 				cells = append(cells, cleanCell(c.Cell(it, now)))
 			}

@@ -1,0 +1,78 @@
+package leasesview
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/metadata"
+
+	"github.com/nodekeeper/nodekeeper/internal/lease"
+)
+
+// SelectorHelp is the help of -l/--selector: what it selects, and what happens to a lease whose
+// Node is gone.
+const SelectorHelp = "only the node leases of Nodes whose labels match this selector, e.g. eks.amazonaws.com/nodegroup=ng-1 " +
+	"or karpenter.sh/nodepool=default (supports '=', '==', '!=', 'in', 'notin', 'exists'); a lease whose Node is gone has no labels " +
+	"to match, so -l leaves out leaked, zombie and owner-missing leases (list those with --class leaked,zombie,owner-missing " +
+	"and no -l), and every lease outside kube-node-lease"
+
+// ParseSelector checks a -l value before anything is listed.
+func ParseSelector(s string) error {
+	if _, err := labels.Parse(s); err != nil {
+		return fmt.Errorf("-l/--selector %q: %w", s, err)
+	}
+	return nil
+}
+
+// SelectNodes returns the names of the Nodes matching selector, from a paginated, metadata-only
+// LIST that the API server filters.
+func SelectNodes(ctx context.Context, meta metadata.Interface, selector string, chunk int64) (map[string]bool, error) {
+	if err := ParseSelector(selector); err != nil {
+		return nil, err
+	}
+	if chunk <= 0 {
+		chunk = DefaultChunkSize
+	}
+	names := map[string]bool{}
+	err := pages(ctx, chunk, "nodes", func(lo metav1.ListOptions) (string, error) {
+		lo.LabelSelector = selector
+		list, err := meta.Resource(nodesGVR).List(ctx, lo)
+		if err != nil {
+			return "", err
+		}
+		for i := range list.Items {
+			names[list.Items[i].Name] = true
+		}
+		return list.Continue, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return names, nil
+}
+
+// SelectNodeLeases keeps in r only the kube-node-lease leases named like one of nodes, then the
+// classes of classes (none: all). The summary is recomputed over the selected leases (before
+// --class, as always), so its counts describe the node group, not the cluster. r must have been
+// listed without a class filter.
+func SelectNodeLeases(r *Report, nodes map[string]bool, classes []lease.Class) {
+	selected := r.Items[:0]
+	for _, it := range r.Items {
+		if it.Namespace == lease.NodeLeaseNamespace && nodes[it.Name] {
+			selected = append(selected, it)
+		}
+	}
+	r.Summary = Summarize(selected)
+	keep := newFilter(classes)
+	shown := selected[:0]
+	for _, it := range selected {
+		if keep.keep(it.Class) {
+			shown = append(shown, it)
+		}
+	}
+	r.Items, r.ClassFilter = shown, classes
+	r.Summary.Shown = len(shown)
+	r.LeaseCandidates = nil // leader candidates belong to no Node
+}
