@@ -43,6 +43,13 @@ type Plan struct {
 	Counts map[lease.Class]int
 	// Nodes is the number of Nodes seen.
 	Nodes int
+	// Selection is what Select applied; NotSelected and OverLimit count the leaked leases it
+	// left (their name does not match; beyond the limit).
+	Selection   Selection
+	NotSelected int
+	OverLimit   int
+
+	selected bool
 
 	leaked []*coordinationv1.Lease
 	nodes  map[string]*lease.NodeRef
@@ -55,7 +62,7 @@ type Item struct {
 	Verdict lease.Verdict
 }
 
-// Leaked returns the leases to delete, oldest activity first.
+// Leaked returns the leases to delete, oldest activity first (after Select: the selected ones).
 func (p *Plan) Leaked() []*coordinationv1.Lease { return p.leaked }
 
 // ListOptions configure List.

@@ -35,8 +35,15 @@ func PrintPlan(w io.Writer, p *Plan, dryRun bool) {
 	if dryRun {
 		verb = "would be deleted (dry run)"
 	}
-	fmt.Fprintf(w, "\n%d leases in %s, %d Nodes; %d leaked leases %s (grace period %s).\n",
-		total, lease.NodeLeaseNamespace, p.Nodes, n, verb, p.GracePeriod)
+	leaked := n + p.NotSelected + p.OverLimit
+	fmt.Fprintf(w, "\n%d leases in %s, %d Nodes; %d leaked", total, lease.NodeLeaseNamespace, p.Nodes, leaked)
+	if p.NotSelected > 0 || p.Selection.NameRegexp != "" {
+		fmt.Fprintf(w, ", %d of them named to match --name-regexp", leaked-p.NotSelected)
+	}
+	if p.OverLimit > 0 {
+		fmt.Fprintf(w, ", %d left by --limit %d", p.OverLimit, p.Selection.Limit)
+	}
+	fmt.Fprintf(w, "; %d %s (grace period %s).\n", n, verb, p.GracePeriod)
 	if n > 0 {
 		oldest := p.Leaked()[0]
 		v := lease.Classify(oldest, nil, p.At, lease.Options{GracePeriod: p.GracePeriod})
@@ -44,22 +51,41 @@ func PrintPlan(w io.Writer, p *Plan, dryRun bool) {
 	}
 }
 
+// APIVersion and GCResultKind identify the -o json|yaml document of a run (docs/schemas).
+const (
+	APIVersion   = "nodekeeper.io/v1alpha1"
+	GCResultKind = "GCResult"
+)
+
 // Document is the -o json|yaml report of a run.
 type Document struct {
-	DryRun      bool                    `json:"dryRun"`
-	GracePeriod string                  `json:"gracePeriod"`
-	Nodes       int                     `json:"nodes"`
-	Classes     map[lease.Class]int     `json:"classes"`
-	Outcomes    map[deleter.Outcome]int `json:"outcomes"`
-	Requests    int                     `json:"requests"`
-	Seconds     float64                 `json:"durationSeconds"`
-	Results     []Result                `json:"results"`
+	APIVersion  string `json:"apiVersion"`
+	Kind        string `json:"kind"`
+	DryRun      bool   `json:"dryRun"`
+	GracePeriod string `json:"gracePeriod"`
+	// GracePeriodSeconds is GracePeriod in seconds, for readers that do not parse Go durations.
+	GracePeriodSeconds float64                 `json:"gracePeriodSeconds"`
+	NameRegexp         string                  `json:"nameRegexp,omitempty"`
+	Limit              int                     `json:"limit,omitempty"`
+	Nodes              int                     `json:"nodes"`
+	Classes            map[lease.Class]int     `json:"classes"`
+	Outcomes           map[deleter.Outcome]int `json:"outcomes"`
+	Requests           int                     `json:"requests"`
+	Seconds            float64                 `json:"durationSeconds"`
+	Summary            Summary                 `json:"summary"`
+	Results            []Result                `json:"results"`
 }
 
 // WriteReport writes the outcome of a run: for "table" a line of outcome counts and every lease a
 // safety check kept or an error stopped (the first 20); for "json" and "yaml" the whole Document.
-func WriteReport(w io.Writer, format string, p *Plan, r *Report, dryRun bool) error {
+func WriteReport(w io.Writer, format string, p *Plan, r *Report, dryRun bool) (err error) {
 	if format == "table" {
+		defer func() {
+			if err == nil {
+				fmt.Fprintln(w)
+				err = Summarize(p, r, dryRun).Print(w)
+			}
+		}()
 		if len(r.Results) == 0 {
 			return nil
 		}
@@ -86,13 +112,14 @@ func WriteReport(w io.Writer, format string, p *Plan, r *Report, dryRun bool) er
 		}
 		return nil
 	}
-	doc := Document{DryRun: dryRun, GracePeriod: p.GracePeriod.String(), Nodes: p.Nodes, Classes: p.Counts,
-		Outcomes: r.Counts, Requests: r.Requests, Seconds: r.Seconds, Results: r.Results}
+	doc := Document{APIVersion: APIVersion, Kind: GCResultKind, DryRun: dryRun,
+		GracePeriod: p.GracePeriod.String(), GracePeriodSeconds: p.GracePeriod.Seconds(),
+		NameRegexp: p.Selection.NameRegexp, Limit: p.Selection.Limit, Nodes: p.Nodes, Classes: p.Counts,
+		Outcomes: r.Counts, Requests: r.Requests, Seconds: r.Seconds, Summary: Summarize(p, r, dryRun), Results: r.Results}
 	if doc.Results == nil {
 		doc.Results = []Result{}
 	}
 	var b []byte
-	var err error
 	if format == "yaml" {
 		b, err = yaml.Marshal(doc)
 	} else {

@@ -42,7 +42,7 @@ func TestPrintPlan(t *testing.T) {
 		for _, want := range []string{
 			"CLASS", "leaked         2       delete",
 			"zombie         1       keep (kubelet alive)",
-			"6 leases in kube-node-lease, 3 Nodes; 2 leaked leases",
+			"6 leases in kube-node-lease, 3 Nodes; 2 leaked; 2 ",
 			"Longest idle: ip-10-0-0-9.ec2.internal, last active 2h0m0s ago.",
 		} {
 			if !strings.Contains(out, want) {
@@ -95,6 +95,9 @@ func TestWriteReport(t *testing.T) {
 		var doc Document
 		if err := json.Unmarshal(data, &doc); err != nil {
 			t.Fatalf("%s: %v\n%s", format, err, b.String())
+		}
+		if doc.APIVersion != APIVersion || doc.Kind != GCResultKind || doc.GracePeriodSeconds != 3600 || doc.Summary.Deleted != 1 {
+			t.Errorf("%s: apiVersion %q kind %q gracePeriodSeconds %v summary %+v", format, doc.APIVersion, doc.Kind, doc.GracePeriodSeconds, doc.Summary)
 		}
 		if !doc.DryRun || doc.GracePeriod != "1h0m0s" || doc.Nodes != 3 || doc.Classes[lease.Leaked] != 2 ||
 			doc.Outcomes[deleter.PreconditionFailed] != 1 || len(doc.Results) != 2 || doc.Results[1].Name != "b" {
