@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"github.com/nodekeeper/nodekeeper/internal/schematest"
+
 	"bytes"
 	"encoding/json"
 	"flag"
@@ -48,6 +50,7 @@ func renderAll(t *testing.T, r *Report) (text, js []byte) {
 	if err := enc.Encode(r); err != nil {
 		t.Fatal(err)
 	}
+	schematest.Validate(t, ReportKind, jb.Bytes())
 	return tb.Bytes(), jb.Bytes()
 }
 

@@ -1,6 +1,8 @@
 package buildinfo
 
 import (
+	"github.com/nodekeeper/nodekeeper/internal/schematest"
+
 	"bytes"
 	"encoding/json"
 	"runtime"
@@ -70,6 +72,7 @@ func TestPrint(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		schematest.Validate(t, Kind, data)
 		var m map[string]string
 		if err := json.Unmarshal(data, &m); err != nil {
 			t.Fatalf("%s: %v\n%s", format, err, out.String())

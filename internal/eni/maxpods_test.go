@@ -1,6 +1,8 @@
 package eni
 
 import (
+	"github.com/nodekeeper/nodekeeper/internal/schematest"
+
 	"bufio"
 	"encoding/json"
 	"errors"
@@ -309,4 +311,38 @@ func TestParseSettings(t *testing.T) {
 	if !s.ClusterEndpointSet || s.WarmENITarget.Set {
 		t.Errorf("%+v", s)
 	}
+}
+
+// TestResultJSONSchema: the -o json document of maxpods, one object or an array of them, carries
+// apiVersion/kind and matches docs/schemas/maxpods.schema.json.
+func TestResultJSONSchema(t *testing.T) {
+	var results []Result
+	for _, tc := range []struct {
+		typ  string
+		opts Options
+	}{
+		{"m5.large", Options{}},
+		{"m5.large", Options{PrefixDelegation: true, CNIVersion: "1.18.0", VCPUs: 2}},
+		{"c6i.32xlarge", Options{CustomNetworking: true, VCPUs: 128}},
+	} {
+		it, err := Lookup(tc.typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := Calculate(it, tc.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		results = append(results, r)
+		one, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		schematest.Validate(t, Kind, one)
+	}
+	all, err := json.MarshalIndent(results, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	schematest.Validate(t, Kind, all)
 }

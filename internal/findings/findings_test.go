@@ -1,6 +1,8 @@
 package findings
 
 import (
+	"github.com/nodekeeper/nodekeeper/internal/schematest"
+
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
@@ -75,6 +77,9 @@ func TestPrintGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			golden(t, tc.file, buf.Bytes())
+			if tc.format == "json" {
+				schematest.Validate(t, "DoctorReport", buf.Bytes())
+			}
 		})
 	}
 	if err := Print(&bytes.Buffer{}, sample(), "yaml", PrintOptions{}); err == nil {

@@ -186,6 +186,9 @@ type jsonSection struct {
 }
 
 type jsonReport struct {
+	// APIVersion and Kind (DoctorReport, BundleReport) identify the document (docs/schemas).
+	APIVersion      string           `json:"apiVersion"`
+	Kind            string           `json:"kind"`
 	Tool            string           `json:"tool"`
 	Target          string           `json:"target"`
 	Generated       string           `json:"generated"`
@@ -200,9 +203,21 @@ type jsonReport struct {
 	Sections        []jsonSection    `json:"sections"`
 }
 
+// APIVersion is the apiVersion of the JSON report.
+const APIVersion = "nodekeeper.io/v1alpha1"
+
+// KindOf is the kind of the JSON report of tool: DoctorReport for doctor, BundleReport for bundle.
+func KindOf(tool string) string {
+	if tool == "" {
+		return "Report"
+	}
+	return strings.ToUpper(tool[:1]) + tool[1:] + "Report"
+}
+
 // PrintJSON writes the report as one JSON document (indented).
 func PrintJSON(w io.Writer, r *Report) error {
 	out := jsonReport{
+		APIVersion: APIVersion, Kind: KindOf(r.Tool),
 		Tool: r.Tool, Target: r.Target, Generated: r.Generated.Format("2006-01-02T15:04:05Z"),
 		DurationSeconds: r.Duration.Seconds(), MaxSeverity: r.MaxSeverity(), Counts: map[string]int{},
 		Stats: r.Stats, Ignored: r.Ignored,

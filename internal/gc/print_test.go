@@ -1,6 +1,8 @@
 package gc
 
 import (
+	"github.com/nodekeeper/nodekeeper/internal/schematest"
+
 	"bytes"
 	"encoding/json"
 	"strings"
@@ -92,6 +94,7 @@ func TestWriteReport(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		schematest.Validate(t, GCResultKind, data)
 		var doc Document
 		if err := json.Unmarshal(data, &doc); err != nil {
 			t.Fatalf("%s: %v\n%s", format, err, b.String())

@@ -1,6 +1,8 @@
 package leasesview
 
 import (
+	"github.com/nodekeeper/nodekeeper/internal/schematest"
+
 	"bytes"
 	"encoding/json"
 	"flag"
@@ -210,6 +212,7 @@ func TestJSONRoundTrip(t *testing.T) {
 			if !bytes.Equal(out.Bytes(), again.Bytes()) {
 				t.Errorf("re-encoding differs:\n%s\n%s", out.String(), again.String())
 			}
+			schematest.Validate(t, ReportKind, out.Bytes())
 			if back.APIVersion != APIVersion || back.Kind != ReportKind {
 				t.Errorf("apiVersion/kind = %s/%s", back.APIVersion, back.Kind)
 			}
