@@ -11,7 +11,7 @@
 #   faults     controller under churn of 2,000 simulated kubelets with two API server restarts and two
 #              leader failovers; the audit log and etcd's history prove every DELETE hit a leaked
 #              lease, and every leak was deleted within one pass of becoming leaked (or of the recovery)
-#   leases     nodekeeper leases -A vs kubectl get lease -A over 100,000 leases (time, peak RSS)
+#   leases     nodekeeper leases -A vs kubectl get lease -A over 100,000 leases (table, -o name, -o json: time, peak RSS, speed-up)
 #   audit      audit analysis throughput vs jq on a >= 1 GB log, peak RSS at 1 GB and 4 GB
 #   audit-worst     audit vs jq on 1 M events that are all kubelet lease or Node requests (~1.3 GB)
 #   audit-distinct  audit peak RSS on 10 million distinct leases and users (every key new)

@@ -132,7 +132,7 @@ func TestKubectlPlugin(t *testing.T) {
 			{[]string{"nodekeeper", "lea"}, []string{"leases"}},
 			{[]string{"nodekeeper", "leases", "--class", "le"}, []string{"leaked", "leader"}},
 			{[]string{"nodekeeper", "leases", "--class", "leaked,z"}, []string{"leaked,zombie"}},
-			{[]string{"nodekeeper", "leases", "-o", ""}, []string{"wide", "json", "yaml"}},
+			{[]string{"nodekeeper", "leases", "-o", ""}, []string{"wide", "json", "yaml", "name", "jsonpath=", "custom-columns="}},
 		}
 		for _, tt := range tests {
 			out, errOut, err := kubectl(t, dir, nil, append([]string{"__complete"}, tt.args...)...)
