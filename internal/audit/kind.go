@@ -1,21 +1,14 @@
 package audit
 
-import "encoding/json"
+import "github.com/nodekeeper/nodekeeper/internal/typemeta"
 
-// APIVersion and ReportKind identify the -o json|yaml document of `nodekeeper audit`
+// ReportKind identifies the -o json|yaml document of `nodekeeper audit`
 // (docs/schemas/auditreport.schema.json).
-const (
-	APIVersion = "nodekeeper.io/v1alpha1"
-	ReportKind = "AuditReport"
-)
+const ReportKind = "AuditReport"
 
 // MarshalJSON writes the report with its apiVersion and kind first, so a script can tell it from
 // nodekeeper's other documents; every other field is the struct's own.
 func (r Report) MarshalJSON() ([]byte, error) {
 	type fields Report // the same fields without this method
-	return json.Marshal(struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-		fields
-	}{APIVersion, ReportKind, fields(r)})
+	return typemeta.Marshal(ReportKind, fields(r))
 }

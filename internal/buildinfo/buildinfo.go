@@ -23,6 +23,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/nodekeeper/nodekeeper/internal/typemeta"
 )
 
 // Set by the linker (-X); see the package doc.
@@ -34,7 +36,7 @@ var (
 
 // APIVersion and Kind of the machine-readable version document.
 const (
-	APIVersion = "nodekeeper.io/v1alpha1"
+	APIVersion = typemeta.APIVersion
 	Kind       = "Version"
 )
 

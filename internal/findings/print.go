@@ -1,6 +1,8 @@
 package findings
 
 import (
+	"github.com/nodekeeper/nodekeeper/internal/typemeta"
+
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -204,7 +206,7 @@ type jsonReport struct {
 }
 
 // APIVersion is the apiVersion of the JSON report.
-const APIVersion = "nodekeeper.io/v1alpha1"
+const APIVersion = typemeta.APIVersion
 
 // KindOf is the kind of the JSON report of tool: DoctorReport for doctor, BundleReport for bundle.
 func KindOf(tool string) string {

@@ -1,6 +1,8 @@
 package gc
 
 import (
+	"github.com/nodekeeper/nodekeeper/internal/typemeta"
+
 	"encoding/json"
 	"fmt"
 	"io"
@@ -53,7 +55,7 @@ func PrintPlan(w io.Writer, p *Plan, dryRun bool) {
 
 // APIVersion and GCResultKind identify the -o json|yaml document of a run (docs/schemas).
 const (
-	APIVersion   = "nodekeeper.io/v1alpha1"
+	APIVersion   = typemeta.APIVersion
 	GCResultKind = "GCResult"
 )
 

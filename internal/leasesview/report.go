@@ -21,12 +21,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodekeeper/nodekeeper/internal/lease"
+	"github.com/nodekeeper/nodekeeper/internal/typemeta"
 )
 
 // APIVersion and the kinds below identify nodekeeper's own report objects in -o json|yaml so that
 // scripts can check what they read. They are not served by any API server.
 const (
-	APIVersion      = "nodekeeper.io/v1alpha1"
+	APIVersion      = typemeta.APIVersion
 	ReportKind      = "LeaseReport"
 	ChangeKind      = "LeaseChange"
 	hostnameLabel   = "kubernetes.io/hostname"
