@@ -198,3 +198,16 @@ func TestSeverityJSON(t *testing.T) {
 		t.Error("unknown severity accepted")
 	}
 }
+
+// TestJSONKinds: doctor's and bundle's JSON reports name their own kind and match its schema.
+func TestJSONKinds(t *testing.T) {
+	for tool, kind := range map[string]string{"doctor": "DoctorReport", "bundle": "BundleReport"} {
+		r := sample()
+		r.Tool = tool
+		var buf bytes.Buffer
+		if err := Print(&buf, r, "json", PrintOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		schematest.Validate(t, kind, buf.Bytes())
+	}
+}
