@@ -308,3 +308,37 @@ func TestControlCharactersCannotBreakTheTable(t *testing.T) {
 		t.Errorf("control characters leaked into the table:\n%s", out.String())
 	}
 }
+
+// TestShowKind: --show-kind prefixes every lease name in the tables and the watch lines with
+// kubectl's resource name, and nothing else.
+func TestShowKind(t *testing.T) {
+	r := fixtureReport(fixedOptions())
+	for _, showKind := range []bool{false, true} {
+		var b bytes.Buffer
+		if err := Print(&b, r, PrintOptions{Format: FormatWide, NoHeaders: true, AllNamespaces: true, ShowKind: showKind}); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+		if len(lines) < len(r.Items) {
+			t.Fatalf("%d lines for %d items", len(lines), len(r.Items))
+		}
+		for i, it := range r.Items {
+			name := strings.Fields(lines[i])[1]
+			want := it.Name
+			if showKind {
+				want = "lease.coordination.k8s.io/" + it.Name
+			}
+			if name != want {
+				t.Errorf("show-kind=%v: row %d name %q, want %q", showKind, i, name, want)
+			}
+		}
+		var w bytes.Buffer
+		p := NewWatchPrinter(&w, PrintOptions{NoHeaders: true, ShowKind: showKind})
+		if err := p.Change(&Change{Type: Added, Time: r.GeneratedAt, Item: r.Items[0]}); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(w.String(), "lease.coordination.k8s.io/"+r.Items[0].Name); got != showKind {
+			t.Errorf("show-kind=%v: watch line %q", showKind, w.String())
+		}
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"github.com/liggitt/tabwriter"
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/yaml"
+
+	"github.com/nodekeeper/nodekeeper/internal/kubeprint"
 )
 
 // WatchPrinter is the Sink of `leases --watch`: the snapshot as Print prints it, then one line
@@ -89,7 +91,7 @@ func (p *WatchPrinter) Change(c *Change) error {
 	if was == "" {
 		was = none
 	}
-	cells := []string{it.Name, string(it.Class), was, ago(it.RenewTime, c.Time.Time)}
+	cells := []string{kubeprint.Name(it.Name, p.o.ShowKind), string(it.Class), was, ago(it.RenewTime, c.Time.Time)}
 	if wide {
 		cells = append(cells, it.holder())
 	}
