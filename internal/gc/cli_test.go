@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
@@ -13,6 +14,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/cmd/nodekeeper/app"
 	"github.com/nodekeeper/nodekeeper/internal/deleter"
 	"github.com/nodekeeper/nodekeeper/internal/gc"
+	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
@@ -40,8 +42,10 @@ func TestCLI(t *testing.T) {
 		if _, stderr, code := runGC(t, env.AdminConfig(), "--grace-period=0s"); code != 2 {
 			t.Errorf("exit %d, want 2: %s", code, stderr)
 		}
-		if _, stderr, code := runGC(t, env.AdminConfig(), "-o", "xml"); code != 2 {
-			t.Errorf("exit %d, want 2: %s", code, stderr)
+		for _, bad := range [][]string{{"-o", "xml"}, {"--name-regexp", "ip-("}, {"--limit", "-1"}, {"-o", "jsonpath={.items[*"}, {"--sort-by", "{.x"}} {
+			if _, stderr, code := runGC(t, env.AdminConfig(), bad...); code != 2 {
+				t.Errorf("%v: exit %d, want 2: %s", bad, code, stderr)
+			}
 		}
 	})
 	t.Run("no terminal and no --yes: exit 3, nothing deleted", func(t *testing.T) {
@@ -49,7 +53,7 @@ func TestCLI(t *testing.T) {
 		if code != 3 || !strings.Contains(stderr, "--yes") {
 			t.Errorf("exit %d, want 3 with a hint to --yes: %s", code, stderr)
 		}
-		if !strings.Contains(stdout, "leaked") || !strings.Contains(stdout, "5 leaked leases will be deleted") {
+		if !strings.Contains(stdout, "leaked") || !strings.Contains(stdout, "5 leaked; 5 will be deleted") {
 			t.Errorf("summary missing:\n%s", stdout)
 		}
 		for _, n := range leaked {
@@ -85,6 +89,31 @@ func TestCLI(t *testing.T) {
 			t.Errorf("failures not reported:\n%s", stdout)
 		}
 	})
+	t.Run("--limit 1 -o name deletes one lease and prints its name", func(t *testing.T) {
+		stdout, stderr, code := runGC(t, env.AdminConfig(), "--yes", "--limit", "1", "-o", "name")
+		if code != 0 {
+			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+		}
+		lines := strings.Fields(stdout)
+		if len(lines) != 1 || !strings.HasPrefix(lines[0], "lease.coordination.k8s.io/") {
+			t.Fatalf("stdout %q: want exactly one lease name", stdout)
+		}
+		name := strings.TrimPrefix(lines[0], "lease.coordination.k8s.io/")
+		if !strings.Contains(stderr, "Deleted 1 of 9 leases") || !strings.Contains(stderr, "4 over-limit") {
+			t.Errorf("summary on stderr does not say 1 deleted and 4 left by the limit:\n%s", stderr)
+		}
+		for class, names := range byClass {
+			for _, n := range names {
+				if gone := !gc.LeaseExists(t, n); gone != (n == name) {
+					t.Errorf("%s lease %s: gone=%v, only %s should be", class, n, gone, name)
+				}
+			}
+		}
+		// Put it back for the next test.
+		if _, err := kubeletsim.SeedOldLeakedLease(context.Background(), env.AdminClient(), env, name, time.Now().Add(-2*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	})
 	t.Run("--yes deletes exactly the leaked leases: exit 0", func(t *testing.T) {
 		stdout, stderr, code := runGC(t, env.AdminConfig(), "--yes", "--qps", "0")
 		if code != 0 {
@@ -103,7 +132,7 @@ func TestCLI(t *testing.T) {
 	})
 	t.Run("nothing to do: exit 0", func(t *testing.T) {
 		stdout, stderr, code := runGC(t, env.AdminConfig())
-		if code != 0 || !strings.Contains(stdout, "0 leaked leases") {
+		if code != 0 || !strings.Contains(stdout, "0 leaked; 0 will be deleted") {
 			t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
 		}
 	})

@@ -19,6 +19,7 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/deleter"
 	"github.com/nodekeeper/nodekeeper/internal/gc"
+	"github.com/nodekeeper/nodekeeper/internal/kubeprint"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
@@ -41,14 +42,15 @@ type gcOptions struct {
 	workers  int
 	qps      float32
 	burst    int
-	output   *outputFlags
+	output   *gc.OutputFlags
+	sel      gc.Selection
 	progress string
 
 	showProgress bool // from progress and the terminal, set by Complete
 }
 
 func newGCCommand(g *globalOptions) *cobra.Command {
-	o := &gcOptions{g: g, output: newOutputFlags("table", "output format: table, json or yaml", "table", "json", "yaml")}
+	o := &gcOptions{g: g, output: gc.NewOutputFlags()}
 	cmd := &cobra.Command{
 		Use:   "gc",
 		Short: "Delete leaked node leases once, safely and fast (the kubectl | jq | xargs one-liner done right)",
@@ -63,6 +65,11 @@ each), and the DELETE carries the lease's UID and resourceVersion, so a lease re
 re-created since the listing is kept (reported as precondition-failed). Zombie leases (renewed by a kubelet whose Node is gone)
 are never deleted.
 
+--limit N deletes at most N leaked leases, those idle longest first (the same N for the same
+cluster state); --name-regexp deletes only leaked leases whose whole name matches. The run ends
+with what it deleted and what it left, grouped by reason. -o name, jsonpath=…, go-template=… and
+custom-columns=… print the deleted leases (dry run: those that would be) as kubectl prints them.
+
 Exit codes: 0 done (or nothing to do, or dry run); 1 error before any delete; 2 bad flags;
 3 not confirmed; 4 some deletes failed; 5 interrupted.`,
 		Example: `  # see what would be deleted
@@ -70,6 +77,12 @@ Exit codes: 0 done (or nothing to do, or dry run); 1 error before any delete; 2 
 
   # delete, without a prompt, as fast as the API server allows
   nodekeeper gc --yes --qps 0
+
+  # a canary: the 10 leases idle longest, then the deleted names as kubectl delete -o name prints them
+  nodekeeper gc --yes --limit 10 -o name
+
+  # one subnet's leases only (the expression must match the whole name)
+  nodekeeper gc --dry-run --name-regexp 'ip-10-0-1-.*\.ec2\.internal'
 
   # machine-readable report
   nodekeeper gc --yes -o json > gc-report.json`,
@@ -85,7 +98,7 @@ Exit codes: 0 done (or nothing to do, or dry run); 1 error before any delete; 2 
 		},
 	}
 	o.AddFlags(cmd.Flags())
-	o.output.RegisterCompletion(cmd)
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(append([]string{"table", "json", "yaml"}, kubeprint.ObjectFormats()...), cobra.ShellCompDirectiveNoFileComp|cobra.ShellCompDirectiveNoSpace))
 	return cmd
 }
 
@@ -97,6 +110,7 @@ func (o *gcOptions) AddFlags(f *pflag.FlagSet) {
 	f.Float32Var(&o.qps, "qps", 100, "client-side rate limit in requests per second (0: no limit)")
 	f.IntVar(&o.burst, "burst", 200, "client-side burst")
 	o.output.AddFlags(f)
+	o.sel.AddFlags(f)
 	f.StringVar(&o.progress, "progress", "auto", "progress line on stderr: auto (when stderr is a terminal), always or never")
 }
 
@@ -109,6 +123,9 @@ func (o *gcOptions) Validate() error {
 		return withExitCode(gcExitUsage, errors.New("--qps and --burst must not be negative and --workers must be at least 1"))
 	}
 	if err := o.output.Validate(); err != nil {
+		return withExitCode(gcExitUsage, err)
+	}
+	if err := o.sel.Validate(); err != nil {
 		return withExitCode(gcExitUsage, err)
 	}
 	return nil
@@ -149,6 +166,9 @@ func (o *gcOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return withExitCode(gcExitError, err)
 	}
+	if err := plan.Select(o.sel); err != nil {
+		return withExitCode(gcExitUsage, err)
+	}
 	out, stderr := o.g.streams.Out, o.g.streams.ErrOut
 	summaryTo := out
 	if o.output.Output != "table" {
@@ -158,7 +178,7 @@ func (o *gcOptions) Run(ctx context.Context) error {
 
 	n := len(plan.Leaked())
 	if n == 0 {
-		return gc.WriteReport(out, o.output.Output, plan, &gc.Report{Counts: map[deleter.Outcome]int{}}, o.dryRun)
+		return o.writeReport(plan, &gc.Report{Counts: map[deleter.Outcome]int{}})
 	}
 	if !o.dryRun && !o.yes {
 		ok, err := confirm(o.g.streams.In, stderr, n)
@@ -187,7 +207,7 @@ func (o *gcOptions) Run(ctx context.Context) error {
 	if o.showProgress {
 		fmt.Fprintln(stderr)
 	}
-	if err := gc.WriteReport(out, o.output.Output, plan, report, o.dryRun); err != nil {
+	if err := o.writeReport(plan, report); err != nil {
 		return withExitCode(gcExitError, err)
 	}
 	switch {
@@ -197,6 +217,18 @@ func (o *gcOptions) Run(ctx context.Context) error {
 		return withExitCode(gcExitPartial, fmt.Errorf("%d of %d deletes failed", report.Failed(), n))
 	}
 	return nil
+}
+
+// writeReport prints the run's report on stdout; with an object format, the leases it deleted
+// there and its summary on stderr, beside the plan.
+func (o *gcOptions) writeReport(plan *gc.Plan, report *gc.Report) error {
+	if !o.output.ObjectFormat() {
+		return gc.WriteReport(o.g.streams.Out, o.output.Output, plan, report, o.dryRun)
+	}
+	if err := gc.Summarize(plan, report, o.dryRun).Print(o.g.streams.ErrOut); err != nil {
+		return err
+	}
+	return o.output.PrintLeases(o.g.streams.Out, plan, report)
 }
 
 func wantProgress(mode string, w io.Writer) (bool, error) {

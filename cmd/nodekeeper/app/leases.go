@@ -18,10 +18,9 @@ type leasesOptions struct {
 	g *globalOptions
 
 	allNamespaces bool
-	output        *outputFlags
+	output        *leasesview.OutputFlags
 	classes       []string
 	watch         bool
-	noHeaders     bool
 	chunkSize     int64
 	grace         time.Duration
 	aws           leasesAWSFlags
@@ -31,8 +30,7 @@ type leasesOptions struct {
 }
 
 func newLeasesCommand(g *globalOptions) *cobra.Command {
-	o := &leasesOptions{g: g, aws: leasesAWSFlags{aws: awsFlags{g: g}},
-		output: newOutputFlags(leasesview.FormatTable, "output format: wide, json or yaml (default: tables)", leasesview.Formats()...)}
+	o := &leasesOptions{g: g, aws: leasesAWSFlags{aws: awsFlags{g: g}}, output: leasesview.NewOutputFlags()}
 	cmd := &cobra.Command{
 		Use:   "leases",
 		Short: "List every Lease, classified: node heartbeats, leader locks, API server identities",
@@ -45,6 +43,11 @@ Without -n every namespace is listed (as with -A); -A overrides -n. The summary 
 every listed lease by class, leaked and zombie first, and explains each class that needs
 attention. --class narrows the tables, not the summary.
 
+-o json|yaml print nodekeeper's LeaseReport (classified rows and summary); -o name, jsonpath=…,
+jsonpath-as-json=…, go-template=… and custom-columns=… print the Lease objects themselves, as
+kubectl get lease does. -l selects by the labels of the Nodes (one node group or NodePool); a
+lease whose Node is gone has no labels, so -l leaves out leaked, zombie and owner-missing leases.
+
 --watch prints the listing, then one line per new or deleted lease and per change of class,
 holder or expiry, including changes caused by a Node being deleted or by time alone.`,
 		Example: `  # every lease in the cluster, classified
@@ -52,6 +55,13 @@ holder or expiry, including changes caused by a Node being deleted or by time al
 
   # only the leases to worry about, with the full reason for each
   nodekeeper leases --class leaked,zombie,owner-missing -o wide
+
+  # one node group's leases, and the names of the leaked ones for a script
+  nodekeeper leases -l eks.amazonaws.com/nodegroup=ng-1
+  nodekeeper leases --class leaked -o name
+
+  # the same template as kubectl get lease, the same output
+  nodekeeper leases -A -o jsonpath='{.items[*].metadata.name}'
 
   # leader election and API server identities
   nodekeeper leases -n kube-system
@@ -73,7 +83,7 @@ holder or expiry, including changes caused by a Node being deleted or by time al
 	_ = cmd.RegisterFlagCompletionFunc("class", func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		return completeList(leasesview.ClassNames(), toComplete), cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 	})
-	o.output.RegisterCompletion(cmd)
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(leasesview.Formats(), cobra.ShellCompDirectiveNoFileComp|cobra.ShellCompDirectiveNoSpace))
 	return cmd
 }
 
@@ -83,14 +93,13 @@ func (o *leasesOptions) AddFlags(f *pflag.FlagSet) {
 	o.output.AddFlags(f)
 	f.StringSliceVar(&o.classes, "class", nil, "show only leases of these classes (repeatable or comma-separated): "+strings.Join(leasesview.ClassNames(), ", "))
 	f.BoolVarP(&o.watch, "watch", "w", false, "after the listing, stream new and deleted leases and changes of class, holder or expiry")
-	f.BoolVar(&o.noHeaders, "no-headers", false, "print rows only: no column headers, no summary")
 	f.Int64Var(&o.chunkSize, "chunk-size", leasesview.DefaultChunkSize, "leases (and Nodes) per LIST page")
 	f.DurationVar(&o.grace, "grace-period", lease.DefaultGracePeriod, "how long an ownerless lease without a Node must go unrenewed before it is leaked rather than a zombie")
 }
 
 // Complete turns the flags into the view's and the printer's options.
 func (o *leasesOptions) Complete(f *pflag.FlagSet) error {
-	if err := o.output.Validate(); err != nil {
+	if err := o.output.Validate(o.watch); err != nil {
 		return err
 	}
 	if err := o.aws.validate(f, o.watch); err != nil {
@@ -110,7 +119,8 @@ func (o *leasesOptions) Complete(f *pflag.FlagSet) error {
 		ChunkSize: o.chunkSize,
 		Lease:     lease.Options{GracePeriod: o.grace},
 	}
-	o.print = leasesview.PrintOptions{Format: o.output.Output, NoHeaders: o.noHeaders, AllNamespaces: ns == ""}
+	o.print = o.output.PrintOptions()
+	o.print.AllNamespaces = ns == ""
 	return nil
 }
 
@@ -132,15 +142,10 @@ func (o *leasesOptions) Run(ctx context.Context) error {
 	if o.watch {
 		return leasesview.Watch(ctx, clients, o.view, &flushingSink{p: leasesview.NewWatchPrinter(out, o.print), w: out})
 	}
-	r, err := leasesview.List(ctx, clients, o.view)
+	err = o.output.Run(ctx, out, clients, o.view, o.print, func(r *leasesview.Report, popts *leasesview.PrintOptions) error {
+		return o.aws.apply(ctx, r, popts)
+	})
 	if err != nil {
-		return err
-	}
-	popts := o.print
-	if err := o.aws.apply(ctx, r, &popts); err != nil {
-		return err
-	}
-	if err := leasesview.Print(out, r, popts); err != nil {
 		return err
 	}
 	return out.Flush()
