@@ -24,6 +24,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -56,7 +57,22 @@ func installCRD(ctx context.Context, t *testing.T, dyn dynamic.Interface, c kube
 	if _, err := dyn.Resource(gvrCRD).Create(ctx, u, metav1.CreateOptions{FieldManager: "nodekeeper-test"}); err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
-	t.Cleanup(func() { _ = dyn.Resource(gvrCRD).Delete(context.Background(), u.GetName(), metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		// Deletion of a CRD finishes after the call returns; wait for it, so that the next test
+		// installing the same CRD does not find it still being deleted.
+		ctx := context.Background()
+		_ = dyn.Resource(gvrCRD).Delete(ctx, u.GetName(), metav1.DeleteOptions{})
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+			_, err := dyn.Resource(gvrCRD).Get(ctx, u.GetName(), metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("%s still there a minute after its deletion: %v", u.GetName(), err)
+				return
+			}
+		}
+	})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		l, err := c.Discovery().ServerResourcesForGroupVersion(gvr.GroupVersion().String())
