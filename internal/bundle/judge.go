@@ -297,7 +297,7 @@ func (a *analysis) reportConfig(rep *findings.Report) {
 		for i := range res.Findings {
 			res.Findings[i] = res.Findings[i].WithEvidence(fmt.Sprintf("instance type %s from %s; max pods %d from %s", itype, isrc, cfg.EffectiveMaxPods(), maxPodsSource(cfg, src)))
 			if res.Findings[i].Code == doctor.RuleMaxPodsAboveIPs.Code && settings.CustomNetworking {
-				// The seed's configuration: custom networking with the bootstrap default max pods.
+				// The usual cause: custom networking with the bootstrap script's default max pods.
 				res.Findings[i] = res.Findings[i].WithEvidence("custom networking is on: bootstrap.sh needs --use-max-pods false and --kubelet-extra-args '--max-pods=N'; Karpenter needs reservedENIs: 1")
 			}
 		}
