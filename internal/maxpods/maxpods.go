@@ -23,7 +23,7 @@ type Options struct {
 	// VCPUs is --vcpus: the vCPU count to use for every type (0 = EC2's with --aws, else the
 	// estimate from the size name).
 	VCPUs int
-	// Output is -o: text, json or value.
+	// Output is -o: text, json or value (the command's shared output flag sets it).
 	Output string
 	// AWS is --aws: ask EC2 (DescribeInstanceTypes) about the types the built-in table does not
 	// know, and for real vCPU counts where the 110/250 ceiling depends on them.
@@ -32,8 +32,8 @@ type Options struct {
 	EC2 nkaws.EC2API
 }
 
-// AddFlags adds the command's flags (the AWS connection flags, --region and --profile, are the
-// command's shared ones).
+// AddFlags adds the command's own flags; -o and the AWS connection flags (--region,
+// --profile) are the command tree's shared ones.
 func (o *Options) AddFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.CustomNetworking, "custom-networking", false, "VPC CNI custom networking (AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG=true): the primary ENI carries no pod addresses")
 	f.BoolVar(&o.PrefixDelegation, "prefix-delegation", false, "VPC CNI prefix delegation (ENABLE_PREFIX_DELEGATION=true): /28 prefixes instead of single addresses")
@@ -42,7 +42,6 @@ func (o *Options) AddFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.ReservedENIs, "reserved-enis", 0, "ENIs kept from pods on top of the custom-networking one (e.g. attached by another agent)")
 	f.BoolVar(&o.ShowMaxAllowed, "show-max-allowed", false, "print the IP-limited maximum, without the 110/250 ceiling")
 	f.IntVar(&o.VCPUs, "vcpus", 0, "vCPU count of the instance type (decides the 110/250 ceiling); default: EC2's with --aws, else estimated from the size name")
-	f.StringVarP(&o.Output, "output", "o", "text", "output format: text, json or value (the number only, like the calculator)")
 	f.BoolVar(&o.AWS, "aws", false, "ask EC2 (DescribeInstanceTypes, read-only) about instance types the built-in table does not know, and for real vCPU counts where the ceiling depends on them")
 }
 
