@@ -264,20 +264,17 @@ func checkSubnets(in EC2Inputs) []findings.Finding {
 		free := int64(*s.AvailableIpAddressCount)
 		res := "subnet/" + id
 		where := fmt.Sprintf("%s in %s", textsafe.Escape(strDeref(s.CidrBlock)), textsafe.Escape(strDeref(s.AvailabilityZone)))
-		if in.Settings.PrefixDelegation && podSubnet[id] {
-			// A prefix is 16 aligned addresses; once a subnet's free addresses are few and
-			// scattered, an aligned free /28 is unlikely even when the count looks enough.
-			if free < 64 {
-				out = append(out, RuleSubnetPrefixFragmented.New(res, "%s: %d free addresses; each /28 prefix needs 16 contiguous aligned ones", where, free))
-			}
-			continue
-		}
-		if free < nd.addrs {
+		switch {
+		case free < nd.addrs:
 			sev := findings.Warning
 			if free == 0 {
 				sev = findings.Error
 			}
 			out = append(out, RuleSubnetAddressesLow.At(sev, res, "%s: %d free addresses, a node like %s needs %d (%s)", where, free, textsafe.Escape(nd.node), nd.addrs, nd.why))
+		case in.Settings.PrefixDelegation && podSubnet[id] && free < 64:
+			// A prefix is 16 aligned addresses; once a subnet's free addresses are few and
+			// scattered, an aligned free /28 is unlikely even when the count looks enough.
+			out = append(out, RuleSubnetPrefixFragmented.New(res, "%s: %d free addresses; each /28 prefix needs 16 contiguous aligned ones", where, free))
 		}
 	}
 	return out
@@ -287,8 +284,10 @@ func checkSubnets(in EC2Inputs) []findings.Finding {
 // how many pod ENIs (each of which takes one more address, its primary), following ipamd's
 // warm pool: with WARM_IP_TARGET or MINIMUM_IP_TARGET it keeps max(pods + WARM_IP_TARGET,
 // MINIMUM_IP_TARGET) addresses; otherwise whole ENIs, those the pods fill plus WARM_ENI_TARGET
-// (default 1). Both are bounded by the ENIs the instance type has for pods. Without instance
-// data the need is the pods alone.
+// (default 1). With prefix delegation it counts /28 prefixes of 16 addresses instead: those the
+// addresses above fill, or those the pods fill plus WARM_PREFIX_TARGET (default 1). All are
+// bounded by the ENIs the instance type has for pods. Without instance data the need is the
+// pods alone.
 func addressNeed(pods int64, it *eni.InstanceType, s eni.Settings) (addrs, enis int64, why string) {
 	if it == nil || it.IPv4PerENI < 2 {
 		return pods, 1, fmt.Sprintf("max pods %d and its own; instance type unknown", pods)
@@ -303,6 +302,9 @@ func addressNeed(pods int64, it *eni.InstanceType, s eni.Settings) (addrs, enis 
 	}
 	limit = max(limit, 1)
 	ceilDiv := func(a, b int64) int64 { return (a + b - 1) / b }
+	if s.PrefixDelegation && it.Nitro() {
+		return prefixNeed(pods, perENI, limit, s)
+	}
 	if s.WarmIPTarget.Positive() || s.MinimumIPTarget.Positive() {
 		addrs = pods
 		var parts []string
@@ -448,6 +450,31 @@ func (r *runner) checkEC2(ctx context.Context, nodes []corev1.Node, settings eni
 		Settings: settings, PodSubnets: podSubnets, Types: r.types, Now: r.o.Now(), RegisterGrace: grace})...)
 	r.rep.Checked(SectionEC2, len(running)+len(nodes)+len(subnets))
 	return nil
+}
+
+// prefixNeed is addressNeed with prefix delegation: perENI prefixes fit on each of limit ENIs.
+func prefixNeed(pods, perENI, limit int64, s eni.Settings) (addrs, enis int64, why string) {
+	const perPrefix = eni.IPsPerPrefix
+	ceilDiv := func(a, b int64) int64 { return (a + b - 1) / b }
+	var prefixes int64
+	if s.WarmIPTarget.Positive() || s.MinimumIPTarget.Positive() {
+		want := pods + int64(max(s.WarmIPTarget.Value, 0))
+		if s.MinimumIPTarget.Positive() {
+			want = max(want, int64(s.MinimumIPTarget.Value))
+		}
+		prefixes = ceilDiv(want, perPrefix)
+		why = fmt.Sprintf("%d addresses (max pods %d with WARM_IP_TARGET/MINIMUM_IP_TARGET)", want, pods)
+	} else {
+		warm := int64(1)
+		if s.WarmPrefixTarget.Valid && s.WarmPrefixTarget.Value >= 0 {
+			warm = int64(s.WarmPrefixTarget.Value)
+		}
+		prefixes = ceilDiv(pods, perPrefix) + warm
+		why = fmt.Sprintf("max pods %d + WARM_PREFIX_TARGET %d", pods, warm)
+	}
+	prefixes = min(prefixes, limit*perENI)
+	enis = min(ceilDiv(prefixes, perENI), limit)
+	return prefixes * perPrefix, enis, fmt.Sprintf("%d /28 prefixes of 16 addresses: %s", prefixes, why)
 }
 
 // eniConfigSubnets maps each node (with custom networking) to the subnet of the ENIConfig it

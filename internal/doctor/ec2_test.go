@@ -134,6 +134,7 @@ func TestDoctorEC2(t *testing.T) {
 func TestAddressNeed(t *testing.T) {
 	m5 := &eni.InstanceType{Name: "m5.large", ENIs: 3, IPv4PerENI: 10} // 9 pod addresses per ENI
 	c5 := &eni.InstanceType{Name: "c5.4xlarge", ENIs: 8, IPv4PerENI: 30}
+	m5nitro := &eni.InstanceType{Name: "m5.large", ENIs: 3, IPv4PerENI: 10, Hypervisor: "nitro"}
 	env := func(kv ...string) eni.Settings {
 		m := map[string]string{}
 		for i := 0; i < len(kv); i += 2 {
@@ -157,6 +158,10 @@ func TestAddressNeed(t *testing.T) {
 		{"warm IP capped by the ENIs, custom networking takes one", 40, m5, env(eni.EnvWarmIPTarget, "5", eni.EnvCustomNetworking, "true"), 18, 2, "on 2 ENIs"},
 		{"MAX_ENI caps", 58, c5, env(eni.EnvMaxENI, "2"), 58, 2, "2 ENIs"},
 		{"unknown type: the pods", 29, nil, env(), 29, 1, "instance type unknown"},
+		{"prefixes: pods' and WARM_PREFIX_TARGET's default 1", 110, m5nitro, env(eni.EnvPrefixDelegation, "true"), 8 * 16, 1, "8 /28 prefixes of 16 addresses: max pods 110 + WARM_PREFIX_TARGET 1"},
+		{"prefixes: WARM_PREFIX_TARGET 0", 110, m5nitro, env(eni.EnvPrefixDelegation, "true", eni.EnvWarmPrefixTarget, "0"), 7 * 16, 1, "7 /28 prefixes"},
+		{"prefixes: WARM_IP_TARGET wins", 110, m5nitro, env(eni.EnvPrefixDelegation, "true", eni.EnvWarmIPTarget, "10"), 8 * 16, 1, "120 addresses"},
+		{"prefixes only on Nitro", 29, m5, env(eni.EnvPrefixDelegation, "true"), 27, 3, "WARM_ENI_TARGET 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			addrs, enis, why := addressNeed(tc.pods, tc.it, tc.s)
@@ -267,5 +272,51 @@ func TestDoctorEC2CapacityAndPodSubnets(t *testing.T) {
 	}
 	if f := got["node/"+future]; len(f) != 1 || !strings.HasPrefix(f[0], "NK103:info") {
 		t.Errorf("denied: node findings %q, want the type unknown", f)
+	}
+}
+
+// TestCheckSubnetsPrefixDelegation: with prefix delegation a subnet with fewer free addresses
+// than a node's prefixes need is NK803; one with enough for the prefixes but under 64 free is
+// the fragmentation warning NK804; one with plenty is neither.
+func TestCheckSubnetsPrefixDelegation(t *testing.T) {
+	node := func(name, instance string, pods int64) corev1.Node {
+		return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelInstanceTypeStable: "m5.large"}},
+			Spec:   corev1.NodeSpec{ProviderID: "aws:///us-east-1a/" + instance},
+			Status: corev1.NodeStatus{Capacity: corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(pods, resource.DecimalSI)}}}
+	}
+	now := time.Now()
+	in := EC2Inputs{
+		Nodes: []corev1.Node{node("full", "i-1", 110), node("fits", "i-2", 110), node("small", "i-3", 10)},
+		ByID: map[string]ec2types.Instance{
+			"i-1": ec2Instance("i-1", "running", "m5.large", "subnet-full", "full", now, nil),
+			"i-2": ec2Instance("i-2", "running", "m5.large", "subnet-fits", "fits", now, nil),
+			"i-3": ec2Instance("i-3", "running", "m5.large", "subnet-small", "small", now, nil),
+		},
+		Subnets: []ec2types.Subnet{
+			{SubnetId: strp("subnet-full"), AvailableIpAddressCount: awssdk.Int32(100)},
+			{SubnetId: strp("subnet-fits"), AvailableIpAddressCount: awssdk.Int32(500)},
+			{SubnetId: strp("subnet-small"), AvailableIpAddressCount: awssdk.Int32(40)},
+		},
+		Settings: eni.ParseSettings(map[string]string{eni.EnvPrefixDelegation: "true"}),
+		Now:      now,
+	}
+	got := map[string]string{}
+	for _, f := range CheckEC2(in) {
+		got[f.Resource] = f.Code + " " + f.Message
+	}
+	want := map[string]string{
+		"subnet/subnet-full":  "NK803 ", // 8 prefixes (128) + 1 ENI primary = 129 > 100
+		"subnet/subnet-small": "NK804 ", // 2 prefixes (32) + 1 = 33 <= 40 < 64
+	}
+	for res, prefix := range want {
+		if !strings.HasPrefix(got[res], prefix) {
+			t.Errorf("%s: %q, want %s", res, got[res], prefix)
+		}
+	}
+	if !strings.Contains(got["subnet/subnet-full"], "needs 129 (8 /28 prefixes") {
+		t.Errorf("subnet-full: %q does not explain the need in prefixes", got["subnet/subnet-full"])
+	}
+	if len(got) != len(want) {
+		t.Errorf("findings %v, want only %v", got, want)
 	}
 }
