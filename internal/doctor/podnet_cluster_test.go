@@ -10,7 +10,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -36,9 +35,8 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 var gvrCRD = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
@@ -195,23 +193,11 @@ func podnetReport(rep *findings.Report, keep func(string) bool) *findings.Report
 
 var volatileAge = regexp.MustCompile(`((?:pending|signed), oldest )[0-9hms]+`)
 
-func golden(t *testing.T, name string, got []byte) {
+// assertGolden compares got, its volatile ages replaced, with testdata/NAME (golden.Assert;
+// -update rewrites it).
+func assertGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	got = volatileAge.ReplaceAll(got, []byte("${1}AGE"))
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the output (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
+	golden.Assert(t, filepath.Join("testdata", name), volatileAge.ReplaceAll(got, []byte("${1}AGE")))
 }
 
 // TestDoctorPodNetworking reproduces seed 002's failure on a real control plane: custom
@@ -500,11 +486,11 @@ func TestDoctorPodNetworking(t *testing.T) {
 	if err := findings.PrintText(&text, pn, findings.PrintOptions{MaxPerRule: 20}); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "podnet.txt", text.Bytes())
+	assertGolden(t, "podnet.txt", text.Bytes())
 	if err := findings.PrintJSON(&js, pn); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "podnet.json", js.Bytes())
+	assertGolden(t, "podnet.json", js.Bytes())
 	checkJSONSchema(t, js.Bytes())
 }
 

@@ -1,5 +1,5 @@
-// Package doctor checks a live cluster for the node, kubelet and VPC CNI settings that broke the
-// EKS cluster of seed 002 at scale, and for the node heartbeat problems of the lease taxonomy.
+// Package doctor checks a live cluster for the node, kubelet and VPC CNI settings that break
+// large EKS clusters, and for the node heartbeat problems of the lease taxonomy.
 // Each check is a rule with a stable code (rules.go) and a pure function from inputs to findings
 // (capacity.go, kubelet.go, cni.go, versions.go, heartbeats.go, apf.go), so that `nodekeeper
 // bundle` can run the same checks on files; Run gathers the inputs from the API server: Nodes,
