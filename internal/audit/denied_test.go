@@ -100,12 +100,12 @@ func TestGoldenAccessDenied(t *testing.T) {
 		t.Fatal(err)
 	}
 	text, _ := renderAll(t, r)
-	golden(t, "denied.txt", text)
+	assertGolden(t, "denied.txt", text)
 	js, err := json.MarshalIndent(r.AccessDenied, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "denied.json", append(js, '\n'))
+	assertGolden(t, "denied.json", append(js, '\n'))
 	var h bytes.Buffer
 	if err := WriteHTML(&h, r); err != nil {
 		t.Fatal(err)

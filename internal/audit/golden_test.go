@@ -5,38 +5,20 @@ import (
 
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"testing"
 	"time"
 
 	"github.com/nodekeeper/nodekeeper/internal/audit/gen"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
-
-func golden(t *testing.T, name string, got []byte) {
+// assertGolden compares got with testdata/golden/NAME (golden.Assert; -update rewrites it).
+func assertGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (run with -update after checking the change):\n%s", name, got)
-	}
+	golden.Assert(t, filepath.Join("testdata", "golden", name), got)
 }
 
 func renderAll(t *testing.T, r *Report) (text, js []byte) {
@@ -64,8 +46,8 @@ func TestGoldenSeed001(t *testing.T) {
 		t.Fatal(err)
 	}
 	text, js := renderAll(t, r)
-	golden(t, "seed001.txt", text)
-	golden(t, "seed001.json", js)
+	assertGolden(t, "seed001.txt", text)
+	assertGolden(t, "seed001.json", js)
 
 	if len(r.NodeDeletions) != 1 {
 		t.Fatalf("deletions %+v", r.NodeDeletions)
@@ -100,7 +82,7 @@ func TestGoldenSeed001Filters(t *testing.T) {
 				t.Fatal(err)
 			}
 			text, _ := renderAll(t, r)
-			golden(t, tc.name, text)
+			assertGolden(t, tc.name, text)
 		})
 	}
 }
@@ -118,8 +100,8 @@ func scenarioReport(t *testing.T) (*Report, gen.Truth) {
 func TestGoldenScenario(t *testing.T) {
 	r, truth := scenarioReport(t)
 	text, js := renderAll(t, r)
-	golden(t, "scenario.txt", text)
-	golden(t, "scenario.json", js)
+	assertGolden(t, "scenario.txt", text)
+	assertGolden(t, "scenario.json", js)
 	var zombies, leaked []string
 	for _, z := range r.Zombies {
 		zombies = append(zombies, z.Node)

@@ -13,48 +13,48 @@ import (
 
 // The helpers below walk every page with the SDK's paginators and explain errors (see Explain).
 
-// DescribeInstances returns the instances matching in, from every page.
-func DescribeInstances(ctx context.Context, api EC2API, in *ec2.DescribeInstancesInput) ([]ec2types.Instance, error) {
-	var out []ec2types.Instance
-	p := ec2.NewDescribeInstancesPaginator(api, in)
+// ec2Pager is what the SDK's EC2 paginators have in common.
+type ec2Pager[Page any] interface {
+	HasMorePages() bool
+	NextPage(context.Context, ...func(*ec2.Options)) (Page, error)
+}
+
+// allEC2Pages collects the items of every page of p; an error is explained with permission.
+func allEC2Pages[Page, Item any](ctx context.Context, permission string, p ec2Pager[Page], items func(Page) []Item) ([]Item, error) {
+	var out []Item
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return out, Explain(PermDescribeInstances, err)
+			return out, Explain(permission, err)
 		}
+		out = append(out, items(page)...)
+	}
+	return out, nil
+}
+
+// DescribeInstances returns the instances matching in, from every page.
+func DescribeInstances(ctx context.Context, api EC2API, in *ec2.DescribeInstancesInput) ([]ec2types.Instance, error) {
+	return allEC2Pages(ctx, PermDescribeInstances, ec2.NewDescribeInstancesPaginator(api, in), func(page *ec2.DescribeInstancesOutput) []ec2types.Instance {
+		var out []ec2types.Instance
 		for _, r := range page.Reservations {
 			out = append(out, r.Instances...)
 		}
-	}
-	return out, nil
+		return out
+	})
 }
 
 // DescribeSubnets returns the subnets matching in, from every page.
 func DescribeSubnets(ctx context.Context, api EC2API, in *ec2.DescribeSubnetsInput) ([]ec2types.Subnet, error) {
-	var out []ec2types.Subnet
-	p := ec2.NewDescribeSubnetsPaginator(api, in)
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return out, Explain(PermDescribeSubnets, err)
-		}
-		out = append(out, page.Subnets...)
-	}
-	return out, nil
+	return allEC2Pages(ctx, PermDescribeSubnets, ec2.NewDescribeSubnetsPaginator(api, in), func(page *ec2.DescribeSubnetsOutput) []ec2types.Subnet {
+		return page.Subnets
+	})
 }
 
 // DescribeInstanceTypes returns the instance types matching in, from every page.
 func DescribeInstanceTypes(ctx context.Context, api EC2API, in *ec2.DescribeInstanceTypesInput) ([]ec2types.InstanceTypeInfo, error) {
-	var out []ec2types.InstanceTypeInfo
-	p := ec2.NewDescribeInstanceTypesPaginator(api, in)
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return out, Explain(PermDescribeInstanceTypes, err)
-		}
-		out = append(out, page.InstanceTypes...)
-	}
-	return out, nil
+	return allEC2Pages(ctx, PermDescribeInstanceTypes, ec2.NewDescribeInstanceTypesPaginator(api, in), func(page *ec2.DescribeInstanceTypesOutput) []ec2types.InstanceTypeInfo {
+		return page.InstanceTypes
+	})
 }
 
 // FilterLogEvents calls page for every page of events matching in, in the order CloudWatch

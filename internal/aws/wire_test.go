@@ -377,6 +377,45 @@ func TestWireThrottlingIsRetriedAndCounted(t *testing.T) {
 	}
 }
 
+// TestWireInstanceCatalogUnknownName: EC2 fails a DescribeInstanceTypes naming an instance type
+// it does not know with InvalidInstanceType listing the names (HTTP 400, the EC2 error body);
+// through the real SDK, InstanceCatalog reads the list, asks again without those names, and keeps
+// the others.
+func TestWireInstanceCatalogUnknownName(t *testing.T) {
+	w := newWireServer(t)
+	w.script["DescribeInstanceTypes"] = []wireResponse{
+		{status: 400, body: `<?xml version="1.0" encoding="UTF-8"?>
+<Response><Errors><Error><Code>InvalidInstanceType</Code><Message>The following supplied instance types do not exist: [m9z.larg]</Message></Error></Errors><RequestID>5d3c</RequestID></Response>`},
+		{body: `<DescribeInstanceTypesResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">
+  <requestId>5d3d</requestId>
+  <instanceTypeSet><item><instanceType>m9z.large</instanceType><hypervisor>nitro</hypervisor><bareMetal>false</bareMetal>
+    <vCpuInfo><defaultVCpus>2</defaultVCpus></vCpuInfo>
+    <networkInfo><maximumNetworkInterfaces>3</maximumNetworkInterfaces><ipv4AddressesPerInterface>10</ipv4AddressesPerInterface>
+      <defaultNetworkCardIndex>0</defaultNetworkCardIndex>
+      <networkCards><item><networkCardIndex>0</networkCardIndex><maximumNetworkInterfaces>3</maximumNetworkInterfaces></item></networkCards></networkInfo>
+  </item></instanceTypeSet>
+</DescribeInstanceTypesResponse>`},
+	}
+	cat, err := nkaws.InstanceCatalog(context.Background(), w.clients.EC2, []string{"m9z.large", "m9z.larg"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := cat.Lookup("m9z.large")
+	if err != nil || it.ENIs != 3 || it.IPv4PerENI != 10 || it.VCPUs != 2 || !it.Nitro() {
+		t.Fatalf("m9z.large: %+v, %v", it, err)
+	}
+	if len(w.seen) != 2 {
+		t.Fatalf("%d requests, want 2", len(w.seen))
+	}
+	first, second := w.seen[0].form, w.seen[1].form
+	if first.Get("InstanceType.1") != "m9z.large" || first.Get("InstanceType.2") != "m9z.larg" {
+		t.Errorf("first request %v, want both names", first)
+	}
+	if second.Get("InstanceType.1") != "m9z.large" || second.Get("InstanceType.2") != "" {
+		t.Errorf("second request %v, want only the known name", second)
+	}
+}
+
 func itoa(n int64) string {
 	b, _ := json.Marshal(n)
 	return string(b)

@@ -1,6 +1,6 @@
 // Package bundle reads an EKS logs collector bundle (the eks_<instance>_<time>.tar.gz that
 // eks-log-collector.sh writes) in place, without extracting anything to disk, and turns the
-// evidence of the seed 002 support case into findings: image pull rate limiting, node lease and
+// evidence of a node that fails at scale into findings: image pull rate limiting, node lease and
 // status errors in the kubelet log, ipamd that cannot be reached or cannot reach the API server,
 // EC2 API throttling, block IO delay, user data that overrides the hostname, flushes iptables or
 // manages Docker on a containerd node, and the kubelet and VPC CNI settings behind them.

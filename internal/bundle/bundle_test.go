@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,9 +13,8 @@ import (
 	"time"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 var testNow = time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC)
 
@@ -155,25 +153,10 @@ func reportCodes(r *findings.Report) []string {
 	return out
 }
 
-func golden(t *testing.T, name string, got []byte) {
+// assertGolden compares got with testdata/NAME (golden.Assert; -update rewrites it).
+func assertGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	p := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (check, then run with -update):\n%s", name, got)
-	}
+	golden.Assert(t, filepath.Join("testdata", name), got)
 }
 
 func TestSeedBundle(t *testing.T) {
@@ -209,12 +192,12 @@ func TestSeedBundle(t *testing.T) {
 	if err := findings.PrintText(&buf, rep, findings.PrintOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "seed002.txt", buf.Bytes())
+	assertGolden(t, "seed002.txt", buf.Bytes())
 	buf.Reset()
 	if err := findings.PrintJSON(&buf, rep); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "seed002.json", buf.Bytes())
+	assertGolden(t, "seed002.json", buf.Bytes())
 }
 
 func TestCleanBundle(t *testing.T) {

@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/golden"
 )
 
 // fuzzLimits keep each input small enough for many executions a second.
@@ -60,7 +62,7 @@ func fuzzSeeds(t testing.TB) map[string][]byte {
 
 // TestWriteFuzzCorpus writes the seed corpus files with -update.
 func TestWriteFuzzCorpus(t *testing.T) {
-	if !*update {
+	if !golden.Updating() {
 		t.Skip("run with -update to rewrite testdata/fuzz/FuzzAnalyze")
 	}
 	dir := filepath.Join("testdata", "fuzz", "FuzzAnalyze")

@@ -295,40 +295,16 @@ func seedLeaked(t testing.TB, prefix string, n int, idle time.Duration) []string
 	return names
 }
 
-// createLease writes a kubelet-shaped lease (holder = name) renewed at renewTime.
+// createLease writes a kubelet-shaped lease (holder = name) renewed at renewTime
+// (testenv.CreateNodeLease).
 func createLease(t *testing.T, name string, renewTime time.Time, owners ...metav1.OwnerReference) *coordinationv1.Lease {
 	t.Helper()
-	l, err := env.AdminClient().CoordinationV1().Leases(lease.NodeLeaseNamespace).Create(context.Background(), &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: owners},
-		Spec: coordinationv1.LeaseSpec{
-			HolderIdentity:       ptr.To(name),
-			LeaseDurationSeconds: ptr.To[int32](40),
-			RenewTime:            ptr.To(metav1.NewMicroTime(renewTime)),
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return backdate(t, l)
-}
-
-// backdate gives a lease meant to be old the creation time it would have had (testenv.BackdateIfOld).
-func backdate(t testing.TB, l *coordinationv1.Lease) *coordinationv1.Lease {
-	t.Helper()
-	old, err := env.BackdateIfOld(context.Background(), l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return old
+	return env.CreateNodeLease(t, name, renewTime, owners...)
 }
 
 func createNode(t *testing.T, name string) *corev1.Node {
 	t.Helper()
-	n, err := env.AdminClient().CoreV1().Nodes().Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return env.CreateNode(t, name)
 }
 
 func renewLease(t *testing.T, name string) {

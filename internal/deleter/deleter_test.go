@@ -3,7 +3,6 @@ package deleter
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"strings"
 	"sync"
@@ -28,7 +27,6 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	flag.Parse() // testenv.Main reads testing.Verbose
 	testenv.Main(m, testenv.Options{}, &env)
 }
 
@@ -39,39 +37,16 @@ func uniqueName(t *testing.T) string {
 	return fmt.Sprintf("ip-10-9-%d-%d.ec2.internal", seq.Add(1), time.Now().UnixNano()%250+1)
 }
 
-// createLease writes a kubelet-shaped lease last renewed `idle` ago.
-func createLease(t *testing.T, c kubernetes.Interface, name string, idle time.Duration, owners ...metav1.OwnerReference) *coordinationv1.Lease {
+// createLease writes a kubelet-shaped lease last renewed `idle` ago (testenv.CreateNodeLease).
+func createLease(t *testing.T, _ kubernetes.Interface, name string, idle time.Duration, owners ...metav1.OwnerReference) *coordinationv1.Lease {
 	t.Helper()
-	l, err := c.CoordinationV1().Leases(lease.NodeLeaseNamespace).Create(context.Background(), &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: owners},
-		Spec: coordinationv1.LeaseSpec{
-			HolderIdentity:       ptr.To(name),
-			LeaseDurationSeconds: ptr.To[int32](40),
-			RenewTime:            ptr.To(metav1.NewMicroTime(time.Now().Add(-idle))),
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return backdate(t, l)
+	return env.CreateNodeLease(t, name, time.Now().Add(-idle), owners...)
 }
 
-// backdate gives a lease meant to be old the creation time it would have had (testenv.BackdateIfOld).
-func backdate(t testing.TB, l *coordinationv1.Lease) *coordinationv1.Lease {
-	t.Helper()
-	old, err := env.BackdateIfOld(context.Background(), l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return old
-}
-
+// createNode creates a Node (testenv.CreateNode) and deletes it when the test ends.
 func createNode(t *testing.T, c kubernetes.Interface, name string) *corev1.Node {
 	t.Helper()
-	n, err := c.CoreV1().Nodes().Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := env.CreateNode(t, name)
 	t.Cleanup(func() { _ = c.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
 	return n
 }

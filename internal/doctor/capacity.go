@@ -18,6 +18,9 @@ type NodeCapacity struct {
 	// VCPUs (0 = unknown) and where the number came from.
 	VCPUs      int
 	VCPUSource string
+	// Types is where the instance type is looked up: nil is the built-in table; doctor --aws
+	// passes the table completed by EC2 for the types it does not know.
+	Types *eni.Catalog
 }
 
 // CNIMode is the address mode the VPC CNI runs in.
@@ -49,7 +52,7 @@ func CheckPodCapacity(n NodeCapacity, m CNIMode) CapacityResult {
 		r.Findings = append(r.Findings, RuleInstanceUnknown.New(n.Resource, "no instance type (label node.kubernetes.io/instance-type)"))
 		return r
 	}
-	it, err := eni.Lookup(n.InstanceType)
+	it, err := n.Types.Lookup(n.InstanceType)
 	if err != nil {
 		r.Findings = append(r.Findings, RuleInstanceUnknown.New(n.Resource, "%v", err))
 		return r

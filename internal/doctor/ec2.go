@@ -9,10 +9,13 @@ import (
 
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
+	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
@@ -47,7 +50,7 @@ var (
 	})
 	RuleSubnetAddressesLow = findings.Define(findings.Rule{
 		Code: "NK803", Name: "subnet-addresses-low", Section: SectionEC2, Severity: findings.Warning,
-		Title:       "subnet of the nodes with fewer free addresses than a node needs",
+		Title:       "subnet of the nodes (or of their pods, with custom networking) with fewer free addresses than a node needs",
 		Remediation: "add subnets (or a secondary CIDR with custom networking) for nodes and pods, lower WARM_IP_TARGET/WARM_ENI_TARGET, or move pods to prefix delegation in a subnet with free /28s",
 		DocURL:      docSubnets,
 	})
@@ -89,12 +92,20 @@ type EC2Inputs struct {
 	Running []ec2types.Instance
 	// ByID are the instances the Nodes' providerIDs name, in any state; an ID absent here is
 	// unknown to EC2.
-	ByID             map[string]ec2types.Instance
-	Subnets          []ec2types.Subnet
-	Nodes            []corev1.Node
-	PrefixDelegation bool
-	Now              time.Time
-	RegisterGrace    time.Duration
+	ByID    map[string]ec2types.Instance
+	Subnets []ec2types.Subnet
+	Nodes   []corev1.Node
+	// Settings are the aws-node settings: custom networking moves pod addresses to the
+	// ENIConfig's subnet, the warm-pool targets decide how many addresses a node holds, and
+	// prefix delegation turns the count into a fragmentation question.
+	Settings eni.Settings
+	// PodSubnets maps a node's name to the subnet of the ENIConfig it selects (custom
+	// networking only).
+	PodSubnets map[string]string
+	// Types is where the Nodes' instance types are looked up (nil: the built-in table).
+	Types         *eni.Catalog
+	Now           time.Time
+	RegisterGrace time.Duration
 }
 
 // InstanceIDFromProviderID returns the EC2 instance ID of an AWS providerID
@@ -189,12 +200,29 @@ func CheckEC2(in EC2Inputs) []findings.Finding {
 			out = append(out, RuleNodeInstanceGone.At(findings.Info, res, "instance %s is %s%s", id, inst.State.Name, reasonSuffix(inst)))
 		}
 	}
-	// Subnets: free addresses against the largest node's pods in each.
-	type need struct {
-		pods int64
-		node string
+	out = append(out, checkSubnets(in)...)
+	return out
+}
+
+// subnetNeed is the most addresses one node takes from a subnet, and the node.
+type subnetNeed struct {
+	addrs int64
+	node  string
+	why   string
+}
+
+// checkSubnets compares each subnet's free addresses with what the largest node using it takes
+// when full of pods (see addressNeed): the node subnets, and with custom networking the
+// ENIConfigs' pod subnets. With prefix delegation the question is whether a free /28 is likely.
+func checkSubnets(in EC2Inputs) []findings.Finding {
+	needs := map[string]subnetNeed{}
+	podSubnet := map[string]bool{} // subnets that hold pod addresses (or prefixes)
+	note := func(subnet string, n subnetNeed) {
+		if subnet != "" && n.addrs > needs[subnet].addrs {
+			needs[subnet] = n
+		}
 	}
-	needs := map[string]need{}
+	custom := in.Settings.CustomNetworking
 	for i := range in.Nodes {
 		n := &in.Nodes[i]
 		inst, ok := in.ByID[InstanceIDFromProviderID(n.Spec.ProviderID)]
@@ -206,10 +234,25 @@ func CheckEC2(in EC2Inputs) []findings.Finding {
 		if p == 0 {
 			p = 110 // the kubelet's default max pods
 		}
-		if cur := needs[*inst.SubnetId]; p+1 > cur.pods {
-			needs[*inst.SubnetId] = need{p + 1, n.Name}
+		var it *eni.InstanceType
+		if t, err := in.Types.Lookup(instanceType(n)); err == nil {
+			it = &t
+		}
+		addrs, enis, why := addressNeed(p, it, in.Settings)
+		if !custom {
+			podSubnet[*inst.SubnetId] = true
+			note(*inst.SubnetId, subnetNeed{addrs + max(enis, 1), n.Name, why})
+			continue
+		}
+		// Custom networking: the node keeps its own address in its subnet; pod ENIs, their
+		// primary addresses and the pods' addresses are in the ENIConfig's subnet.
+		note(*inst.SubnetId, subnetNeed{1, n.Name, "its own address; pods use the ENIConfig's subnet"})
+		if ps := in.PodSubnets[n.Name]; ps != "" {
+			podSubnet[ps] = true
+			note(ps, subnetNeed{addrs + enis, n.Name, why + ", in its ENIConfig's subnet"})
 		}
 	}
+	var out []findings.Finding
 	subnets := append([]ec2types.Subnet(nil), in.Subnets...)
 	sort.Slice(subnets, func(i, j int) bool { return strDeref(subnets[i].SubnetId) < strDeref(subnets[j].SubnetId) })
 	for _, s := range subnets {
@@ -221,23 +264,70 @@ func CheckEC2(in EC2Inputs) []findings.Finding {
 		free := int64(*s.AvailableIpAddressCount)
 		res := "subnet/" + id
 		where := fmt.Sprintf("%s in %s", textsafe.Escape(strDeref(s.CidrBlock)), textsafe.Escape(strDeref(s.AvailabilityZone)))
-		if in.PrefixDelegation {
-			// A prefix is 16 aligned addresses; once a subnet's free addresses are few and
-			// scattered, an aligned free /28 is unlikely even when the count looks enough.
-			if free < 64 {
-				out = append(out, RuleSubnetPrefixFragmented.New(res, "%s: %d free addresses; each /28 prefix needs 16 contiguous aligned ones", where, free))
-			}
-			continue
-		}
-		if free < nd.pods {
+		switch {
+		case free < nd.addrs:
 			sev := findings.Warning
 			if free == 0 {
 				sev = findings.Error
 			}
-			out = append(out, RuleSubnetAddressesLow.At(sev, res, "%s: %d free addresses, a node like %s needs %d (its max pods and its own)", where, free, textsafe.Escape(nd.node), nd.pods))
+			out = append(out, RuleSubnetAddressesLow.At(sev, res, "%s: %d free addresses, a node like %s needs %d (%s)", where, free, textsafe.Escape(nd.node), nd.addrs, nd.why))
+		case in.Settings.PrefixDelegation && podSubnet[id] && free < 64:
+			// A prefix is 16 aligned addresses; once a subnet's free addresses are few and
+			// scattered, an aligned free /28 is unlikely even when the count looks enough.
+			out = append(out, RuleSubnetPrefixFragmented.New(res, "%s: %d free addresses; each /28 prefix needs 16 contiguous aligned ones", where, free))
 		}
 	}
 	return out
+}
+
+// addressNeed is how many pod addresses a node with capacity for pods holds when full, and on
+// how many pod ENIs (each of which takes one more address, its primary), following ipamd's
+// warm pool: with WARM_IP_TARGET or MINIMUM_IP_TARGET it keeps max(pods + WARM_IP_TARGET,
+// MINIMUM_IP_TARGET) addresses; otherwise whole ENIs, those the pods fill plus WARM_ENI_TARGET
+// (default 1). With prefix delegation it counts /28 prefixes of 16 addresses instead: those the
+// addresses above fill, or those the pods fill plus WARM_PREFIX_TARGET (default 1). All are
+// bounded by the ENIs the instance type has for pods. Without instance data the need is the
+// pods alone.
+func addressNeed(pods int64, it *eni.InstanceType, s eni.Settings) (addrs, enis int64, why string) {
+	if it == nil || it.IPv4PerENI < 2 {
+		return pods, 1, fmt.Sprintf("max pods %d and its own; instance type unknown", pods)
+	}
+	perENI := int64(it.IPv4PerENI - 1)
+	limit := int64(it.ENIs)
+	if m := s.EffectiveMaxENI(); m > 0 && int64(m) < limit {
+		limit = int64(m)
+	}
+	if s.CustomNetworking {
+		limit--
+	}
+	limit = max(limit, 1)
+	ceilDiv := func(a, b int64) int64 { return (a + b - 1) / b }
+	if s.PrefixDelegation && it.Nitro() {
+		return prefixNeed(pods, perENI, limit, s)
+	}
+	if s.WarmIPTarget.Positive() || s.MinimumIPTarget.Positive() {
+		addrs = pods
+		var parts []string
+		if s.WarmIPTarget.Positive() {
+			addrs += int64(s.WarmIPTarget.Value)
+			parts = append(parts, fmt.Sprintf("max pods %d + WARM_IP_TARGET %d", pods, s.WarmIPTarget.Value))
+		} else {
+			parts = append(parts, fmt.Sprintf("max pods %d", pods))
+		}
+		if s.MinimumIPTarget.Positive() && int64(s.MinimumIPTarget.Value) > addrs {
+			addrs = int64(s.MinimumIPTarget.Value)
+			parts = append(parts, fmt.Sprintf("raised to MINIMUM_IP_TARGET %d", s.MinimumIPTarget.Value))
+		}
+		enis = min(ceilDiv(addrs, perENI), limit)
+		addrs = min(addrs, enis*perENI)
+		return addrs, enis, fmt.Sprintf("%s addresses on %d ENIs, plus their primary addresses", strings.Join(parts, ", "), enis)
+	}
+	warm := int64(eni.DefaultWarmENITarget)
+	if s.WarmENITarget.Valid && s.WarmENITarget.Value >= 0 {
+		warm = int64(s.WarmENITarget.Value)
+	}
+	enis = min(ceilDiv(pods, perENI)+warm, limit)
+	return enis * perENI, enis, fmt.Sprintf("%d ENIs of %d addresses: max pods %d + WARM_ENI_TARGET %d, on %s", enis, perENI+1, pods, warm, it.Name)
 }
 
 func reasonSuffix(inst ec2types.Instance) string {
@@ -247,9 +337,34 @@ func reasonSuffix(inst ec2types.Instance) string {
 	return ""
 }
 
+// ec2InstanceTypes asks EC2 (one batched DescribeInstanceTypes) about the Nodes' instance
+// types that the built-in table does not know, so that their capacity is checked too; the
+// table's own types cost no call. AccessDenied leaves those types unknown and says which
+// permission is missing; other AWS errors fail the run like the rest of the EC2 section.
+func (r *runner) ec2InstanceTypes(ctx context.Context, nodes []corev1.Node) (*eni.Catalog, error) {
+	var ask []string
+	for i := range nodes {
+		if t := instanceType(&nodes[i]); t != "" && !eni.Known(t) {
+			ask = append(ask, t)
+		}
+	}
+	if len(ask) == 0 {
+		return nil, nil
+	}
+	cat, err := nkaws.InstanceCatalog(ctx, r.o.EC2.API, ask)
+	if nkaws.IsAccessDenied(err) {
+		r.rep.Add(RuleInstanceUnknown.Skip("ec2", err.Error()))
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("EC2: %w", err)
+	}
+	return cat, nil
+}
+
 // checkEC2 gathers the EC2 inputs. AccessDenied skips the section with the missing permission
 // named; other AWS errors fail the run.
-func (r *runner) checkEC2(ctx context.Context, nodes []corev1.Node, prefixDelegation bool) error {
+func (r *runner) checkEC2(ctx context.Context, nodes []corev1.Node, settings eni.Settings) error {
 	o := r.o.EC2
 	grace := o.RegisterGrace
 	if grace <= 0 {
@@ -303,6 +418,16 @@ func (r *runner) checkEC2(ctx context.Context, nodes []corev1.Node, prefixDelega
 			subnetIDs[*inst.SubnetId] = true
 		}
 	}
+	var podSubnets map[string]string
+	if settings.CustomNetworking {
+		var err error
+		if podSubnets, err = r.eniConfigSubnets(ctx, nodes); err != nil {
+			return err
+		}
+		for _, id := range podSubnets {
+			subnetIDs[id] = true
+		}
+	}
 	var subnets []ec2types.Subnet
 	if len(subnetIDs) > 0 {
 		var list []string
@@ -322,7 +447,62 @@ func (r *runner) checkEC2(ctx context.Context, nodes []corev1.Node, prefixDelega
 		}
 	}
 	r.rep.Add(CheckEC2(EC2Inputs{Cluster: o.Cluster, Running: running, ByID: byID, Subnets: subnets, Nodes: nodes,
-		PrefixDelegation: prefixDelegation, Now: r.o.Now(), RegisterGrace: grace})...)
+		Settings: settings, PodSubnets: podSubnets, Types: r.types, Now: r.o.Now(), RegisterGrace: grace})...)
 	r.rep.Checked(SectionEC2, len(running)+len(nodes)+len(subnets))
 	return nil
+}
+
+// prefixNeed is addressNeed with prefix delegation: perENI prefixes fit on each of limit ENIs.
+func prefixNeed(pods, perENI, limit int64, s eni.Settings) (addrs, enis int64, why string) {
+	const perPrefix = eni.IPsPerPrefix
+	ceilDiv := func(a, b int64) int64 { return (a + b - 1) / b }
+	var prefixes int64
+	if s.WarmIPTarget.Positive() || s.MinimumIPTarget.Positive() {
+		want := pods + int64(max(s.WarmIPTarget.Value, 0))
+		if s.MinimumIPTarget.Positive() {
+			want = max(want, int64(s.MinimumIPTarget.Value))
+		}
+		prefixes = ceilDiv(want, perPrefix)
+		why = fmt.Sprintf("%d addresses (max pods %d with WARM_IP_TARGET/MINIMUM_IP_TARGET)", want, pods)
+	} else {
+		warm := int64(1)
+		if s.WarmPrefixTarget.Valid && s.WarmPrefixTarget.Value >= 0 {
+			warm = int64(s.WarmPrefixTarget.Value)
+		}
+		prefixes = ceilDiv(pods, perPrefix) + warm
+		why = fmt.Sprintf("max pods %d + WARM_PREFIX_TARGET %d", pods, warm)
+	}
+	prefixes = min(prefixes, limit*perENI)
+	enis = min(ceilDiv(prefixes, perENI), limit)
+	return prefixes * perPrefix, enis, fmt.Sprintf("%d /28 prefixes of 16 addresses: %s", prefixes, why)
+}
+
+// eniConfigSubnets maps each node (with custom networking) to the subnet of the ENIConfig it
+// selects. A missing CRD, a forbidden list or a node selecting a missing ENIConfig leave nodes
+// out: the pod networking section reports those.
+func (r *runner) eniConfigSubnets(ctx context.Context, nodes []corev1.Node) (map[string]string, error) {
+	served, err := r.servedResource(gvrENIConfig)
+	if err != nil || !served {
+		return nil, err
+	}
+	subnetOf := map[string]string{}
+	err = r.listAll(ctx, gvrENIConfig, func(u *unstructured.Unstructured) {
+		if subnet, _, _ := unstructured.NestedString(u.Object, "spec", "subnet"); strings.TrimSpace(subnet) != "" {
+			subnetOf[u.GetName()] = strings.TrimSpace(subnet)
+		}
+	})
+	if apierrors.IsForbidden(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing ENIConfigs: %w", err)
+	}
+	out := map[string]string{}
+	labelDef, annotationDef := r.awsNodeEnv["ENI_CONFIG_LABEL_DEF"], r.awsNodeEnv["ENI_CONFIG_ANNOTATION_DEF"]
+	for i := range nodes {
+		if name, _ := selectedENIConfig(&nodes[i], labelDef, annotationDef); subnetOf[name] != "" {
+			out[nodes[i].Name] = subnetOf[name]
+		}
+	}
+	return out, nil
 }

@@ -9,7 +9,7 @@ import (
 
 // checkKarpenter reads Karpenter's reservedENIs (see karpenterReservedENIs). With custom
 // networking and no reserved ENI Karpenter tells its nodes' kubelets a max pods that counts the
-// primary ENI custom networking takes from pods: the seed's recommendation was reservedENIs=1.
+// primary ENI custom networking takes from pods: the usual recommendation is reservedENIs=1.
 func (r *runner) checkKarpenter(ctx context.Context) error {
 	n, src, found, err := r.karpenterReservedENIs(ctx)
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,6 +23,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -35,9 +35,8 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 var gvrCRD = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
@@ -56,7 +55,22 @@ func installCRD(ctx context.Context, t *testing.T, dyn dynamic.Interface, c kube
 	if _, err := dyn.Resource(gvrCRD).Create(ctx, u, metav1.CreateOptions{FieldManager: "nodekeeper-test"}); err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
-	t.Cleanup(func() { _ = dyn.Resource(gvrCRD).Delete(context.Background(), u.GetName(), metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		// Deletion of a CRD finishes after the call returns; wait for it, so that the next test
+		// installing the same CRD does not find it still being deleted.
+		ctx := context.Background()
+		_ = dyn.Resource(gvrCRD).Delete(ctx, u.GetName(), metav1.DeleteOptions{})
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+			_, err := dyn.Resource(gvrCRD).Get(ctx, u.GetName(), metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("%s still there a minute after its deletion: %v", u.GetName(), err)
+				return
+			}
+		}
+	})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		l, err := c.Discovery().ServerResourcesForGroupVersion(gvr.GroupVersion().String())
@@ -179,23 +193,11 @@ func podnetReport(rep *findings.Report, keep func(string) bool) *findings.Report
 
 var volatileAge = regexp.MustCompile(`((?:pending|signed), oldest )[0-9hms]+`)
 
-func golden(t *testing.T, name string, got []byte) {
+// assertGolden compares got, its volatile ages replaced, with testdata/NAME (golden.Assert;
+// -update rewrites it).
+func assertGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	got = volatileAge.ReplaceAll(got, []byte("${1}AGE"))
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the output (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
+	golden.Assert(t, filepath.Join("testdata", name), volatileAge.ReplaceAll(got, []byte("${1}AGE")))
 }
 
 // TestDoctorPodNetworking reproduces seed 002's failure on a real control plane: custom
@@ -484,11 +486,11 @@ func TestDoctorPodNetworking(t *testing.T) {
 	if err := findings.PrintText(&text, pn, findings.PrintOptions{MaxPerRule: 20}); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "podnet.txt", text.Bytes())
+	assertGolden(t, "podnet.txt", text.Bytes())
 	if err := findings.PrintJSON(&js, pn); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "podnet.json", js.Bytes())
+	assertGolden(t, "podnet.json", js.Bytes())
 	checkJSONSchema(t, js.Bytes())
 }
 

@@ -65,7 +65,7 @@ var (
 	RuleInstanceUnknown = findings.Define(findings.Rule{
 		Code: "NK103", Name: "instance-type-unknown", Section: SectionNodes, Severity: findings.Info,
 		Title:       "node capacity not checked: instance type missing or unknown",
-		Remediation: "nodes need the node.kubernetes.io/instance-type label (set by the AWS cloud provider); update nodekeeper if the type is new",
+		Remediation: "nodes need the node.kubernetes.io/instance-type label (set by the AWS cloud provider); for a type newer than nodekeeper's table, run doctor --aws (reads it from EC2) or update nodekeeper",
 		DocURL:      docMaxPods,
 	})
 	RulePrefixNotNitro = findings.Define(findings.Rule{

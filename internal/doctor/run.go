@@ -1,5 +1,5 @@
-// Package doctor checks a live cluster for the node, kubelet and VPC CNI settings that broke the
-// EKS cluster of seed 002 at scale, and for the node heartbeat problems of the lease taxonomy.
+// Package doctor checks a live cluster for the node, kubelet and VPC CNI settings that break
+// large EKS clusters, and for the node heartbeat problems of the lease taxonomy.
 // Each check is a rule with a stable code (rules.go) and a pure function from inputs to findings
 // (capacity.go, kubelet.go, cni.go, versions.go, heartbeats.go, apf.go), so that `nodekeeper
 // bundle` can run the same checks on files; Run gathers the inputs from the API server: Nodes,
@@ -159,6 +159,8 @@ type runner struct {
 	mode       CNIMode
 	awsNodeEnv map[string]string
 	capacity   map[string]NodeAddressInfo
+	// types is the instance table, completed by EC2 with --aws (see ec2InstanceTypes).
+	types *eni.Catalog
 	// karpenterENIs is Karpenter's reservedENIs when found (karpenterSource says where).
 	karpenterENIs   int
 	karpenterSource string
@@ -220,6 +222,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) (*findings.Report, er
 		return nil, err
 	}
 	configs := r.fetchConfigz(ctx, nodes)
+	if o.EC2 != nil {
+		if r.types, err = r.ec2InstanceTypes(ctx, nodes); err != nil {
+			return nil, err
+		}
+	}
 	r.checkNodes(nodes, mode, modeKnown, configs)
 	if err := r.checkLeases(ctx, nodes); err != nil {
 		return nil, err
@@ -233,7 +240,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) (*findings.Report, er
 		}
 	}
 	if o.EC2 != nil {
-		if err := r.checkEC2(ctx, nodes, mode.Settings.PrefixDelegation); err != nil {
+		if err := r.checkEC2(ctx, nodes, mode.Settings); err != nil {
 			return nil, err
 		}
 	}
@@ -493,7 +500,7 @@ func (r *runner) checkNodes(nodes []corev1.Node, mode CNIMode, modeKnown bool, c
 		if !modeKnown || notVPCCNI(n) != "" {
 			continue
 		}
-		nc := NodeCapacity{Resource: res, InstanceType: instanceType(n), CapacityPods: pods}
+		nc := NodeCapacity{Resource: res, InstanceType: instanceType(n), CapacityPods: pods, Types: r.types}
 		if cpu := n.Status.Capacity.Cpu(); cpu != nil && cpu.Value() > 0 {
 			nc.VCPUs, nc.VCPUSource = int(cpu.Value()), "node capacity"
 		}

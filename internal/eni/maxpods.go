@@ -40,8 +40,9 @@ type Options struct {
 	ReservedENIs int
 	// ShowMaxAllowed returns the IP-limited maximum without the 110/250 ceiling.
 	ShowMaxAllowed bool
-	// VCPUs is the instance's vCPU count, needed for the ceiling only; 0 = unknown. VCPUSource
-	// says where the number came from ("node capacity", "--vcpus", "estimated from the size name").
+	// VCPUs is the instance's vCPU count, needed for the ceiling only; 0 = the instance type's
+	// own (InstanceType.VCPUs, from EC2) or unknown. VCPUSource says where the number came from
+	// ("node capacity", "--vcpus", "estimated from the size name").
 	VCPUs      int
 	VCPUSource string
 	// BareMetalPrefixDelegation follows the VPC CNI itself, which also enables prefix delegation on
@@ -78,8 +79,10 @@ type Result struct {
 	VCPUSource       string `json:"vcpuSource,omitempty"`
 	// Notes explain anything the caller may not expect (a requested mode that does not apply, an
 	// assumed version).
-	Notes      []string `json:"notes,omitempty"`
-	DataSource string   `json:"dataSource"`
+	Notes []string `json:"notes,omitempty"`
+	// DataSource is where the instance data came from: the built-in table's module and version
+	// (DataSource), or SourceEC2 for a type the table does not know.
+	DataSource string `json:"dataSource"`
 }
 
 // ErrVCPUsUnknown is returned when the ceiling decides the answer and the vCPU count is unknown.
@@ -101,6 +104,9 @@ func Calculate(t InstanceType, o Options) (Result, error) {
 	if o.VCPUs < 0 {
 		return Result{}, fmt.Errorf("vCPUs must not be negative, got %d", o.VCPUs)
 	}
+	if o.VCPUs == 0 && t.VCPUs > 0 {
+		o.VCPUs, o.VCPUSource = t.VCPUs, VCPUSourceEC2
+	}
 	if t.ENIs <= 0 || t.IPv4PerENI <= 0 {
 		return Result{}, fmt.Errorf("instance type %q has no usable ENI data (%d ENIs, %d IPv4 per ENI)", t.Name, t.ENIs, t.IPv4PerENI)
 	}
@@ -117,6 +123,9 @@ func Calculate(t InstanceType, o Options) (Result, error) {
 		VCPUs:            o.VCPUs,
 		VCPUSource:       o.VCPUSource,
 		DataSource:       DataSource,
+	}
+	if t.Source == SourceEC2 {
+		r.DataSource = SourceEC2
 	}
 
 	pdByVersion := true

@@ -213,9 +213,11 @@ func TestCalculate(t *testing.T) {
 
 func TestLookupUnknown(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
-		{"m5.larg", "did you mean m5.large,"},
-		{"", "empty name"},
+		{"m5.larg", "did you mean m5.large?"},
+		{"M5.Larg", "did you mean m5.large?"},
+		{"c6i.2xlarg", "did you mean c6i.2xlarge?"},
 		{"nosuchfamily.large", "not in the instance limits table"},
+		{"", "empty name"},
 	} {
 		_, err := Lookup(tc.in)
 		if !errors.Is(err, ErrUnknownInstanceType) || !strings.Contains(err.Error(), tc.want) {
@@ -345,4 +347,50 @@ func TestResultJSONSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	schematest.Validate(t, Kind, all)
+}
+
+// TestLookupCaseInsensitive: EC2 names are lower case; an operator typing M5.Large (or with
+// surrounding space) gets m5.large, not an unknown type.
+func TestLookupCaseInsensitive(t *testing.T) {
+	for _, in := range []string{"m5.large", "M5.Large", " M5.LARGE "} {
+		it, err := Lookup(in)
+		if err != nil || it.Name != "m5.large" || it.Source != SourceTable {
+			t.Errorf("Lookup(%q) = %+v, %v; want m5.large from the table", in, it, err)
+		}
+	}
+}
+
+// TestCatalog: a type learnt from EC2 is found (any case) and its result says so, with EC2's
+// real vCPU count deciding the ceiling; a table type keeps the table's data and takes EC2's vCPU
+// count only; the nil catalog is the table alone.
+func TestCatalog(t *testing.T) {
+	future := InstanceType{Name: "M9X.48XLARGE", ENIs: 15, TotalENIs: 30, IPv4PerENI: 50, Hypervisor: "nitro",
+		NetworkCards: 2, Source: SourceEC2, VCPUs: 192}
+	cat := NewCatalog(future, InstanceType{Name: "m5.large", ENIs: 99, IPv4PerENI: 99, Source: SourceEC2, VCPUs: 2})
+
+	if _, err := (*Catalog)(nil).Lookup("m9x.48xlarge"); !errors.Is(err, ErrUnknownInstanceType) {
+		t.Fatalf("nil catalog knows m9x.48xlarge: %v", err)
+	}
+	it, err := cat.Lookup("m9x.48xlarge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Calculate(it, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.MaxPods != 250 || r.MaxAllowed != 15*49+2 || r.VCPUs != 192 || r.VCPUSource != VCPUSourceEC2 || r.DataSource != SourceEC2 {
+		t.Errorf("EC2 type: %+v", r)
+	}
+
+	m5, err := cat.Lookup("M5.large")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m5.ENIs != 3 || m5.IPv4PerENI != 10 || m5.Source != SourceTable || m5.VCPUs != 2 {
+		t.Errorf("table type with EC2 vCPUs: %+v, want the table's 3x10 and EC2's 2 vCPUs", m5)
+	}
+	if r, _ := Calculate(m5, Options{}); r.DataSource != DataSource {
+		t.Errorf("table type: data source %q, want %q", r.DataSource, DataSource)
+	}
 }

@@ -6,17 +6,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/golden"
+)
 
 var (
 	ruleCap = Define(Rule{Code: "T101", Name: "test-capacity", Section: "nodes", Severity: Error,
@@ -42,22 +40,10 @@ func sample() *Report {
 	return r
 }
 
-func golden(t *testing.T, name string, got []byte) {
+// assertGolden compares got with testdata/NAME (golden.Assert; -update rewrites it).
+func assertGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	p := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(p, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden file (run with -update after checking):\n%s", name, got)
-	}
+	golden.Assert(t, filepath.Join("testdata", name), got)
 }
 
 func TestPrintGolden(t *testing.T) {
@@ -76,7 +62,7 @@ func TestPrintGolden(t *testing.T) {
 			if err := Print(&buf, sample(), tc.format, tc.opts); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tc.file, buf.Bytes())
+			assertGolden(t, tc.file, buf.Bytes())
 			if tc.format == "json" {
 				schematest.Validate(t, "DoctorReport", buf.Bytes())
 			}

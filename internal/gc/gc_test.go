@@ -4,14 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,7 +26,6 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	flag.Parse() // testenv.Main consults testing.Verbose before m.Run parses flags
 	testenv.Main(m, testenv.Options{}, &env)
 }
 
@@ -57,32 +53,6 @@ func clients(t testing.TB, cfg *rest.Config) (kubernetes.Interface, metadata.Int
 		t.Fatal(err)
 	}
 	return cs, md
-}
-
-func createLease(t testing.TB, name string, renew time.Time, owners ...metav1.OwnerReference) *coordinationv1.Lease {
-	t.Helper()
-	l, err := env.AdminClient().CoordinationV1().Leases(lease.NodeLeaseNamespace).Create(context.Background(), &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: owners},
-		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(name), LeaseDurationSeconds: ptr.To[int32](40),
-			RenewTime: ptr.To(metav1.NewMicroTime(renew))},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A lease meant to be old gets the creation time a kubelet's first renewal would have given it.
-	if l, err = env.BackdateIfOld(context.Background(), l); err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
-func createNode(t testing.TB, name string) *corev1.Node {
-	t.Helper()
-	n, err := env.AdminClient().CoreV1().Nodes().Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 func exists(t testing.TB, name string) bool {
@@ -126,15 +96,15 @@ func mixedCluster(t *testing.T) map[lease.Class][]string {
 	reset(t)
 	now := time.Now()
 	healthy := "ip-10-20-0-1.gc-healthy.internal"
-	n := createNode(t, healthy)
-	createLease(t, healthy, now, metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: healthy, UID: n.UID})
+	n := env.CreateNode(t, healthy)
+	env.CreateNodeLease(t, healthy, now, metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: healthy, UID: n.UID})
 	unowned := "ip-10-20-0-2.gc-unowned.internal"
-	createNode(t, unowned)
-	createLease(t, unowned, now.Add(-3*time.Hour))
+	env.CreateNode(t, unowned)
+	env.CreateNodeLease(t, unowned, now.Add(-3*time.Hour))
 	zombie := "ip-10-20-0-3.gc-zombie.internal"
-	createLease(t, zombie, now.Add(-time.Minute))
+	env.CreateNodeLease(t, zombie, now.Add(-time.Minute))
 	other := "ip-10-20-0-4.gc-other.internal"
-	o := createLease(t, other, now.Add(-3*time.Hour))
+	o := env.CreateNodeLease(t, other, now.Add(-3*time.Hour))
 	o.Spec.HolderIdentity = ptr.To("not-a-kubelet")
 	if _, err := env.AdminClient().CoordinationV1().Leases(lease.NodeLeaseNamespace).Update(context.Background(), o, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -173,7 +143,7 @@ func TestListAndCollect(t *testing.T) {
 	if _, err := cs.CoordinationV1().Leases(lease.NodeLeaseNamespace).Update(ctx, l, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	createNode(t, leaked[1])
+	env.CreateNode(t, leaked[1])
 	if err := cs.CoordinationV1().Leases(lease.NodeLeaseNamespace).Delete(ctx, leaked[2], metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -146,7 +146,7 @@ func Classify(l *coordinationv1.Lease, node *NodeRef, now time.Time, opts Option
 
 // ClassOf is Classify without the Reason (left empty), for hot paths that classify every lease
 // of a large cluster often, such as a metrics scrape: it does not format a single string.
-// Every other field is exactly what Classify returns. (Extension.)
+// Every other field is exactly what Classify returns.
 func ClassOf(l *coordinationv1.Lease, node *NodeRef, now time.Time, opts Options) Verdict {
 	return classify(l, node, now, opts, explainer(false))
 }

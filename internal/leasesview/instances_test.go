@@ -55,7 +55,7 @@ func TestAddInstances(t *testing.T) {
 	if err := Print(&buf, r, PrintOptions{AllNamespaces: true, NodeColumns: InstanceColumns()}); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "table-aws.golden", buf.Bytes())
+	assertGolden(t, "table-aws.golden", buf.Bytes())
 
 	cloud.Deny[nkaws.PermDescribeInstances] = true
 	err := AddInstances(context.Background(), cloud, fixtureReport(opts))

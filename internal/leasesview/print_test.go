@@ -5,9 +5,7 @@ import (
 
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,30 +17,14 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodekeeper/nodekeeper/internal/lease"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from the current output")
-
 // golden compares got with testdata/name, or rewrites the file with -update.
-func golden(t *testing.T, name string, got []byte) {
+// assertGolden compares got with testdata/NAME (golden.Assert; -update rewrites it).
+func assertGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run `go test ./internal/leasesview -run %s -update` to create it)", err, t.Name())
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s (rerun with -update if the change is intended)\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
+	golden.Assert(t, filepath.Join("testdata", name), got)
 }
 
 func fixtureReport(opts Options) *Report {
@@ -95,7 +77,7 @@ func TestGoldenOutput(t *testing.T) {
 			if !bytes.Equal(a.Bytes(), b.Bytes()) {
 				t.Fatal("two renderings of the same report differ")
 			}
-			golden(t, tt.golden, a.Bytes())
+			assertGolden(t, tt.golden, a.Bytes())
 		})
 	}
 }

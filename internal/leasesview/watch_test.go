@@ -264,7 +264,7 @@ func TestWatchPrinter(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		golden(t, "watch.golden", out.Bytes())
+		assertGolden(t, "watch.golden", out.Bytes())
 	})
 	t.Run("json stream decodes", func(t *testing.T) {
 		var out bytes.Buffer

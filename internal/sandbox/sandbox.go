@@ -28,7 +28,7 @@ type Mix struct {
 	// Stopped machines: the Node stays, its lease stops being renewed (class stale).
 	Stopped int
 	// LegacyZombies are pre-1.29 kubelets whose Node was deleted while they run: they re-create an
-	// ownerless lease and keep renewing it (class zombie; the leak of seed 000).
+	// ownerless lease and keep renewing it (class zombie: a kubelet that outlived its Node).
 	LegacyZombies int
 	// ModernZombies are 1.29+ kubelets whose Node was deleted while they run: the garbage
 	// collector removes the lease and the kubelet keeps GETting lease and Node every 10 s.

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
@@ -196,5 +198,34 @@ func TestLeasesAWSFlags(t *testing.T) {
 	}
 	if aws.loads != 0 {
 		t.Errorf("AWS clients loaded %d times", aws.loads)
+	}
+}
+
+// TestMaxPodsAWS: maxpods without --aws never loads AWS clients (not even for a type the table
+// does not know, which is an error that suggests --aws); with --aws it asks EC2 about that type
+// and says the figure came from EC2; --region without --aws is refused.
+func TestMaxPodsAWS(t *testing.T) {
+	_, _, err := runCmd(t, nil, "maxpods", "M5.Large", "-o", "value")
+	if err != nil {
+		t.Fatalf("M5.Large without --aws: %v", err)
+	}
+	none := &fakeAWS{}
+	if _, _, err := runCmd(t, none, "maxpods", "m9z.large"); err == nil || !strings.Contains(err.Error(), "pass --aws") || none.loads != 0 {
+		t.Fatalf("unknown type without --aws: err %v, %d loads", err, none.loads)
+	}
+	if _, _, err := runCmd(t, none, "maxpods", "m5.large", "--region", "us-east-1"); err == nil || !strings.Contains(err.Error(), "--region needs --aws") {
+		t.Errorf("--region without --aws: %v", err)
+	}
+	cloud := awsfake.New()
+	cloud.InstanceTypes = []ec2types.InstanceTypeInfo{{InstanceType: "m9z.large", Hypervisor: ec2types.InstanceTypeHypervisorNitro,
+		VCpuInfo:    &ec2types.VCpuInfo{DefaultVCpus: awssdk.Int32(2)},
+		NetworkInfo: &ec2types.NetworkInfo{MaximumNetworkInterfaces: awssdk.Int32(3), Ipv4AddressesPerInterface: awssdk.Int32(10)}}}
+	aws := &fakeAWS{cloud: cloud}
+	out, _, err := runCmd(t, aws, "maxpods", "m9z.large", "--aws", "--region", "us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "m9z.large: max pods 29") || !strings.Contains(out, "data:        EC2 DescribeInstanceTypes") || aws.loads != 1 || aws.region != "us-east-1" {
+		t.Errorf("with --aws (%d loads, region %q):\n%s", aws.loads, aws.region, out)
 	}
 }

@@ -19,7 +19,7 @@ type doctorAWSFlags struct {
 }
 
 func (d *doctorAWSFlags) AddFlags(f *pflag.FlagSet) {
-	f.BoolVar(&d.enabled, "aws", false, "also check EC2 (read-only): running instances of the cluster without a Node, Nodes whose instance is gone, subnet addresses; needs --cluster NAME|ARN")
+	f.BoolVar(&d.enabled, "aws", false, "also check EC2 (read-only): running instances of the cluster without a Node, Nodes whose instance is gone, free addresses of the nodes' and ENIConfigs' subnets against their warm pools, and the capacity of instance types the built-in table does not know; needs --cluster NAME|ARN")
 	f.DurationVar(&d.registerGrace, "register-grace", 10*time.Minute, "with --aws: an instance launched less than this ago may still be registering and is not reported")
 	d.aws.AddFlags(f)
 }

@@ -157,20 +157,32 @@ func (c *Cloud) DescribeSubnets(_ context.Context, in *ec2.DescribeSubnetsInput,
 	return &ec2.DescribeSubnetsOutput{Subnets: match[from:to], NextToken: next}, nil
 }
 
-// DescribeInstanceTypes implements EC2API: InstanceTypes (an unknown one is an error, as in EC2).
+// DescribeInstanceTypes implements EC2API: InstanceTypes, at most 100 of them as in EC2, where
+// unknown names fail the whole request with InvalidInstanceType listing them.
 func (c *Cloud) DescribeInstanceTypes(_ context.Context, in *ec2.DescribeInstanceTypesInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstanceTypesOutput, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.call(nkaws.PermDescribeInstanceTypes); err != nil {
 		return nil, err
 	}
+	if len(in.InstanceTypes) > 100 {
+		return nil, apiError("InvalidParameterValue", "The maximum number of instance types is 100, got %d", len(in.InstanceTypes))
+	}
+	if in.NextToken == nil { // the later pages repeat the request
+		c.typesAsked = append(c.typesAsked, in.InstanceTypes...)
+	}
 	var match []ec2types.InstanceTypeInfo
+	var unknown []string
 	for _, want := range in.InstanceTypes {
 		i := slices.IndexFunc(c.InstanceTypes, func(t ec2types.InstanceTypeInfo) bool { return t.InstanceType == want })
 		if i < 0 {
-			return nil, apiError("InvalidInstanceType", "The following supplied instance types do not exist: [%s]", want)
+			unknown = append(unknown, string(want))
+			continue
 		}
 		match = append(match, c.InstanceTypes[i])
+	}
+	if len(unknown) > 0 {
+		return nil, apiError("InvalidInstanceType", "The following supplied instance types do not exist: [%s]", strings.Join(unknown, ", "))
 	}
 	if len(in.InstanceTypes) == 0 {
 		match = c.InstanceTypes
@@ -180,4 +192,16 @@ func (c *Cloud) DescribeInstanceTypes(_ context.Context, in *ec2.DescribeInstanc
 		return nil, err
 	}
 	return &ec2.DescribeInstanceTypesOutput{InstanceTypes: match[from:to], NextToken: next}, nil
+}
+
+// InstanceTypesAsked lists the names DescribeInstanceTypes requests asked about, in order (a
+// name asked twice is listed twice; the later pages of a request do not count).
+func (c *Cloud) InstanceTypesAsked() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, len(c.typesAsked))
+	for i, t := range c.typesAsked {
+		out[i] = string(t)
+	}
+	return out
 }

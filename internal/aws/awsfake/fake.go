@@ -67,6 +67,7 @@ type Cloud struct {
 	running int
 
 	calls         map[string]int
+	typesAsked    []ec2types.InstanceType
 	maxRunning    int
 	rowsReturned  int64
 	bytesScanned  int64
