@@ -55,6 +55,7 @@ Run it with the RBAC in deploy/; it checks its permissions at start-up and names
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	g.addKubeFlags(cmd)
 	return cmd
 }
 

@@ -77,6 +77,7 @@ and the run goes on. Exit codes: 0 no warning, 2 warnings, 3 errors, 1 the run f
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	g.addKubeFlags(cmd)
 	return cmd
 }
 

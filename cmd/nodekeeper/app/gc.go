@@ -86,6 +86,7 @@ Exit codes: 0 done (or nothing to do, or dry run); 1 error before any delete; 2 
 	}
 	o.AddFlags(cmd.Flags())
 	o.output.RegisterCompletion(cmd)
+	g.addKubeFlags(cmd)
 	return cmd
 }
 

@@ -70,6 +70,7 @@ holder or expiry, including changes caused by a Node being deleted or by time al
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	g.addKubeFlags(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("class", func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		return completeList(leasesview.ClassNames(), toComplete), cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 	})

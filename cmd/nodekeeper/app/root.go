@@ -29,7 +29,8 @@ type awsLoader func(ctx context.Context, o nkaws.LoadOptions) (*nkaws.Clients, e
 type globalOptions struct {
 	streams genericiooptions.IOStreams
 	// kube holds the standard kubectl connection flags (--kubeconfig, --context, -n, --server,
-	// ...).
+	// ...). Only the commands that talk to a cluster show them (addKubeFlags); the others
+	// would take them and do nothing with them.
 	kube    *genericclioptions.ConfigFlags
 	loadAWS awsLoader
 }
@@ -54,7 +55,6 @@ clusters at scale.`,
 	cmd.SetIn(streams.In)
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
-	g.kube.AddFlags(cmd.PersistentFlags())
 	addKlogFlags(cmd)
 
 	cmd.AddCommand(
@@ -69,6 +69,11 @@ clusters at scale.`,
 		newVersionCommand(g),
 	)
 	return cmd
+}
+
+// addKubeFlags adds the kubectl connection flags to a command that talks to a cluster.
+func (g *globalOptions) addKubeFlags(cmd *cobra.Command) {
+	g.kube.AddFlags(cmd.Flags())
 }
 
 // addKlogFlags adds klog's -v and --vmodule to every command.
