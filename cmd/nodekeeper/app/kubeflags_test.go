@@ -40,7 +40,7 @@ func TestConnectionFlagsOnlyWhereTheyAct(t *testing.T) {
 				t.Errorf("--cluster in the flags: %v, want %v", has, tc.cluster)
 			}
 			_, errOut, code = execute(t, false, tc.command, "--kubeconfig", "x", "--help")
-			if wantCode := map[bool]int{true: 0, false: 1}[tc.talks]; code != wantCode {
+			if wantCode := map[bool]int{true: 0, false: 2}[tc.talks]; code != wantCode {
 				t.Errorf("with --kubeconfig: exit %d, want %d: %s", code, wantCode, errOut)
 			}
 		})

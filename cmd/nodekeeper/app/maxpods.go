@@ -39,10 +39,11 @@ The vCPU count only matters for the ceiling; without --vcpus it is estimated fro
   nodekeeper maxpods m5.large --prefix-delegation            # 110
   nodekeeper maxpods m5.large --prefix-delegation --show-max-allowed   # 434
   nodekeeper maxpods c6i.32xlarge --prefix-delegation -o json`,
-		Args: cobra.MinimumNArgs(1),
+		Args:              usageArgs(cobra.MinimumNArgs(1)),
+		ValidArgsFunction: completeInstanceTypes,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Validate(); err != nil {
-				return err
+				return usageError(err)
 			}
 			return o.Run(args)
 		},

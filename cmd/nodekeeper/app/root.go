@@ -9,7 +9,9 @@ package app
 
 import (
 	"context"
+	"errors"
 	"flag"
+	"fmt"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -51,7 +53,22 @@ reconstruct what happened to a lease, and checks node networking and kubelet set
 clusters at scale.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Without Args, cobra reports an unknown command while looking for it, before any
+		// check of ours could give it the usage exit code; with them it comes here.
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += "; did you mean " + orList(s) + "?"
+			}
+			return usageError(errors.New(msg + " (see --help)"))
+		},
 	}
+	// Unknown flags and bad flag values are bad usage, on every subcommand.
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	cmd.SetIn(streams.In)
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
@@ -74,6 +91,7 @@ clusters at scale.`,
 // addKubeFlags adds the kubectl connection flags to a command that talks to a cluster.
 func (g *globalOptions) addKubeFlags(cmd *cobra.Command) {
 	g.kube.AddFlags(cmd.Flags())
+	g.registerKubeCompletion(cmd)
 }
 
 // addKlogFlags adds klog's -v and --vmodule to every command.

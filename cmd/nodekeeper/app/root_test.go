@@ -44,9 +44,9 @@ func TestRootCommand(t *testing.T) {
 			wantOut: []string{"nodekeeper leases [flags]"}, notOut: []string{"kubectl nodekeeper leases [flags]"}},
 		{name: "version", args: []string{"version", "-o", "json"}, wantOut: []string{`"version"`, `"goVersion"`}},
 		{name: "maxpods", args: []string{"maxpods", "m5.large", "-o", "value"}, wantOut: []string{"29\n"}},
-		{name: "bad -o", args: []string{"maxpods", "m5.large", "-o", "xml"}, wantCode: 1,
+		{name: "bad -o", args: []string{"maxpods", "m5.large", "-o", "xml"}, wantCode: 2,
 			wantError: `unknown output format "xml" (want text, json or value)`},
-		{name: "unknown command", args: []string{"nosuch"}, wantCode: 1, wantError: `unknown command "nosuch"`},
+		{name: "unknown command", args: []string{"nosuch"}, wantCode: 2, wantError: `unknown command "nosuch"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, code := execute(t, tc.plugin, tc.args...)
