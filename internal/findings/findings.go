@@ -7,6 +7,7 @@ package findings
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -59,21 +60,50 @@ func (s *Severity) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Exit codes by the highest severity in a report. 1 stays reserved for "the run itself failed".
+// Exit codes by the highest severity in a report (docs/exit-codes.md): 3 when a finding is at
+// or above the --fail-on threshold. 1 (the run itself failed) and 2 (bad usage) are the
+// command's.
 const (
-	ExitOK      = 0
-	ExitWarning = 2
-	ExitError   = 3
+	ExitOK       = 0
+	ExitFindings = 3
 )
 
-// ExitCode maps the highest severity of a report to the process exit code: errors 3, warnings 2,
-// anything else (info, skipped, nothing) 0.
-func ExitCode(max Severity) int {
-	switch {
-	case max >= Error:
-		return ExitError
-	case max >= Warning:
-		return ExitWarning
+// DefaultFailOn is the --fail-on threshold when none is given: a warning fails the run.
+const DefaultFailOn = Warning
+
+// FailNever is the --fail-on threshold "none": no severity reaches it.
+const FailNever Severity = math.MaxInt
+
+// FailOnNames are the values --fail-on accepts.
+var FailOnNames = []string{"info", "warning", "error", "none"}
+
+// ParseFailOn reads a --fail-on value: info, warning, error or none.
+func ParseFailOn(s string) (Severity, error) {
+	switch s {
+	case "info":
+		return Info, nil
+	case "warning":
+		return Warning, nil
+	case "error":
+		return Error, nil
+	case "none":
+		return FailNever, nil
+	}
+	return OK, fmt.Errorf("unknown --fail-on %q (want one of %s)", s, strings.Join(FailOnNames, ", "))
+}
+
+// ExitCode maps the highest severity of a report to the process exit code under the default
+// threshold: ExitFindings for a warning or an error, else (info, skipped, nothing) ExitOK.
+func ExitCode(max Severity) int { return ExitCodeAt(max, DefaultFailOn) }
+
+// ExitCodeAt is ExitFindings when max is at or above failOn (OK, the zero value, means
+// DefaultFailOn), else ExitOK.
+func ExitCodeAt(max, failOn Severity) int {
+	if failOn == OK {
+		failOn = DefaultFailOn
+	}
+	if max >= failOn {
+		return ExitFindings
 	}
 	return ExitOK
 }
@@ -246,8 +276,10 @@ type Report struct {
 	// Duration of the run.
 	Duration time.Duration `json:"-"`
 	// Stats are numbers about the run itself (requests made, nodes read).
-	Stats    map[string]int64 `json:"stats,omitempty"`
-	Ignored  []string         `json:"ignored,omitempty"`
+	Stats   map[string]int64 `json:"stats,omitempty"`
+	Ignored []string         `json:"ignored,omitempty"`
+	// FailOn is the threshold the exit code is computed with (OK: DefaultFailOn).
+	FailOn   Severity `json:"-"`
 	sections []*Section
 }
 

@@ -88,7 +88,7 @@ func TestScoresAndExit(t *testing.T) {
 	if s, _ := r.Score(); s != 62 {
 		t.Errorf("report score %d, want 62", s)
 	}
-	if r.MaxSeverity() != Error || ExitCode(r.MaxSeverity()) != ExitError {
+	if r.MaxSeverity() != Error || ExitCode(r.MaxSeverity()) != ExitFindings {
 		t.Errorf("max %v exit %d", r.MaxSeverity(), ExitCode(r.MaxSeverity()))
 	}
 	if err := r.Ignore([]string{"T101", "test-qps"}); err != nil {
@@ -100,8 +100,40 @@ func TestScoresAndExit(t *testing.T) {
 	if err := r.Ignore([]string{"NOPE"}); err == nil || !strings.Contains(err.Error(), "NOPE") {
 		t.Errorf("unknown code: %v", err)
 	}
-	if ExitCode(Warning) != ExitWarning || ExitCode(Skipped) != ExitOK {
+	if ExitCode(Warning) != ExitFindings || ExitCode(Skipped) != ExitOK {
 		t.Error("exit codes")
+	}
+}
+
+// TestExitCodeAt: 3 at or above the --fail-on threshold, 0 below it; none fails nothing.
+func TestExitCodeAt(t *testing.T) {
+	for _, tc := range []struct {
+		max    Severity
+		failOn string
+		want   int
+	}{
+		{Error, "error", ExitFindings},
+		{Warning, "error", ExitOK},
+		{Warning, "warning", ExitFindings},
+		{Info, "warning", ExitOK},
+		{Info, "info", ExitFindings},
+		{Skipped, "info", ExitOK},
+		{Error, "none", ExitOK},
+		{OK, "none", ExitOK},
+	} {
+		failOn, err := ParseFailOn(tc.failOn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ExitCodeAt(tc.max, failOn); got != tc.want {
+			t.Errorf("max %s, --fail-on %s: %d, want %d", tc.max, tc.failOn, got, tc.want)
+		}
+	}
+	if ExitCodeAt(Warning, OK) != ExitFindings {
+		t.Error("the zero threshold is not the default (warning)")
+	}
+	if _, err := ParseFailOn("warn"); err == nil {
+		t.Error("--fail-on warn accepted")
 	}
 }
 
@@ -119,7 +151,7 @@ func TestJSONAndJUnitRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if doc.ExitCode != ExitError || len(doc.Sections) != 3 || doc.Sections[0].Findings[0].Severity != Error {
+	if doc.ExitCode != ExitFindings || len(doc.Sections) != 3 || doc.Sections[0].Findings[0].Severity != Error {
 		t.Fatalf("%+v", doc)
 	}
 	buf.Reset()

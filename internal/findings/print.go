@@ -224,7 +224,7 @@ func PrintJSON(w io.Writer, r *Report) error {
 		DurationSeconds: r.Duration.Seconds(), MaxSeverity: r.MaxSeverity(), Counts: map[string]int{},
 		Stats: r.Stats, Ignored: r.Ignored,
 	}
-	out.ExitCode = ExitCode(out.MaxSeverity)
+	out.ExitCode = ExitCodeAt(out.MaxSeverity, r.FailOn)
 	if score, ok := r.Score(); ok {
 		out.Score, out.Grade = &score, Grade(score)
 	}

@@ -47,11 +47,14 @@ func TestCLI(t *testing.T) {
 				t.Errorf("%v: exit %d, want 2: %s", bad, code, stderr)
 			}
 		}
+		if _, stderr, code := runGC(t, env.AdminConfig(), "--workers", "many"); code != 2 {
+			t.Errorf("a flag value cobra refuses: exit %d, want 2: %s", code, stderr)
+		}
 	})
-	t.Run("no terminal and no --yes: exit 3, nothing deleted", func(t *testing.T) {
+	t.Run("no terminal and no --yes: exit 2 (bad usage), nothing deleted", func(t *testing.T) {
 		stdout, stderr, code := runGC(t, env.AdminConfig())
-		if code != 3 || !strings.Contains(stderr, "--yes") {
-			t.Errorf("exit %d, want 3 with a hint to --yes: %s", code, stderr)
+		if code != 2 || !strings.Contains(stderr, "--yes") {
+			t.Errorf("exit %d, want 2 with a hint to --yes: %s", code, stderr)
 		}
 		if !strings.Contains(stdout, "leaked") || !strings.Contains(stdout, "5 leaked; 5 will be deleted") {
 			t.Errorf("summary missing:\n%s", stdout)

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodekeeper/nodekeeper/internal/audit"
+	"github.com/nodekeeper/nodekeeper/internal/findings"
 )
 
 // auditOptions are the settings of `nodekeeper audit`.
@@ -29,7 +30,10 @@ type auditOptions struct {
 	workers    int
 	top        int
 	eventsPerL int
+	failOn     string
 	cw         cloudWatchFlags
+
+	failOnSeverity findings.Severity // parsed by Validate
 }
 
 func newAuditCommand(g *globalOptions) *cobra.Command {
@@ -85,16 +89,17 @@ the window before any analysis.`,
   nodekeeper audit --cloudwatch --cluster prod --region eu-west-1 --since "2024-04-05 05:00" --until "2024-04-05 12:00"`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(); err != nil {
-				return err
+				return usageError(err)
 			}
 			if err := o.Validate(cmd.Flags(), args); err != nil {
-				return err
+				return usageError(err)
 			}
 			return o.Run(cmd.Context(), args)
 		},
 	}
 	o.AddFlags(cmd.Flags())
 	o.output.RegisterCompletion(cmd)
+	registerFailOnCompletion(cmd)
 	return cmd
 }
 
@@ -112,6 +117,7 @@ func (o *auditOptions) AddFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.maxLine, "max-line-size", 16<<20, "lines and export records longer than this many bytes are skipped and counted as too-long")
 	f.IntVar(&o.workers, "workers", 0, "parsing goroutines (0: one per CPU)")
 	f.IntVar(&o.eventsPerL, "events-per-lease", 40, "lifecycle events kept per lease (the first and the last half)")
+	addFailOnFlag(f, &o.failOn, "none")
 	o.cw.AddFlags(f)
 }
 
@@ -138,6 +144,10 @@ func (o *auditOptions) Validate(f *pflag.FlagSet, args []string) error {
 	if err := o.output.Validate(); err != nil {
 		return err
 	}
+	var err error
+	if o.failOnSeverity, err = findings.ParseFailOn(o.failOn); err != nil {
+		return err
+	}
 	if !o.audit.Since.IsZero() && !o.audit.Until.IsZero() && o.audit.Until.Before(o.audit.Since) {
 		return fmt.Errorf("--until %s is before --since %s", o.until, o.since)
 	}
@@ -160,7 +170,7 @@ func (o *auditOptions) Run(ctx context.Context, args []string) error {
 			// Waiting on a terminal for a log that never comes helps nobody.
 			if f, ok := in.(*os.File); ok {
 				if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-					return fmt.Errorf("no input: name audit log files or directories, or pipe a log to standard input")
+					return usageError(fmt.Errorf("no input: name audit log files or directories, or pipe a log to standard input"))
 				}
 			}
 		}
@@ -174,9 +184,49 @@ func (o *auditOptions) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	if aerr != nil {
-		return withExitCode(1, aerr)
+		return withExitCode(exitFailed, aerr)
+	}
+	if err := noEvents(rep); err != nil {
+		return err
+	}
+	if max := auditSeverity(rep); findings.ExitCodeAt(max, o.failOnSeverity) != findings.ExitOK {
+		return withExitCode(exitFindings, fmt.Errorf("audit: findings at --fail-on %s or above (highest: %s): %d zombie kubelets, %d leaked leases, %d throttled requests, %d denied requests",
+			o.failOn, max, len(rep.Zombies), len(rep.Leaks), rep.Throttling.Throttled, rep.AccessDenied.Unauthorized+rep.AccessDenied.Forbidden))
 	}
 	return nil
+}
+
+// auditSeverity grades a report for --fail-on: zombie kubelets and leaked leases are errors (they
+// are what nodekeeper exists to catch); throttled and denied requests are warnings.
+func auditSeverity(rep *audit.Report) findings.Severity {
+	switch {
+	case len(rep.Zombies) > 0 || len(rep.Leaks) > 0:
+		return findings.Error
+	case rep.Throttling.Throttled > 0 || rep.AccessDenied.Unauthorized+rep.AccessDenied.Forbidden > 0:
+		return findings.Warning
+	}
+	return findings.OK
+}
+
+// noEvents is the error for a run that counted no audit event, saying why: a report of nothing
+// must not pass for a clean bill of health.
+func noEvents(rep *audit.Report) error {
+	t := rep.Totals
+	if t.Events > 0 {
+		return nil
+	}
+	var why string
+	switch {
+	case t.Lines == 0:
+		why = "the input is empty"
+	case t.OutsideWindow > 0 && t.Bad == 0:
+		why = fmt.Sprintf("all %d events were received outside --since/--until", t.OutsideWindow)
+	case t.SkippedStages > 0 && t.Bad == 0:
+		why = fmt.Sprintf("the %d events are all of the RequestReceived or ResponseStarted stage; the audit policy must log ResponseComplete", t.SkippedStages)
+	default:
+		why = fmt.Sprintf("none of the %d lines read is a kube-apiserver audit event (%d are not; the report lists the first of them)", t.Lines, t.Bad)
+	}
+	return withExitCode(exitFailed, fmt.Errorf("no audit event to analyse: %s", why))
 }
 
 // write prints the report in the -o format and writes the --html page.

@@ -28,6 +28,10 @@ func (c *cloudWatchFlags) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&c.logGroup, "log-group", "", "with --cloudwatch: the log group (default /aws/eks/CLUSTER/cluster, CLUSTER from --cluster)")
 	f.IntVar(&c.parallel, "cloudwatch-queries", 4, "with --cloudwatch: Logs Insights queries run at once (the account's limit is shared with everyone)")
 	c.aws.AddFlags(f)
+	// audit reads no cluster, so it has none of the kubectl connection flags; --cluster alone
+	// names the EKS cluster (and, as an ARN, its region), as it does on doctor --aws. Without it
+	// the cluster of the kubeconfig's current context is used when it is named the EKS way.
+	f.StringVar(c.aws.g.kube.ClusterName, "cluster", "", "with --cloudwatch: the EKS cluster, by name or ARN (an ARN gives the region too); default: the kubeconfig's current context's cluster when it is named the EKS way")
 }
 
 // validate checks the flags that only make sense together.

@@ -48,24 +48,27 @@ The input is the collector's .tar.gz, the directory it unpacks to, or a kubelet 
 NodeConfig): the bootstrap checks run on its commands even when cloud-init-output.log does not
 show them, and its kubelet settings are used when the input has no kubelet configuration.
 
-Exit codes: 0 no warning, 2 warnings, 3 errors, 1 the bundle could not be read (a hostile or
-malformed archive is refused with a clear error).`,
+Exit codes (docs/exit-codes.md): 0 nothing at or above --fail-on, 3 a finding at or above it
+(default: warning), 2 bad usage, 1 the bundle could not be read (a hostile or malformed archive
+is refused with a clear error).`,
 		Example: `  nodekeeper bundle eks_i-0123456789abcdef0_2024-03-04_0915-UTC_0.7.8.tar.gz
   nodekeeper bundle node.tar.gz --instance-type m5.large -o junit > bundle.xml
   nodekeeper bundle eks_i-0123456789abcdef0_2024-03-04_0915-UTC_0.7.8/ --user-data user-data.mime
   journalctl -u kubelet > kubelet.journal; nodekeeper bundle kubelet.journal --user-data nodeconfig.yaml --instance-type m5.large`,
-		Args: cobra.ExactArgs(1),
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(args); err != nil {
-				return err
+				return usageError(err)
 			}
 			if err := o.Validate(); err != nil {
-				return err
+				return usageError(err)
 			}
 			return o.Run()
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	o.report.RegisterCompletion(cmd)
+	_ = cmd.RegisterFlagCompletionFunc("instance-type", completeInstanceTypes)
 	return cmd
 }
 

@@ -46,15 +46,16 @@ Run it with the RBAC in deploy/; it checks its permissions at start-up and names
 		Example: `  # in a cluster (see deploy/): nodekeeper controller --grace-period=1h
   # locally, reporting only:
   nodekeeper controller --kubeconfig ~/.kube/config --leader-elect=false --dry-run`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
-				return err
+				return usageError(err)
 			}
 			return o.Run(cmd.Context())
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	g.addKubeFlags(cmd)
 	return cmd
 }
 

@@ -60,23 +60,26 @@ func newDoctorCommand(g *globalOptions) *cobra.Command {
               Node, Nodes whose instance is terminated or missing, subnets short of addresses
 
 A check that lacks a permission is reported as skipped (for example "needs get on nodes/proxy")
-and the run goes on. Exit codes: 0 no warning, 2 warnings, 3 errors, 1 the run failed.`,
+and the run goes on. Exit codes (docs/exit-codes.md): 0 nothing at or above --fail-on, 3 a finding
+at or above it (default: warning), 2 bad usage, 1 the run failed.`,
 		Example: `  nodekeeper doctor
   nodekeeper doctor -o junit > doctor.xml            # CI gate
   nodekeeper doctor --ignore NK202,NK102 -o json
   nodekeeper doctor --reserved-enis 1                 # Karpenter reservedENIs`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Complete(cmd.Flags()); err != nil {
-				return err
+				return usageError(err)
 			}
 			if err := o.Validate(); err != nil {
-				return err
+				return usageError(err)
 			}
-			return o.Run(cmd.Context(), cmd.Flags())
+			return o.Run(cmd.Context())
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	o.report.RegisterCompletion(cmd)
+	g.addKubeFlags(cmd)
 	return cmd
 }
 
@@ -123,7 +126,7 @@ func (o *doctorOptions) Complete(f *pflag.FlagSet) error {
 	o.doctor.AWSNodeNamespace, o.doctor.AWSNodeName = ns, name
 	o.doctor.Concurrency, o.doctor.QPS, o.doctor.Burst = o.concurrency, o.qps, o.burst
 	o.doctor.ConfigzTimeout, o.doctor.LeaseGrace, o.doctor.ReservedENIs = o.configzTimeout, o.leaseGrace, o.reservedENIs
-	return nil
+	return o.aws.validate(f)
 }
 
 // Validate refuses settings doctor cannot run with.
@@ -135,8 +138,8 @@ func (o *doctorOptions) Validate() error {
 }
 
 // Run checks the cluster (and with --aws, EC2) and prints the findings.
-func (o *doctorOptions) Run(ctx context.Context, f *pflag.FlagSet) error {
-	if err := o.aws.apply(ctx, f, &o.doctor); err != nil {
+func (o *doctorOptions) Run(ctx context.Context) error {
+	if err := o.aws.apply(ctx, &o.doctor); err != nil {
 		return err
 	}
 	cfg, err := o.g.kube.ToRESTConfig()

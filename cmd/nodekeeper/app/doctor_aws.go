@@ -24,8 +24,8 @@ func (d *doctorAWSFlags) AddFlags(f *pflag.FlagSet) {
 	d.aws.AddFlags(f)
 }
 
-// apply loads the AWS clients when --aws was given; otherwise it checks that no AWS-only flag was.
-func (d *doctorAWSFlags) apply(ctx context.Context, f *pflag.FlagSet, o *doctor.Options) error {
+// validate checks that the AWS-only flags come with --aws, and that --aws can find the cluster.
+func (d *doctorAWSFlags) validate(f *pflag.FlagSet) error {
 	if !d.enabled {
 		for _, name := range []string{"register-grace", "region", "profile"} {
 			if f.Changed(name) {
@@ -34,10 +34,18 @@ func (d *doctorAWSFlags) apply(ctx context.Context, f *pflag.FlagSet, o *doctor.
 		}
 		return nil
 	}
-	cluster, _ := d.aws.g.eksCluster()
-	if cluster == "" {
+	if cluster, _ := d.aws.g.eksCluster(); cluster == "" {
 		return errors.New("--aws needs the EKS cluster's name to find its instances: pass --cluster NAME (or the cluster's ARN)")
 	}
+	return nil
+}
+
+// apply loads the AWS clients when --aws was given.
+func (d *doctorAWSFlags) apply(ctx context.Context, o *doctor.Options) error {
+	if !d.enabled {
+		return nil
+	}
+	cluster, _ := d.aws.g.eksCluster()
 	clients, err := d.aws.clients(ctx)
 	if err != nil {
 		return err

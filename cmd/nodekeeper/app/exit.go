@@ -9,6 +9,15 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// The exit codes of every command, documented in docs/exit-codes.md. gc adds its own codes from
+// 4 up (gc.go).
+const (
+	exitOK       = 0
+	exitFailed   = 1 // the run failed: unreachable cluster, unreadable input, API error
+	exitUsage    = 2 // bad usage: unknown command or flag, bad flag value, missing or extra argument
+	exitFindings = 3 // doctor, bundle, audit: a finding at or above --fail-on
+)
+
 // exitError carries a specific process exit code (for example the doctor's severity or gc's
 // partial-failure code) up to Execute without printing twice.
 type exitError struct {
@@ -27,17 +36,34 @@ func withExitCode(code int, err error) error {
 	return &exitError{code: code, err: err}
 }
 
+// usageError marks err as bad usage (exit code 2), unless it already carries a code.
+func usageError(err error) error {
+	var ee *exitError
+	if err == nil || errors.As(err, &ee) {
+		return err
+	}
+	return withExitCode(exitUsage, err)
+}
+
+// usageArgs makes an argument check's error bad usage: a missing or extra argument exits 2
+// like a bad flag.
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		return usageError(check(cmd, args))
+	}
+}
+
 // ExitCode is the process exit code for an error returned by the command tree: 0 for nil, the
 // code a command chose, else 1.
 func ExitCode(err error) int {
 	if err == nil {
-		return 0
+		return exitOK
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
 	}
-	return 1
+	return exitFailed
 }
 
 // Execute runs root with ctx, prints an error to errOut as "error: ..." and returns the exit

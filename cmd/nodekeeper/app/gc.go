@@ -23,13 +23,15 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
-// Exit codes of `nodekeeper gc`.
+// Exit codes of `nodekeeper gc`: the common ones (docs/exit-codes.md) and gc's own from 4 up.
+// 3 means "findings" for the commands that grade what they find, so gc does not use it; until
+// this scheme, 3 was "not confirmed".
 const (
-	gcExitError     = 1 // nothing was deleted: the listing or a setting failed
-	gcExitUsage     = 2 // bad flags
-	gcExitAborted   = 3 // not confirmed: nothing was deleted
-	gcExitPartial   = 4 // some deletes failed with API errors (safety skips are not failures)
-	gcExitCancelled = 5 // interrupted (Ctrl-C) part way
+	gcExitError     = exitFailed // nothing was deleted: the listing or a setting failed
+	gcExitUsage     = exitUsage  // bad flags, or nobody to confirm: no terminal and no --yes
+	gcExitPartial   = 4          // some deletes failed with API errors (safety skips are not failures)
+	gcExitCancelled = 5          // interrupted (Ctrl-C) part way
+	gcExitDeclined  = 6          // answered no at the prompt: nothing was deleted
 )
 
 // gcOptions are the settings of `nodekeeper gc`.
@@ -70,8 +72,9 @@ cluster state); --name-regexp deletes only leaked leases whose whole name matche
 with what it deleted and what it left, grouped by reason. -o name, jsonpath=…, go-template=… and
 custom-columns=… print the deleted leases (dry run: those that would be) as kubectl prints them.
 
-Exit codes: 0 done (or nothing to do, or dry run); 1 error before any delete; 2 bad flags;
-3 not confirmed; 4 some deletes failed; 5 interrupted.`,
+Exit codes (docs/exit-codes.md): 0 done (or nothing to do, or dry run); 1 error before any
+delete; 2 bad usage, including no terminal to confirm on and no --yes; 4 some deletes failed;
+5 interrupted; 6 answered no at the prompt.`,
 		Example: `  # see what would be deleted
   nodekeeper gc --dry-run
 
@@ -86,19 +89,20 @@ Exit codes: 0 done (or nothing to do, or dry run); 1 error before any delete; 2 
 
   # machine-readable report
   nodekeeper gc --yes -o json > gc-report.json`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
-				return err
+				return usageError(err)
 			}
 			if err := o.Complete(); err != nil {
-				return err
+				return usageError(err)
 			}
 			return o.Run(cmd.Context())
 		},
 	}
 	o.AddFlags(cmd.Flags())
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(append([]string{"table", "json", "yaml"}, kubeprint.ObjectFormats()...), cobra.ShellCompDirectiveNoFileComp|cobra.ShellCompDirectiveNoSpace))
+	g.addKubeFlags(cmd)
 	return cmd
 }
 
@@ -183,10 +187,10 @@ func (o *gcOptions) Run(ctx context.Context) error {
 	if !o.dryRun && !o.yes {
 		ok, err := confirm(o.g.streams.In, stderr, n)
 		if err != nil {
-			return withExitCode(gcExitAborted, err)
+			return err
 		}
 		if !ok {
-			return withExitCode(gcExitAborted, errors.New("not confirmed; nothing deleted"))
+			return withExitCode(gcExitDeclined, errors.New("not confirmed; nothing deleted"))
 		}
 	}
 	// Concurrent deletes share their live Node reads (one consistent LIST started after all the
@@ -244,14 +248,21 @@ func wantProgress(mode string, w io.Writer) (bool, error) {
 	return false, fmt.Errorf("unknown --progress %q (want auto, always or never)", mode)
 }
 
+// confirm asks on a terminal whether to delete n leases. Without a terminal nobody can answer:
+// that is bad usage (exit 2), fixed by --yes or --dry-run.
 func confirm(in io.Reader, out io.Writer, n int) (bool, error) {
 	if f, ok := in.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
-		return false, errors.New("refusing to delete without confirmation: stdin is not a terminal; pass --yes (or --dry-run)")
+		return false, usageError(errors.New("refusing to delete without confirmation: stdin is not a terminal; pass --yes (or --dry-run)"))
 	}
+	return readAnswer(in, out, n)
+}
+
+// readAnswer prints the question and reads a yes or no; anything but y or yes is no.
+func readAnswer(in io.Reader, out io.Writer, n int) (bool, error) {
 	fmt.Fprintf(out, "Delete %d leaked leases? [y/N] ", n)
 	line, err := bufio.NewReader(in).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
-		return false, err
+		return false, withExitCode(gcExitError, err)
 	}
 	answer := strings.ToLower(strings.TrimSpace(line))
 	return answer == "y" || answer == "yes", nil

@@ -68,18 +68,19 @@ holder or expiry, including changes caused by a Node being deleted or by time al
 
   # as a kubectl plugin (kubectl refuses flags before the plugin name)
   kubectl nodekeeper leases --context prod -o json`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Complete(cmd.Flags()); err != nil {
-				return err
+				return usageError(err)
 			}
 			if err := o.Validate(); err != nil {
-				return err
+				return usageError(err)
 			}
 			return o.Run(cmd.Context())
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	g.addKubeFlags(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("class", func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		return completeList(leasesview.ClassNames(), toComplete), cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 	})

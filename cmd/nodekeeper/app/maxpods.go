@@ -39,13 +39,14 @@ without --vcpus or --aws it is estimated from the size name.`,
   nodekeeper maxpods m5.large --prefix-delegation --show-max-allowed   # 434
   nodekeeper maxpods c6i.32xlarge --prefix-delegation -o json
   nodekeeper maxpods m8i.large --aws --region us-east-1      # a type newer than the built-in table`,
-		Args: cobra.MinimumNArgs(1),
+		Args:              usageArgs(cobra.MinimumNArgs(1)),
+		ValidArgsFunction: completeInstanceTypes,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(cmd); err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {
-				return err
+				return usageError(err)
 			}
 			return o.mp.Run(cmd.Context(), o.aws.g.streams.Out, args)
 		},

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
@@ -17,6 +19,9 @@ type reportFlags struct {
 	color      string
 	ignore     []string
 	maxPerRule int
+	failOn     string
+
+	failOnSeverity findings.Severity // parsed by Validate
 }
 
 func newReportFlags() reportFlags {
@@ -28,6 +33,20 @@ func (f *reportFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.color, "color", "auto", "colour in text output: auto (on a terminal without NO_COLOR), always or never")
 	fs.StringSliceVar(&f.ignore, "ignore", nil, "check codes or names to leave out, comma-separated (for example NK202,kube-api-qps-low)")
 	fs.IntVar(&f.maxPerRule, "max-per-check", 20, "resources listed per check in text output (-1 = all)")
+	addFailOnFlag(fs, &f.failOn, "warning")
+}
+
+// addFailOnFlag adds --fail-on, the lowest severity that makes the command exit 3.
+func addFailOnFlag(fs *pflag.FlagSet, p *string, def string) {
+	fs.StringVar(p, "fail-on", def, "exit 3 when a finding is at or above this severity: "+strings.Join(findings.FailOnNames, ", ")+" (none: exit 0 whatever is found)")
+}
+
+// RegisterCompletion completes -o, --color, --ignore and --fail-on.
+func (f *reportFlags) RegisterCompletion(cmd *cobra.Command) {
+	f.output.RegisterCompletion(cmd)
+	_ = cmd.RegisterFlagCompletionFunc("color", cobra.FixedCompletions([]string{"auto", "always", "never"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("ignore", completeRules)
+	registerFailOnCompletion(cmd)
 }
 
 func (f *reportFlags) Validate() error {
@@ -38,6 +57,10 @@ func (f *reportFlags) Validate() error {
 	case "auto", "always", "never":
 	default:
 		return fmt.Errorf("unknown --color %q (want auto, always or never)", f.color)
+	}
+	var err error
+	if f.failOnSeverity, err = findings.ParseFailOn(f.failOn); err != nil {
+		return err
 	}
 	for _, c := range f.ignore {
 		if _, ok := findings.LookupRule(c); !ok {
@@ -61,23 +84,25 @@ func useColor(mode string, w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// finish filters, prints and turns the report's highest severity into the exit code.
+// finish filters, prints and turns the report's highest severity into the exit code: 3 when it
+// is at or above --fail-on.
 func (f *reportFlags) finish(out io.Writer, rep *findings.Report) error {
 	if err := rep.Ignore(f.ignore); err != nil {
 		return err
 	}
+	rep.FailOn = f.failOnSeverity
 	if err := findings.Print(out, rep, f.output.Output, findings.PrintOptions{Color: useColor(f.color, out), MaxPerRule: f.maxPerRule}); err != nil {
 		return err
 	}
 	max := rep.MaxSeverity()
-	if code := findings.ExitCode(max); code != 0 {
+	if code := findings.ExitCodeAt(max, f.failOnSeverity); code != findings.ExitOK {
 		n := 0
 		for _, fd := range rep.Findings() {
-			if fd.Severity >= findings.Warning {
+			if fd.Severity >= f.failOnSeverity {
 				n++
 			}
 		}
-		return withExitCode(code, fmt.Errorf("%s: %d findings at warning or error (highest: %s)", rep.Tool, n, max))
+		return withExitCode(exitFindings, fmt.Errorf("%s: %d findings at --fail-on %s or above (highest: %s)", rep.Tool, n, f.failOn, max))
 	}
 	return nil
 }

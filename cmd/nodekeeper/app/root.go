@@ -9,7 +9,9 @@ package app
 
 import (
 	"context"
+	"errors"
 	"flag"
+	"fmt"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -29,7 +31,8 @@ type awsLoader func(ctx context.Context, o nkaws.LoadOptions) (*nkaws.Clients, e
 type globalOptions struct {
 	streams genericiooptions.IOStreams
 	// kube holds the standard kubectl connection flags (--kubeconfig, --context, -n, --server,
-	// ...).
+	// ...). Only the commands that talk to a cluster show them (addKubeFlags); the others
+	// would take them and do nothing with them.
 	kube    *genericclioptions.ConfigFlags
 	loadAWS awsLoader
 }
@@ -50,11 +53,25 @@ reconstruct what happened to a lease, and checks node networking and kubelet set
 clusters at scale.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Without Args, cobra reports an unknown command while looking for it, before any
+		// check of ours could give it the usage exit code; with them it comes here.
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += "; did you mean " + orList(s) + "?"
+			}
+			return usageError(errors.New(msg + " (see --help)"))
+		},
 	}
+	// Unknown flags and bad flag values are bad usage, on every subcommand.
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	cmd.SetIn(streams.In)
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
-	g.kube.AddFlags(cmd.PersistentFlags())
 	addKlogFlags(cmd)
 
 	cmd.AddCommand(
@@ -69,6 +86,12 @@ clusters at scale.`,
 		newVersionCommand(g),
 	)
 	return cmd
+}
+
+// addKubeFlags adds the kubectl connection flags to a command that talks to a cluster.
+func (g *globalOptions) addKubeFlags(cmd *cobra.Command) {
+	g.kube.AddFlags(cmd.Flags())
+	g.registerKubeCompletion(cmd)
 }
 
 // addKlogFlags adds klog's -v and --vmodule to every command.

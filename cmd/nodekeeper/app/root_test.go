@@ -44,9 +44,9 @@ func TestRootCommand(t *testing.T) {
 			wantOut: []string{"nodekeeper leases [flags]"}, notOut: []string{"kubectl nodekeeper leases [flags]"}},
 		{name: "version", args: []string{"version", "-o", "json"}, wantOut: []string{`"version"`, `"goVersion"`}},
 		{name: "maxpods", args: []string{"maxpods", "m5.large", "-o", "value"}, wantOut: []string{"29\n"}},
-		{name: "bad -o", args: []string{"maxpods", "m5.large", "-o", "xml"}, wantCode: 1,
+		{name: "bad -o", args: []string{"maxpods", "m5.large", "-o", "xml"}, wantCode: 2,
 			wantError: `unknown output format "xml" (want text, json or value)`},
-		{name: "unknown command", args: []string{"nosuch"}, wantCode: 1, wantError: `unknown command "nosuch"`},
+		{name: "unknown command", args: []string{"nosuch"}, wantCode: 2, wantError: `unknown command "nosuch"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, code := execute(t, tc.plugin, tc.args...)
@@ -77,7 +77,12 @@ func TestRootCommandsShareNothing(t *testing.T) {
 	var outA, outB bytes.Buffer
 	a := NewRootCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &outA, ErrOut: &outA})
 	b := NewRootCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &outB, ErrOut: &outB})
-	a.SetArgs([]string{"version", "-o", "json", "--namespace", "from-a"})
+	a.SetArgs([]string{"leases", "--namespace", "from-a", "--help"})
+	if code := Execute(context.Background(), a, &outA); code != 0 {
+		t.Fatalf("a: exit %d: %s", code, outA.String())
+	}
+	outA.Reset()
+	a.SetArgs([]string{"version", "-o", "json"})
 	if code := Execute(context.Background(), a, &outA); code != 0 {
 		t.Fatalf("a: exit %d: %s", code, outA.String())
 	}
@@ -92,7 +97,12 @@ func TestRootCommandsShareNothing(t *testing.T) {
 	if !strings.HasPrefix(outB.String(), "nodekeeper ") {
 		t.Errorf("b printed JSON or nothing; a's -o leaked into it:\n%s", outB.String())
 	}
-	if ns, _ := b.PersistentFlags().GetString("namespace"); ns != "" {
+	leasesA, _, _ := a.Find([]string{"leases"})
+	leasesB, _, _ := b.Find([]string{"leases"})
+	if ns, _ := leasesA.Flags().GetString("namespace"); ns != "from-a" {
+		t.Fatalf("a's --namespace is %q: the test did not set it", ns)
+	}
+	if ns, _ := leasesB.Flags().GetString("namespace"); ns != "" {
 		t.Errorf("b's --namespace is %q, set on a", ns)
 	}
 }

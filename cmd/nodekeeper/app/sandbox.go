@@ -35,7 +35,7 @@ kubeconfig, prints how to use it, and stops everything on Ctrl-C.`,
 		Example: `  nodekeeper sandbox
   nodekeeper sandbox --healthy 200 --legacy-zombies 5 --leaked 1000
   nodekeeper leases -A --kubeconfig nodekeeper-sandbox.kubeconfig`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
 				return err

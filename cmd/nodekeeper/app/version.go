@@ -19,10 +19,10 @@ func newVersionCommand(g *globalOptions) *cobra.Command {
 		Short: "Print the nodekeeper version, commit, build date, Go version and platform",
 		Example: `  nodekeeper version
   nodekeeper version -o json`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
-				return err
+				return usageError(err)
 			}
 			return o.Run()
 		},

@@ -1,0 +1,142 @@
+package app
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodekeeper/nodekeeper/internal/eni"
+	"github.com/nodekeeper/nodekeeper/internal/findings"
+)
+
+// Shell completion beyond cobra's own: instance types, check codes and names, --fail-on, and
+// the kubeconfig's contexts and the cluster's namespaces for the connection flags. Every
+// function answers with what it has and never prints an error: a completion that fails
+// completes nothing.
+
+// completionTimeout bounds the one live call completion makes (namespaces): a TAB must not
+// hang on a cluster that does not answer.
+const completionTimeout = 3 * time.Second
+
+// completeInstanceTypes completes instance type arguments from the built-in limits table,
+// case-insensitively ("M5.L<TAB>" offers m5.large ...).
+func completeInstanceTypes(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	prefix := strings.ToLower(toComplete)
+	var out []string
+	for _, name := range eni.Types() {
+		if strings.HasPrefix(strings.ToLower(name), prefix) {
+			out = append(out, name)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeRules completes --ignore, a comma-separated list of check codes and names, each code
+// with its name as the description.
+func completeRules(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	var all []string
+	titles := map[string]string{}
+	for _, r := range findings.Rules() {
+		all = append(all, r.Code, r.Name)
+		titles[r.Code], titles[r.Name] = r.Name, r.Code
+	}
+	sort.Strings(all)
+	out := completeList(all, toComplete)
+	for i, c := range out {
+		last := c[strings.LastIndex(c, ",")+1:]
+		out[i] = c + "\t" + titles[last]
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+}
+
+// registerFailOnCompletion completes --fail-on with its values.
+func registerFailOnCompletion(cmd *cobra.Command) {
+	_ = cmd.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions(findings.FailOnNames, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// registerKubeCompletion completes --context, --cluster and --user from the kubeconfig and -n
+// from the cluster.
+func (g *globalOptions) registerKubeCompletion(cmd *cobra.Command) {
+	fromKubeconfig := func(names func() []string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			return withPrefix(names(), toComplete), cobra.ShellCompDirectiveNoFileComp
+		}
+	}
+	_ = cmd.RegisterFlagCompletionFunc("context", fromKubeconfig(func() []string { return g.kubeconfigNames("context") }))
+	_ = cmd.RegisterFlagCompletionFunc("cluster", fromKubeconfig(func() []string { return g.kubeconfigNames("cluster") }))
+	_ = cmd.RegisterFlagCompletionFunc("user", fromKubeconfig(func() []string { return g.kubeconfigNames("user") }))
+	_ = cmd.RegisterFlagCompletionFunc("namespace", func(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		return withPrefix(g.namespaces(c.Context()), toComplete), cobra.ShellCompDirectiveNoFileComp
+	})
+}
+
+// kubeconfigNames lists the contexts, clusters or users of the kubeconfig the flags select
+// (--kubeconfig, else KUBECONFIG, else the default file); none when it does not load.
+func (g *globalOptions) kubeconfigNames(kind string) []string {
+	raw, err := g.kube.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	switch kind {
+	case "context":
+		for name := range raw.Contexts {
+			out = append(out, name)
+		}
+	case "cluster":
+		for name := range raw.Clusters {
+			out = append(out, name)
+		}
+	case "user":
+		for name := range raw.AuthInfos {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// namespaces lists the cluster's namespaces with the connection flags given so far; nothing when
+// the cluster does not answer within completionTimeout or may not be asked.
+func (g *globalOptions) namespaces(ctx context.Context) []string {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	cfg, err := g.kube.ToRESTConfig()
+	if err != nil {
+		return nil
+	}
+	cfg.Timeout = completionTimeout
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, completionTimeout)
+	defer cancel()
+	list, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil
+	}
+	out := make([]string, 0, len(list.Items))
+	for _, ns := range list.Items {
+		out = append(out, ns.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// withPrefix keeps the names that start with prefix.
+func withPrefix(names []string, prefix string) []string {
+	var out []string
+	for _, n := range names {
+		if strings.HasPrefix(n, prefix) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
