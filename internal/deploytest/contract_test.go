@@ -11,17 +11,20 @@ import (
 
 // controllerFlags are the flags the manifests may pass to `nodekeeper controller`.
 var controllerFlags = map[string]bool{
-	"grace-period":              true,
-	"dry-run":                   true,
-	"qps":                       true,
-	"burst":                     true,
-	"workers":                   true,
-	"leader-elect":              true,
-	"leader-election-namespace": true,
-	"leader-election-id":        true,
-	"metrics-bind-address":      true,
-	"health-probe-bind-address": true,
-	"v":                         true,
+	"grace-period":                   true,
+	"dry-run":                        true,
+	"qps":                            true,
+	"burst":                          true,
+	"workers":                        true,
+	"leader-elect":                   true,
+	"leader-election-namespace":      true,
+	"leader-election-id":             true,
+	"leader-election-lease-duration": true,
+	"leader-election-renew-deadline": true,
+	"leader-election-retry-period":   true,
+	"metrics-bind-address":           true,
+	"health-probe-bind-address":      true,
+	"v":                              true,
 }
 
 type metricKind string
