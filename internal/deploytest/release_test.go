@@ -247,3 +247,46 @@ func TestGoreleaserImage(t *testing.T) {
 		t.Errorf("make release-snapshot does not skip the image (no Docker engine):\n%s", plan)
 	}
 }
+
+// The README's install lines name what the repository really provides: the module path and main
+// package of go.mod, the krew plugin name, the chart's image and the Makefile's targets.
+func TestReadmeInstallLines(t *testing.T) {
+	readme := string(readRepoFile(t, "README.md"))
+	module := regexp.MustCompile(`(?m)^module (\S+)$`).FindStringSubmatch(string(readRepoFile(t, "go.mod")))
+	if module == nil {
+		t.Fatal("go.mod has no module line")
+	}
+	if _, err := os.Stat(repoPath(t, "cmd/nodekeeper/main.go")); err != nil {
+		t.Fatal(err)
+	}
+	// The krew template is not YAML until rendered; its plugin name is a plain line.
+	krewName := regexp.MustCompile(`(?m)^metadata:\n  name: (\S+)$`).FindSubmatch(readRepoFile(t, "deploy/krew/nodekeeper.yaml"))
+	if krewName == nil {
+		t.Fatal("deploy/krew/nodekeeper.yaml has no metadata.name")
+	}
+	var values struct {
+		Image struct {
+			Repository string `json:"repository"`
+		} `json:"image"`
+	}
+	if err := yaml.Unmarshal(readRepoFile(t, chartDir+"/values.yaml"), &values); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"go install " + module[1] + "/cmd/nodekeeper@latest",
+		"kubectl krew install " + string(krewName[1]),
+		"helm install nodekeeper nodekeeper-",
+		values.Image.Repository + ":v",
+		"make run ", "make test ",
+	} {
+		if !strings.Contains(readme, want) {
+			t.Errorf("README.md does not say %q", want)
+		}
+	}
+	makefile := string(readRepoFile(t, "Makefile"))
+	for _, target := range []string{"run", "test", "release-snapshot", "release-check"} {
+		if !regexp.MustCompile(`(?m)^` + target + `:`).MatchString(makefile) {
+			t.Errorf("the README names make %s, which the Makefile does not define", target)
+		}
+	}
+}
