@@ -3,10 +3,12 @@
 # no libc), running as the numeric nonroot user 65532 so that the kubelet can verify
 # runAsNonRoot. Build from the repository root:
 #
-#   docker build -t <registry>/nodekeeper:<tag> --build-arg VERSION=<tag> .
+#   docker build -t <registry>/nodekeeper:<tag> --build-arg VERSION=<tag> \
+#     --build-arg COMMIT=$(git rev-parse HEAD) --build-arg BUILD_DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ) .
 #   docker buildx build --platform linux/amd64,linux/arm64 -t ... --build-arg VERSION=<tag> --push .
 #
 # internal/deploytest checks this file's structure (Go version, stages, user, entrypoint).
+# Releases build the image from GoReleaser's binaries instead: see Dockerfile.release.
 
 ARG GO_VERSION=1.26
 
@@ -16,6 +18,8 @@ FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
 ARG TARGETOS=linux
 ARG TARGETARCH=amd64
 ARG VERSION=dev
+ARG COMMIT=unknown
+ARG BUILD_DATE=unknown
 WORKDIR /src
 # Modules first: a source change does not download them again.
 COPY go.mod go.sum ./
@@ -25,7 +29,7 @@ COPY internal/ internal/
 # CGO off: distroless/static has no C library.
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/go/build-cache \
     GOCACHE=/go/build-cache CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
-    go build -trimpath -ldflags "-s -w -X github.com/nodekeeper/nodekeeper/internal/buildinfo.version=${VERSION}" -o /out/nodekeeper ./cmd/nodekeeper
+    go build -trimpath -ldflags "-s -w -X github.com/nodekeeper/nodekeeper/internal/buildinfo.version=${VERSION} -X github.com/nodekeeper/nodekeeper/internal/buildinfo.commit=${COMMIT} -X github.com/nodekeeper/nodekeeper/internal/buildinfo.date=${BUILD_DATE}" -o /out/nodekeeper ./cmd/nodekeeper
 
 FROM gcr.io/distroless/static:nonroot
 LABEL org.opencontainers.image.title="nodekeeper" \

@@ -1,16 +1,20 @@
 # nodekeeper — build, test and benchmark entry points. `make test` is what CI runs (.ci/run).
 SHELL := /usr/bin/env bash
 GO ?= go
-# One place for the version: the binary (internal/buildinfo), the Helm chart and the release.
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
-BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+# One place for the version: the binary (internal/buildinfo), the release archives, the krew
+# manifest, the image tag and the Helm chart (its version and appVersion are VERSION without the v).
+# Each is computed once per make run (not at every use), so every artefact of a run agrees.
+VERSION ?= $(eval VERSION := $$(shell bash hack/version.sh))$(VERSION)
+CHART_VERSION = $(patsubst v%,%,$(VERSION))
+COMMIT ?= $(eval COMMIT := $$(shell git rev-parse HEAD 2>/dev/null || echo unknown))$(COMMIT)
+BUILD_DATE ?= $(eval BUILD_DATE := $$(shell date -u +%Y-%m-%dT%H:%M:%SZ))$(BUILD_DATE)
 BUILDINFO := github.com/nodekeeper/nodekeeper/internal/buildinfo
 LDFLAGS := -s -w -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COMMIT) -X $(BUILDINFO).date=$(BUILD_DATE)
 # A fallback kubectl is built with the control plane; one already on PATH wins.
 export PATH := $(PATH):$(CURDIR)/bin/controlplane
 
-.PHONY: all build controlplane helm deps test test-short lint cross-vet fuzz bench run sandbox clean
+.PHONY: all build controlplane helm deps test test-short lint cross-vet fuzz bench run sandbox clean \
+	release-tools release-snapshot release-check chart-package
 
 all: build
 
@@ -63,13 +67,40 @@ fuzz:
 bench: controlplane build
 	bash hack/bench.sh
 
-## run: the main job — against the current cluster if one answers, else the built-in sandbox
-run: controlplane build
+## run: the main job — against the current cluster if one answers, else the built-in sandbox.
+## Only the sandbox needs the control plane, so hack/run.sh builds it on that path alone.
+run: build
 	bash hack/run.sh
 
 ## sandbox: a local control plane with simulated kubelets (Ctrl-C stops it)
 sandbox: controlplane build
 	bin/nodekeeper sandbox
 
+## release-tools: GoReleaser and cyclonedx-gomod, built from tools/release/go.mod into bin/
+release-tools:
+	bash hack/build-release-tools.sh
+
+## release-snapshot: the whole release in dist/ without publishing: six archives (linux, darwin,
+## windows × amd64, arm64), checksums, SBOMs, the krew manifest and the packaged Helm chart, all
+## stamped with VERSION. The container image is defined in .goreleaser.yaml but needs a Docker
+## engine, so it is skipped here. Cold, the six cross-builds take about ten minutes on two cores.
+release-snapshot: release-tools helm
+	VERSION=$(VERSION) COMMIT=$(COMMIT) BUILD_DATE=$(BUILD_DATE) PATH="$(CURDIR)/bin:$$PATH" \
+		bin/goreleaser release --snapshot --clean --skip=publish,announce,validate,docker
+	$(GO) -C tools/release run ./krewmanifest -template ../../deploy/krew/nodekeeper.yaml -dist ../../dist -version $(VERSION)
+	$(MAKE) --no-print-directory chart-package VERSION=$(VERSION)
+
+## release-check: release-snapshot, then tools/release/releasecheck over dist/ (archives against
+## their checksums, the host archive's binary running `version -o json`, SBOMs, krew hashes).
+## Not part of `make test`: the cross-builds are too slow for it.
+release-check: release-snapshot
+	RELEASE_DIST="$(CURDIR)/dist" VERSION=$(VERSION) COMMIT=$(COMMIT) \
+		$(GO) -C tools/release test -count=1 -v ./...
+
+## chart-package: dist/nodekeeper-<version>.tgz, the chart stamped with VERSION (helm lint first)
+chart-package: helm
+	bin/helm lint --strict deploy/helm/nodekeeper
+	bin/helm package deploy/helm/nodekeeper --version $(CHART_VERSION) --app-version $(CHART_VERSION) --destination dist
+
 clean:
-	rm -rf bin
+	rm -rf bin dist

@@ -11,17 +11,20 @@ import (
 
 // controllerFlags are the flags the manifests may pass to `nodekeeper controller`.
 var controllerFlags = map[string]bool{
-	"grace-period":              true,
-	"dry-run":                   true,
-	"qps":                       true,
-	"burst":                     true,
-	"workers":                   true,
-	"leader-elect":              true,
-	"leader-election-namespace": true,
-	"leader-election-id":        true,
-	"metrics-bind-address":      true,
-	"health-probe-bind-address": true,
-	"v":                         true,
+	"grace-period":                   true,
+	"dry-run":                        true,
+	"qps":                            true,
+	"burst":                          true,
+	"workers":                        true,
+	"leader-elect":                   true,
+	"leader-election-namespace":      true,
+	"leader-election-id":             true,
+	"leader-election-lease-duration": true,
+	"leader-election-renew-deadline": true,
+	"leader-election-retry-period":   true,
+	"metrics-bind-address":           true,
+	"health-probe-bind-address":      true,
+	"v":                              true,
 }
 
 type metricKind string
@@ -65,9 +68,11 @@ var metricsContract = map[string]metricSpec{
 
 // targetLabels are attached by Prometheus (prometheus-operator's ServiceMonitor relabelling) to
 // every series of a target; expressions may match and group by them.
+// cluster is the label a central Prometheus that scrapes many clusters attaches (external_labels,
+// or the chart's metrics.serviceMonitor.relabelings); alerts and dashboard group by it.
 var targetLabels = map[string]bool{
 	"namespace": true, "pod": true, "instance": true, "job": true,
-	"service": true, "container": true, "endpoint": true,
+	"service": true, "container": true, "endpoint": true, "cluster": true,
 }
 
 // lookupSeries resolves a series name to its contract metric, accepting the _bucket, _sum and

@@ -126,7 +126,8 @@ func TestDockerfile(t *testing.T) {
 				t.Errorf("line %d: ADD (use COPY; ADD fetches URLs and unpacks archives)", in.line)
 			}
 		}
-		for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "-X github.com/nodekeeper/nodekeeper/internal/buildinfo.version=", "-o /out/nodekeeper", "./cmd/nodekeeper"} {
+		for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "-X github.com/nodekeeper/nodekeeper/internal/buildinfo.version=${VERSION}",
+			"-X github.com/nodekeeper/nodekeeper/internal/buildinfo.commit=${COMMIT}", "-X github.com/nodekeeper/nodekeeper/internal/buildinfo.date=${BUILD_DATE}", "-o /out/nodekeeper", "./cmd/nodekeeper"} {
 			if !strings.Contains(goBuild, want) {
 				t.Errorf("go build does not contain %q: %s", want, goBuild)
 			}

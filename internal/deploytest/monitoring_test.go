@@ -188,6 +188,14 @@ func TestAlertRules(t *testing.T) {
 		}
 	}
 	results := checkPromQL(t, exprs)
+	// Each alert fires per cluster when one Prometheus scrapes many: every aggregation keeps the
+	// cluster label (an expression that drops it, such as a bare absent(), would fire once for all
+	// clusters and never say which).
+	for id, res := range results {
+		if !slices.Contains(res.Grouping, "cluster") {
+			t.Errorf("%s: the expression keeps only %v; group by cluster too", id, res.Grouping)
+		}
+	}
 	labelRef := regexp.MustCompile(`\$labels\.(\w+)`)
 	for _, g := range rf.Groups {
 		for _, r := range g.Rules {
@@ -357,10 +365,12 @@ func TestDashboard(t *testing.T) {
 	}
 
 	variables := map[string]bool{}
-	var exprs []promqlInput
-	labelValues := regexp.MustCompile(`^label_values\((\w+),\s*(\w+)\)$`)
 	for _, v := range d.Templating.List {
 		variables[v.Name] = true
+	}
+	var exprs []promqlInput
+	labelValues := regexp.MustCompile(`^label_values\((\w+(?:\{[^}]*\})?),\s*(\w+)\)$`)
+	for _, v := range d.Templating.List {
 		switch v.Type {
 		case "datasource":
 		case "query":
@@ -368,16 +378,26 @@ func TestDashboard(t *testing.T) {
 			s, _ := q["query"].(string)
 			m := labelValues.FindStringSubmatch(s)
 			if m == nil {
-				t.Errorf("variable %s: query %q is not label_values(metric, label)", v.Name, s)
+				t.Errorf("variable %s: query %q is not label_values(metric, label) or label_values(metric{selector}, label)", v.Name, s)
 				continue
 			}
-			exprs = append(exprs, promqlInput{ID: "variable " + v.Name, Expr: fmt.Sprintf("count by (%s) (%s)", m[2], m[1])})
+			selector, err := expandGrafanaVariables(m[1], variables)
+			if err != nil {
+				t.Errorf("variable %s: %v", v.Name, err)
+				continue
+			}
+			exprs = append(exprs, promqlInput{ID: "variable " + v.Name, Expr: fmt.Sprintf("count by (%s) (%s)", m[2], selector)})
 		default:
 			t.Errorf("variable %s has unexpected type %s", v.Name, v.Type)
 		}
 	}
 	if !variables["datasource"] {
 		t.Error("no datasource variable: the dashboard would be tied to one Prometheus")
+	}
+	// One Prometheus may scrape many clusters: the dashboard selects one or several by the
+	// cluster label, and every other variable lists only the selected clusters' values.
+	if !variables["cluster"] {
+		t.Error("no cluster variable: a central Prometheus's clusters would be mixed together")
 	}
 
 	ids := map[int]bool{}
@@ -429,10 +449,13 @@ func TestDashboard(t *testing.T) {
 	}
 
 	used := map[string]bool{}
-	for _, r := range checkPromQL(t, exprs) {
+	for id, r := range checkPromQL(t, exprs) {
 		for _, s := range r.Selectors {
 			if base, _, _, ok := lookupSeries(s.Metric); ok {
 				used[base] = true
+			}
+			if id != "variable cluster" && !slices.ContainsFunc(s.Matchers, func(m struct{ Name, Type, Value string }) bool { return m.Name == "cluster" }) {
+				t.Errorf("%s: selector of %s does not match the cluster variable (cluster=~\"$cluster\")", id, s.Metric)
 			}
 		}
 	}

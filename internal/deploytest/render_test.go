@@ -31,7 +31,18 @@ controller:
   leaderElection:
     enabled: true
     id: nk-leader
+    leaseDuration: 1m
+    renewDeadline: 40s
+    retryPeriod: 5s
   logVerbosity: 4
+  extraVolumeMounts:
+    - name: ca
+      mountPath: /etc/nodekeeper/ca
+      readOnly: true
+extraVolumes:
+  - name: ca
+    configMap:
+      name: corporate-ca
 priorityClassName: system-cluster-critical
 podAnnotations:
   example.com/owner: platform
@@ -48,6 +59,13 @@ metrics:
     interval: 1m
     additionalLabels:
       release: kube-prometheus-stack
+    relabelings:
+      - targetLabel: cluster
+        replacement: prod-eu-1
+    metricRelabelings:
+      - action: drop
+        sourceLabels: [__name__]
+        regex: go_gc_.*
   prometheusRule:
     enabled: true
     additionalLabels:
@@ -355,9 +373,11 @@ func controllerContainer(t *testing.T, d *appsv1.Deployment) corev1.Container {
 func TestControllerWiring(t *testing.T) {
 	want := map[string]map[string]string{
 		"helm-defaults": {"grace-period": "1h", "dry-run": "false", "qps": "20", "burst": "50", "workers": "4", "leader-elect": "true",
-			"leader-election-id": "nodekeeper-controller", "metrics-bind-address": ":8080", "health-probe-bind-address": ":8081", "v": "2"},
+			"leader-election-id": "nodekeeper-controller", "leader-election-lease-duration": "15s", "leader-election-renew-deadline": "10s",
+			"leader-election-retry-period": "2s", "metrics-bind-address": ":8080", "health-probe-bind-address": ":8081", "v": "2"},
 		"helm-full": {"grace-period": "2h30m", "dry-run": "true", "qps": "50.5", "burst": "100", "workers": "8", "leader-elect": "true",
-			"leader-election-id": "nk-leader", "metrics-bind-address": ":8080", "health-probe-bind-address": ":8081", "v": "4"},
+			"leader-election-id": "nk-leader", "leader-election-lease-duration": "1m", "leader-election-renew-deadline": "40s",
+			"leader-election-retry-period": "5s", "metrics-bind-address": ":8080", "health-probe-bind-address": ":8081", "v": "4"},
 	}
 	// The kustomize base runs with the chart's defaults.
 	want["kustomize-base"] = want["helm-defaults"]
@@ -520,6 +540,46 @@ func TestHelmValues(t *testing.T) {
 				t.Error("the dashboard ConfigMap does not carry deploy/grafana/nodekeeper.json")
 			}
 		}},
+		{"extra volumes and mounts", "extraVolumes: [{name: ca, secret: {secretName: ca}}]\ncontroller: {extraVolumeMounts: [{name: ca, mountPath: /etc/ca, readOnly: true}]}", func(t *testing.T, objs []*unstructured.Unstructured) {
+			d := mustTyped[*appsv1.Deployment](t, ofKind(objs, "Deployment")[0])
+			vols := d.Spec.Template.Spec.Volumes
+			if len(vols) != 2 || vols[0].Name != "tmp" || vols[1].Name != "ca" || vols[1].Secret == nil || vols[1].Secret.SecretName != "ca" {
+				t.Errorf("volumes = %+v, want tmp then the secret ca", vols)
+			}
+			mounts := controllerContainer(t, d).VolumeMounts
+			if len(mounts) != 2 || !reflect.DeepEqual(mounts[1], corev1.VolumeMount{Name: "ca", MountPath: "/etc/ca", ReadOnly: true}) {
+				t.Errorf("volume mounts = %+v, want /tmp then ca on /etc/ca", mounts)
+			}
+		}},
+		{"leader election timings", "controller: {leaderElection: {enabled: true, id: x, leaseDuration: 30s, renewDeadline: 20s, retryPeriod: 4s}}", func(t *testing.T, objs []*unstructured.Unstructured) {
+			args := controllerArgs(t, objs)
+			for flag, want := range map[string]string{"leader-election-lease-duration": "30s", "leader-election-renew-deadline": "20s", "leader-election-retry-period": "4s"} {
+				if args[flag] != want {
+					t.Errorf("--%s=%s, want %s", flag, args[flag], want)
+				}
+			}
+		}},
+		{"service monitor relabelings", "metrics: {serviceMonitor: {enabled: true, relabelings: [{targetLabel: cluster, replacement: prod}], metricRelabelings: [{action: drop, sourceLabels: [__name__], regex: go_.*}]}}", func(t *testing.T, objs []*unstructured.Unstructured) {
+			eps, _, _ := unstructured.NestedSlice(find(objs, "ServiceMonitor", ns, "nodekeeper").Object, "spec", "endpoints")
+			if len(eps) != 1 {
+				t.Fatalf("endpoints = %v", eps)
+			}
+			ep := eps[0].(map[string]any)
+			want := map[string]any{
+				"relabelings":       []any{map[string]any{"targetLabel": "cluster", "replacement": "prod"}},
+				"metricRelabelings": []any{map[string]any{"action": "drop", "sourceLabels": []any{"__name__"}, "regex": "go_.*"}},
+			}
+			for k, v := range want {
+				if !reflect.DeepEqual(ep[k], v) {
+					t.Errorf("endpoint %s = %v, want %v", k, ep[k], v)
+				}
+			}
+		}},
+		{"one replica without leader election", "replicaCount: 1\ncontroller: {leaderElection: {enabled: false, id: x}}", func(t *testing.T, objs []*unstructured.Unstructured) {
+			if args := controllerArgs(t, objs); args["leader-elect"] != "false" {
+				t.Errorf("--leader-elect=%s", args["leader-elect"])
+			}
+		}},
 		{"alert labels and disabled alerts", "metrics: {prometheusRule: {enabled: true, additionalRuleLabels: {team: x}, disabled: {NodekeeperErrors: true, NodekeeperDown: false}}}", func(t *testing.T, objs []*unstructured.Unstructured) {
 			groups, _, _ := unstructured.NestedSlice(find(objs, "PrometheusRule", ns, "nodekeeper").Object, "spec", "groups")
 			var names []string
@@ -574,6 +634,12 @@ func TestHelmRejectsBadValues(t *testing.T) {
 		{"service account name required", "serviceAccount: {create: false}", "serviceAccount.name is required"},
 		{"unknown alert disabled", "metrics: {prometheusRule: {enabled: true, disabled: {NodekeeperTypo: true}}}", `no alert named "NodekeeperTypo"`},
 		{"service monitor without service", "metrics: {service: {enabled: false}, serviceMonitor: {enabled: true}}", "needs metrics.service.enabled"},
+		{"replicas without leader election", "controller: {leaderElection: {enabled: false, id: x}}", "replicaCount is 2 but controller.leaderElection.enabled is false"},
+		{"three replicas without leader election", "replicaCount: 3\ncontroller: {leaderElection: {enabled: false, id: x}}", "replicaCount is 3 but controller.leaderElection.enabled is false"},
+		{"lease duration not a duration", "controller: {leaderElection: {enabled: true, id: x, leaseDuration: fifteen}}", "/controller/leaderElection/leaseDuration"},
+		{"zero retry period", "controller: {leaderElection: {enabled: true, id: x, retryPeriod: 0s}}", "/controller/leaderElection/retryPeriod"},
+		{"relabeling with unknown field", "metrics: {serviceMonitor: {enabled: true, relabelings: [{target_label: cluster}]}}", "/metrics/serviceMonitor/relabelings/0"},
+		{"volume mount without path", "controller: {extraVolumeMounts: [{name: ca}]}", "/controller/extraVolumeMounts/0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := helmTemplateErr(t, "nodekeeper", "nodekeeper", tc.values)

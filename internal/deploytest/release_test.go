@@ -1,0 +1,292 @@
+package deploytest
+
+import (
+	"encoding/json"
+	"os"
+	"path"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// The release configuration is checked here by structure, cheaply: building GoReleaser and the six
+// cross-builds is `make release-check`'s job (tools/release/releasecheck), not `make test`'s.
+
+// goreleaserConfig is the part of .goreleaser.yaml the release's promises depend on.
+type goreleaserConfig struct {
+	Version     int      `json:"version"`
+	ProjectName string   `json:"project_name"`
+	Env         []string `json:"env"`
+	Builds      []struct {
+		ID      string   `json:"id"`
+		Main    string   `json:"main"`
+		Binary  string   `json:"binary"`
+		Env     []string `json:"env"`
+		Flags   []string `json:"flags"`
+		Ldflags []string `json:"ldflags"`
+		Goos    []string `json:"goos"`
+		Goarch  []string `json:"goarch"`
+	} `json:"builds"`
+	Archives []struct {
+		NameTemplate    string   `json:"name_template"`
+		Formats         []string `json:"formats"`
+		FormatOverrides []struct {
+			Goos    string   `json:"goos"`
+			Formats []string `json:"formats"`
+		} `json:"format_overrides"`
+		Files []json.RawMessage `json:"files"`
+	} `json:"archives"`
+	Checksum struct {
+		Algorithm string `json:"algorithm"`
+	} `json:"checksum"`
+	SBOMs []struct {
+		Artifacts string `json:"artifacts"`
+		Cmd       string `json:"cmd"`
+	} `json:"sboms"`
+	DockersV2 []struct {
+		Dockerfile string   `json:"dockerfile"`
+		Images     []string `json:"images"`
+		Tags       []string `json:"tags"`
+		Platforms  []string `json:"platforms"`
+	} `json:"dockers_v2"`
+}
+
+func loadGoreleaser(t *testing.T) goreleaserConfig {
+	t.Helper()
+	var c goreleaserConfig
+	if err := yaml.Unmarshal(readRepoFile(t, ".goreleaser.yaml"), &c); err != nil {
+		t.Fatalf(".goreleaser.yaml: %v", err)
+	}
+	if c.Version != 2 || len(c.Builds) != 1 || len(c.Archives) != 1 {
+		t.Fatalf(".goreleaser.yaml: version %d with %d builds and %d archives, want version 2 with one of each", c.Version, len(c.Builds), len(c.Archives))
+	}
+	return c
+}
+
+// GoReleaser builds the six platforms the way `make build` builds this one: no cgo, -trimpath,
+// and the very same ldflags into internal/buildinfo, with the version from the Makefile.
+func TestGoreleaserBuildMatchesMakefile(t *testing.T) {
+	c := loadGoreleaser(t)
+	b := c.Builds[0]
+	if b.Main != "./cmd/nodekeeper" || b.Binary != "nodekeeper" {
+		t.Errorf("build main %q binary %q, want ./cmd/nodekeeper and nodekeeper", b.Main, b.Binary)
+	}
+	if !slices.Equal(b.Goos, []string{"linux", "darwin", "windows"}) || !slices.Equal(b.Goarch, []string{"amd64", "arm64"}) {
+		t.Errorf("targets %v × %v, want linux, darwin, windows × amd64, arm64", b.Goos, b.Goarch)
+	}
+	if !slices.Contains(b.Env, "CGO_ENABLED=0") || !slices.Contains(b.Flags, "-trimpath") {
+		t.Errorf("build env %v flags %v, want CGO_ENABLED=0 and -trimpath", b.Env, b.Flags)
+	}
+
+	// What `make build` would pass for a given version, commit and date ...
+	const version, commit, date = "v1.2.3", "0123456789abcdef0123456789abcdef01234567", "2030-01-02T03:04:05Z"
+	plan := makeDryRun(t, "build", "VERSION="+version, "COMMIT="+commit, "BUILD_DATE="+date)
+	m := regexp.MustCompile(`go build .*-ldflags "([^"]*)"`).FindStringSubmatch(plan)
+	if m == nil {
+		t.Fatalf("make -n build runs no go build with -ldflags:\n%s", plan)
+	}
+	// ... and what GoReleaser passes when the Makefile gives it the same in the environment.
+	env := map[string]string{"VERSION": version, "COMMIT": commit, "BUILD_DATE": date}
+	got := expandEnvTemplates(strings.Join(b.Ldflags, " "), env)
+	if strings.Join(strings.Fields(got), " ") != strings.Join(strings.Fields(m[1]), " ") {
+		t.Errorf("ldflags differ:\n goreleaser: %s\n Makefile:   %s", got, m[1])
+	}
+	// The environment variables default to the git tag when GoReleaser runs outside make.
+	for _, name := range []string{"VERSION", "COMMIT", "BUILD_DATE"} {
+		if !slices.ContainsFunc(c.Env, func(e string) bool { return strings.HasPrefix(e, name+`={{ envOrDefault "`+name+`" `) }) {
+			t.Errorf("env has no %s={{ envOrDefault \"%s\" ... }} fallback: %v", name, name, c.Env)
+		}
+	}
+}
+
+// expandEnvTemplates replaces GoReleaser's {{ .Env.NAME }} with the given values.
+func expandEnvTemplates(s string, env map[string]string) string {
+	return regexp.MustCompile(`\{\{\s*\.Env\.(\w+)\s*\}\}`).ReplaceAllStringFunc(s, func(m string) string {
+		name := regexp.MustCompile(`\.Env\.(\w+)`).FindStringSubmatch(m)[1]
+		return env[name]
+	})
+}
+
+// The archives are the ones the krew manifest downloads: same names, tar.gz but zip on Windows,
+// with the files the manifest installs; every platform of the build has a krew platform.
+func TestGoreleaserArchivesMatchKrew(t *testing.T) {
+	c := loadGoreleaser(t)
+	a := c.Archives[0]
+	env := map[string]string{"VERSION": "v1.2.3"}
+	krew := string(readRepoFile(t, "deploy/krew/nodekeeper.yaml"))
+	uris := regexp.MustCompile(`addURIAndSha "([^"]+)"`).FindAllStringSubmatch(krew, -1)
+	var krewArchives []string
+	for _, u := range uris {
+		krewArchives = append(krewArchives, path.Base(strings.ReplaceAll(u[1], "{{ .TagName }}", "v1.2.3")))
+	}
+	var built []string
+	for _, goos := range c.Builds[0].Goos {
+		for _, goarch := range c.Builds[0].Goarch {
+			name := expandEnvTemplates(a.NameTemplate, env)
+			name = strings.NewReplacer("{{ .ProjectName }}", c.ProjectName, "{{ .Os }}", goos, "{{ .Arch }}", goarch).Replace(name)
+			format := a.Formats
+			for _, o := range a.FormatOverrides {
+				if o.Goos == goos {
+					format = o.Formats
+				}
+			}
+			if len(format) != 1 {
+				t.Fatalf("%s: formats %v, want one", goos, format)
+			}
+			built = append(built, name+"."+format[0])
+		}
+	}
+	slices.Sort(built)
+	slices.Sort(krewArchives)
+	if !slices.Equal(built, krewArchives) {
+		t.Errorf("GoReleaser makes %v\nthe krew manifest downloads %v", built, krewArchives)
+	}
+	var files []string
+	for _, f := range a.Files {
+		var s string
+		if json.Unmarshal(f, &s) == nil {
+			files = append(files, s)
+			continue
+		}
+		var obj struct {
+			Src         string `json:"src"`
+			StripParent bool   `json:"strip_parent"`
+		}
+		if err := json.Unmarshal(f, &obj); err != nil {
+			t.Fatalf("archive file %s: %v", f, err)
+		}
+		if !obj.StripParent {
+			t.Errorf("archive file %s keeps its directory; krew expects it at the archive's top", obj.Src)
+		}
+		files = append(files, obj.Src)
+	}
+	for _, want := range []string{"LICENSE", "deploy/krew/kubectl_complete-nodekeeper"} {
+		if !slices.Contains(files, want) {
+			t.Errorf("archives hold %v, not %s (the krew manifest installs it)", files, want)
+		}
+	}
+	for _, f := range files {
+		if _, err := os.Stat(repoPath(t, f)); err != nil {
+			t.Errorf("archive file %s: %v", f, err)
+		}
+	}
+	if c.Checksum.Algorithm != "sha256" {
+		t.Errorf("checksum algorithm %q, want sha256 (krew's)", c.Checksum.Algorithm)
+	}
+	if len(c.SBOMs) != 1 || c.SBOMs[0].Cmd != "cyclonedx-gomod" || c.SBOMs[0].Artifacts != "binary" {
+		t.Errorf("sboms %+v, want cyclonedx-gomod over the binaries", c.SBOMs)
+	}
+	if !strings.Contains(string(readRepoFile(t, "tools/release/go.mod")), "github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod") {
+		t.Error("tools/release/go.mod does not pin cyclonedx-gomod as a tool; the SBOM step would need a binary from elsewhere")
+	}
+}
+
+// The image GoReleaser would build is the multi-arch distroless one, from Dockerfile.release, with
+// the same runtime as the Dockerfile; `make release-snapshot` skips it (no Docker engine needed).
+func TestGoreleaserImage(t *testing.T) {
+	c := loadGoreleaser(t)
+	if len(c.DockersV2) != 1 {
+		t.Fatalf("%d dockers_v2 entries, want 1", len(c.DockersV2))
+	}
+	d := c.DockersV2[0]
+	if !slices.Equal(d.Platforms, []string{"linux/amd64", "linux/arm64"}) || !slices.Equal(d.Images, []string{"ghcr.io/nodekeeper/nodekeeper"}) {
+		t.Errorf("image %v for %v, want ghcr.io/nodekeeper/nodekeeper for linux/amd64 and linux/arm64", d.Images, d.Platforms)
+	}
+	// The chart's default image tag is "v" + appVersion = VERSION, so the release tags VERSION.
+	if !slices.Equal(d.Tags, []string{"{{ .Env.VERSION }}"}) {
+		t.Errorf("image tags %v, want [{{ .Env.VERSION }}], the tag the chart defaults to", d.Tags)
+	}
+	_, stages, err := parseDockerfile(string(readRepoFile(t, d.Dockerfile)))
+	if err != nil {
+		t.Fatalf("%s: %v", d.Dockerfile, err)
+	}
+	_, sourceStages, err := parseDockerfile(string(readRepoFile(t, "Dockerfile")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stages) != 1 {
+		t.Fatalf("%s has %d stages, want 1 (GoReleaser has built the binaries)", d.Dockerfile, len(stages))
+	}
+	runtimeOf := func(st *dockerStage) (user, entrypoint, binary string) {
+		for _, in := range st.insts {
+			switch in.cmd {
+			case "USER":
+				user = in.args
+			case "ENTRYPOINT":
+				entrypoint = in.args
+			case "COPY":
+				f := strings.Fields(in.args)
+				binary = f[len(f)-1]
+			}
+		}
+		return
+	}
+	gotUser, gotEntry, gotBinary := runtimeOf(stages[0])
+	wantUser, wantEntry, wantBinary := runtimeOf(sourceStages[len(sourceStages)-1])
+	if stages[0].image != sourceStages[len(sourceStages)-1].image || !reflect.DeepEqual(
+		[3]string{gotUser, gotEntry, gotBinary}, [3]string{wantUser, wantEntry, wantBinary}) {
+		t.Errorf("%s runs %s as %q with %s at %s; the Dockerfile runs %s as %q with %s at %s", d.Dockerfile,
+			stages[0].image, gotUser, gotEntry, gotBinary, sourceStages[len(sourceStages)-1].image, wantUser, wantEntry, wantBinary)
+	}
+	for _, in := range stages[0].insts {
+		switch in.cmd {
+		case "COPY":
+			if in.args != "$TARGETPLATFORM/nodekeeper /nodekeeper" {
+				t.Errorf("line %d: COPY %s, want the binary of the target platform ($TARGETPLATFORM/nodekeeper)", in.line, in.args)
+			}
+		case "ARG", "USER", "ENTRYPOINT", "LABEL":
+		default:
+			t.Errorf("line %d: %s; distroless has no shell to run it", in.line, in.cmd)
+		}
+	}
+	if plan := makeDryRun(t, "release-snapshot", "VERSION=v1.2.3"); !regexp.MustCompile(`goreleaser release --snapshot --clean --skip=\S*docker`).MatchString(plan) {
+		t.Errorf("make release-snapshot does not skip the image (no Docker engine):\n%s", plan)
+	}
+}
+
+// The README's install lines name what the repository really provides: the module path and main
+// package of go.mod, the krew plugin name, the chart's image and the Makefile's targets.
+func TestReadmeInstallLines(t *testing.T) {
+	readme := string(readRepoFile(t, "README.md"))
+	module := regexp.MustCompile(`(?m)^module (\S+)$`).FindStringSubmatch(string(readRepoFile(t, "go.mod")))
+	if module == nil {
+		t.Fatal("go.mod has no module line")
+	}
+	if _, err := os.Stat(repoPath(t, "cmd/nodekeeper/main.go")); err != nil {
+		t.Fatal(err)
+	}
+	// The krew template is not YAML until rendered; its plugin name is a plain line.
+	krewName := regexp.MustCompile(`(?m)^metadata:\n  name: (\S+)$`).FindSubmatch(readRepoFile(t, "deploy/krew/nodekeeper.yaml"))
+	if krewName == nil {
+		t.Fatal("deploy/krew/nodekeeper.yaml has no metadata.name")
+	}
+	var values struct {
+		Image struct {
+			Repository string `json:"repository"`
+		} `json:"image"`
+	}
+	if err := yaml.Unmarshal(readRepoFile(t, chartDir+"/values.yaml"), &values); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"go install " + module[1] + "/cmd/nodekeeper@latest",
+		"kubectl krew install " + string(krewName[1]),
+		"helm install nodekeeper nodekeeper-",
+		values.Image.Repository + ":v",
+		"make run ", "make test ",
+	} {
+		if !strings.Contains(readme, want) {
+			t.Errorf("README.md does not say %q", want)
+		}
+	}
+	makefile := string(readRepoFile(t, "Makefile"))
+	for _, target := range []string{"run", "test", "release-snapshot", "release-check"} {
+		if !regexp.MustCompile(`(?m)^` + target + `:`).MatchString(makefile) {
+			t.Errorf("the README names make %s, which the Makefile does not define", target)
+		}
+	}
+}
