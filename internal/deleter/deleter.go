@@ -25,21 +25,25 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
-// FieldManager names nodekeeper's writes in managedFields and audit logs.
-const FieldManager = "nodekeeper"
+// FieldManager names nodekeeper's writes.
+//
+// Deprecated: use kube.FieldManager.
+const FieldManager = kube.FieldManager
 
-// NodesResource is the core/v1 nodes resource, for metadata-only clients and informers.
-var NodesResource = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+// NodesResource is the core/v1 nodes resource.
+//
+// Deprecated: use kube.NodesResource.
+var NodesResource = kube.NodesResource
 
 // Outcome is what happened to one lease.
 type Outcome string
@@ -116,7 +120,7 @@ func New(leases coordinationclient.LeasesGetter, nodes metadata.Interface, opts 
 	}
 	d := &Deleter{
 		leases: leases.Leases(lease.NodeLeaseNamespace),
-		nodes:  metadata.Interface(nodes).Resource(NodesResource),
+		nodes:  nodes.Resource(kube.NodesResource),
 		check:  opts.NodeChecker,
 		opts:   opts,
 	}
@@ -126,14 +130,10 @@ func New(leases coordinationclient.LeasesGetter, nodes metadata.Interface, opts 
 	return d, nil
 }
 
-// ProtobufConfig returns a copy of cfg that speaks protobuf to the API server, which costs both
-// sides less than JSON for every lease read and write.
-func ProtobufConfig(cfg *rest.Config) *rest.Config {
-	c := rest.CopyConfig(cfg)
-	c.ContentType = "application/vnd.kubernetes.protobuf"
-	c.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	return c
-}
+// ProtobufConfig returns a copy of cfg that speaks protobuf.
+//
+// Deprecated: use kube.Protobuf.
+func ProtobufConfig(cfg *rest.Config) *rest.Config { return kube.Protobuf(cfg) }
 
 // DryRun reports whether the deleter sends no writes.
 func (d *Deleter) DryRun() bool { return d.opts.DryRun }
@@ -239,7 +239,7 @@ func (d *Deleter) Adopt(ctx context.Context, l *coordinationv1.Lease, node *leas
 		return r
 	}
 	r.Requests++
-	_, err = d.leases.Patch(ctx, l.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	_, err = d.leases.Patch(ctx, l.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: kube.FieldManager})
 	switch {
 	case err == nil:
 		r.Outcome = Adopted

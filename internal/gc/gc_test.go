@@ -119,7 +119,7 @@ func TestListAndCollect(t *testing.T) {
 	ctx := context.Background()
 	byClass := mixedCluster(t)
 	cs, md := clients(t, env.AdminConfig())
-	plan, err := List(ctx, cs.CoordinationV1(), md, ListOptions{GracePeriod: time.Hour, PageSize: 2})
+	plan, err := List(ctx, cs.CoordinationV1(), md, ListOptions{GracePeriod: time.Hour, ChunkSize: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
