@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
@@ -58,7 +59,7 @@ func Watch(ctx context.Context, c *Clients, opts Options, sink Sink) error {
 	defer cancel(nil)
 
 	factory := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0,
-		informers.WithNamespace(opts.Namespace), informers.WithTransform(stripLease))
+		informers.WithNamespace(opts.Namespace), informers.WithTransform(kube.StripLease))
 	leaseInf := factory.Coordination().V1().Leases().Informer()
 	synced := []cache.InformerSynced{leaseInf.HasSynced}
 	t := newTracker(opts, sink, func(err error) { cancel(err) })
@@ -93,7 +94,7 @@ func Watch(ctx context.Context, c *Clients, opts Options, sink Sink) error {
 	var metaFactory metadatainformer.SharedInformerFactory
 	if opts.needsNodes() {
 		metaFactory = metadatainformer.NewSharedInformerFactoryWithOptions(c.Metadata, 0, metadatainformer.WithTransform(stripNode))
-		nodeInf := metaFactory.ForResource(nodesGVR).Informer()
+		nodeInf := metaFactory.ForResource(kube.NodesResource).Informer()
 		if err := nodeInf.SetWatchErrorHandlerWithContext(failOnForbidden); err != nil {
 			return err
 		}
@@ -171,14 +172,6 @@ func objectKey(obj any) string {
 		return ""
 	}
 	return k
-}
-
-// stripLease drops managedFields, which are often larger than the lease itself.
-func stripLease(obj any) (any, error) {
-	if l, ok := obj.(*coordinationv1.Lease); ok {
-		l.ManagedFields = nil
-	}
-	return obj, nil
 }
 
 // stripNode keeps only what the join uses: a Node's name and UID.
