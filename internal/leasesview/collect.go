@@ -53,11 +53,12 @@ type Options struct {
 	ChunkSize int64
 	// Lease tunes the classification (grace period).
 	Lease lease.Options
-	// Clock is the time source; nil means the real clock. Tests inject a fake one.
-	Clock clock.Clock
+	// Clock is the time source; nil means the real clock. Tests inject a fake one
+	// (k8s.io/utils/clock/testing); --watch also times its rechecks with it.
+	Clock clock.WithTicker
 }
 
-func (o Options) clock() clock.Clock {
+func (o Options) clock() clock.WithTicker {
 	if o.Clock != nil {
 		return o.Clock
 	}
