@@ -543,12 +543,12 @@ func (r *runner) checkNodes(nodes []corev1.Node, mode CNIMode, modeKnown bool, c
 
 func (r *runner) checkLeases(ctx context.Context, nodes []corev1.Node) error {
 	var leases []coordinationv1.Lease
-	err := kube.ListLeases(ctx, r.bulk.CoordinationV1(), kube.NodeLeaseNamespace, r.o.ChunkSize, func(l *coordinationv1.LeaseList) error {
+	err := kube.ListLeases(ctx, r.bulk.CoordinationV1(), corev1.NamespaceNodeLease, r.o.ChunkSize, func(l *coordinationv1.LeaseList) error {
 		leases = append(leases, l.Items...)
 		return nil
 	})
 	if apierrors.IsForbidden(err) {
-		r.rep.Add(RuleStaleHeartbeat.Skip("leases", "needs list on leases in "+kube.NodeLeaseNamespace))
+		r.rep.Add(RuleStaleHeartbeat.Skip("leases", "needs list on leases in "+corev1.NamespaceNodeLease))
 		return nil
 	}
 	if err != nil {

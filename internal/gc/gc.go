@@ -110,7 +110,7 @@ func List(ctx context.Context, leases coordinationclient.LeasesGetter, nodes met
 	p.Nodes = len(p.nodes)
 
 	var all []*coordinationv1.Lease
-	err = kube.ListLeases(ctx, leases, kube.NodeLeaseNamespace, opts.ChunkSize, func(l *coordinationv1.LeaseList) error {
+	err = kube.ListLeases(ctx, leases, lease.NodeLeaseNamespace, opts.ChunkSize, func(l *coordinationv1.LeaseList) error {
 		for i := range l.Items {
 			all = append(all, &l.Items[i])
 		}

@@ -2,13 +2,9 @@ package kube
 
 import (
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
-
-// NodeLeaseNamespace is where kubelets keep their heartbeat leases.
-const NodeLeaseNamespace = corev1.NamespaceNodeLease
 
 // NodesResource is the core/v1 nodes resource. nodekeeper reads Nodes as metadata only (their
 // name and UID decide everything it does; status is the bulk of a Node object), through a
