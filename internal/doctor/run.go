@@ -61,8 +61,8 @@ type Options struct {
 	ReservedENIs int
 	// MinCNIVersion is the VPC CNI version below which a warning is given (zero: default).
 	MinCNIVersion eni.Version
-	// LeaseGrace is the lease taxonomy's grace period (zero: its default).
-	LeaseGrace time.Duration
+	// Lease tunes the lease classification (grace period; zero: lease.DefaultGracePeriod).
+	Lease lease.Options
 	// Now returns the time used for lease classification (default time.Now).
 	Now func() time.Time
 
@@ -128,7 +128,7 @@ func (o Options) Validate() error {
 			return err
 		}
 	}
-	return lease.Options{GracePeriod: o.LeaseGrace}.Validate()
+	return o.Lease.Validate()
 }
 
 // countingTransport counts every request the client sends.
@@ -567,7 +567,7 @@ func (r *runner) checkLeases(ctx context.Context, nodes []corev1.Node) error {
 		names[n] = true
 	}
 	r.rep.Checked(SectionHeartbeats, len(names))
-	r.rep.Add(CheckHeartbeats(leases, refs, r.o.Now(), lease.Options{GracePeriod: r.o.LeaseGrace})...)
+	r.rep.Add(CheckHeartbeats(leases, refs, r.o.Now(), r.o.Lease)...)
 	return nil
 }
 

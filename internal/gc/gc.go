@@ -74,7 +74,8 @@ func (p *Plan) Leaked() []*coordinationv1.Lease { return p.leaked }
 
 // ListOptions configure List.
 type ListOptions struct {
-	GracePeriod time.Duration
+	// Lease tunes the classification (grace period; zero: lease.DefaultGracePeriod).
+	Lease lease.Options
 	// ChunkSize bounds each LIST response (default kube.DefaultChunkSize, as kubectl).
 	ChunkSize int64
 	Clock     clock.PassiveClock
@@ -83,14 +84,14 @@ type ListOptions struct {
 // List reads every lease in kube-node-lease and every Node name (metadata only), page by page,
 // and classifies the leases.
 func List(ctx context.Context, leases coordinationclient.LeasesGetter, nodes metadata.Interface, opts ListOptions) (*Plan, error) {
-	classify := lease.Options{GracePeriod: opts.GracePeriod}
+	classify := opts.Lease
 	if err := classify.Validate(); err != nil {
 		return nil, err
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	p := &Plan{GracePeriod: opts.GracePeriod, Counts: map[lease.Class]int{}, nodes: map[string]*lease.NodeRef{}}
+	p := &Plan{GracePeriod: opts.Lease.GracePeriod, Counts: map[lease.Class]int{}, nodes: map[string]*lease.NodeRef{}}
 	if p.GracePeriod == 0 {
 		p.GracePeriod = lease.DefaultGracePeriod
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/doctor"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/kube"
+	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
 // defaultMinCNI is the oldest VPC CNI version doctor and bundle accept without a warning.
@@ -101,7 +102,9 @@ func (o *doctorOptions) AddFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.doctor.StuckAfter, "stuck-after", doctor.DefaultStuckAfter, "how long a pod may wait in ContainerCreating before it counts as stuck")
 	f.DurationVar(&o.doctor.CSRPendingAfter, "csr-pending-after", doctor.DefaultCSRPendingAfter, "how long a kubelet-serving certificate request may stay unapproved")
 	o.aws.AddFlags(f)
-	f.DurationVar(&o.leaseGrace, "lease-grace-period", 0, "how long an ownerless lease without a Node must go unrenewed before it counts as leaked (default 1h)")
+	f.DurationVar(&o.leaseGrace, "grace-period", lease.DefaultGracePeriod, "how long an ownerless lease without a Node must go unrenewed before it counts as leaked")
+	f.DurationVar(&o.leaseGrace, "lease-grace-period", lease.DefaultGracePeriod, "how long an ownerless lease without a Node must go unrenewed before it counts as leaked")
+	_ = f.MarkDeprecated("lease-grace-period", "use --grace-period, as gc and leases")
 }
 
 // Complete turns the flags into doctor.Options.
@@ -128,7 +131,7 @@ func (o *doctorOptions) Complete(f *pflag.FlagSet) error {
 	}
 	o.doctor.AWSNodeNamespace, o.doctor.AWSNodeName = ns, name
 	o.doctor.Workers, o.doctor.Limit = o.workers, kube.RateLimit{QPS: o.qps, Burst: o.burst}
-	o.doctor.ConfigzTimeout, o.doctor.LeaseGrace, o.doctor.ReservedENIs = o.configzTimeout, o.leaseGrace, o.reservedENIs
+	o.doctor.ConfigzTimeout, o.doctor.Lease, o.doctor.ReservedENIs = o.configzTimeout, lease.Options{GracePeriod: o.leaseGrace}, o.reservedENIs
 	return o.aws.validate(f)
 }
 

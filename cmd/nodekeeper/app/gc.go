@@ -152,7 +152,7 @@ func (o *gcOptions) Run(ctx context.Context) error {
 	}
 	leases, nodes := clients.Kube, clients.Metadata
 
-	plan, err := gc.List(ctx, leases.CoordinationV1(), nodes, gc.ListOptions{GracePeriod: o.grace, ChunkSize: o.client.ChunkSize})
+	plan, err := gc.List(ctx, leases.CoordinationV1(), nodes, gc.ListOptions{Lease: lease.Options{GracePeriod: o.grace}, ChunkSize: o.client.ChunkSize})
 	if err != nil {
 		return withExitCode(gcExitError, err)
 	}
