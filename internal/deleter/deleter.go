@@ -25,21 +25,25 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
-// FieldManager names nodekeeper's writes in managedFields and audit logs.
-const FieldManager = "nodekeeper"
+// FieldManager names nodekeeper's writes.
+//
+// Deprecated: use kube.FieldManager.
+const FieldManager = kube.FieldManager
 
-// NodesResource is the core/v1 nodes resource, for metadata-only clients and informers.
-var NodesResource = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+// NodesResource is the core/v1 nodes resource.
+//
+// Deprecated: use kube.NodesResource.
+var NodesResource = kube.NodesResource
 
 // Outcome is what happened to one lease.
 type Outcome string
@@ -116,7 +120,7 @@ func New(leases coordinationclient.LeasesGetter, nodes metadata.Interface, opts 
 	}
 	d := &Deleter{
 		leases: leases.Leases(lease.NodeLeaseNamespace),
-		nodes:  metadata.Interface(nodes).Resource(NodesResource),
+		nodes:  nodes.Resource(kube.NodesResource),
 		check:  opts.NodeChecker,
 		opts:   opts,
 	}
@@ -126,14 +130,10 @@ func New(leases coordinationclient.LeasesGetter, nodes metadata.Interface, opts 
 	return d, nil
 }
 
-// ProtobufConfig returns a copy of cfg that speaks protobuf to the API server, which costs both
-// sides less than JSON for every lease read and write.
-func ProtobufConfig(cfg *rest.Config) *rest.Config {
-	c := rest.CopyConfig(cfg)
-	c.ContentType = "application/vnd.kubernetes.protobuf"
-	c.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	return c
-}
+// ProtobufConfig returns a copy of cfg that speaks protobuf.
+//
+// Deprecated: use kube.Protobuf.
+func ProtobufConfig(cfg *rest.Config) *rest.Config { return kube.Protobuf(cfg) }
 
 // DryRun reports whether the deleter sends no writes.
 func (d *Deleter) DryRun() bool { return d.opts.DryRun }
@@ -142,20 +142,11 @@ func (d *Deleter) DryRun() bool { return d.opts.DryRun }
 // Node named like the lease: nil for none), a live GET of that Node returns NotFound, and the
 // lease still has l's UID and resourceVersion on the server.
 func (d *Deleter) Delete(ctx context.Context, l *coordinationv1.Lease, node *lease.NodeRef) Result {
-	v := lease.Classify(l, node, d.opts.Clock.Now(), d.opts.Classify)
-	r := Result{Verdict: v}
-	if v.Class != lease.Leaked || l.Namespace != lease.NodeLeaseNamespace {
-		r.Outcome = NotLeaked
-		r.Reason = fmt.Sprintf("not deleted: classified %s (%s)", v.Class, v.Reason)
+	r, ok := d.admit(l, node, lease.Leaked, NotLeaked, "deleted", "delete")
+	if !ok {
 		return r
 	}
-	if l.UID == "" || l.ResourceVersion == "" {
-		// Without both preconditions the DELETE could hit a newer lease of the same name.
-		r.Outcome, r.Step = Failed, "check lease"
-		r.Err = fmt.Errorf("lease %s/%s has no uid or resourceVersion; refusing to delete without preconditions", l.Namespace, l.Name)
-		r.Reason = r.Err.Error()
-		return r
-	}
+	v := r.Verdict
 
 	exists, n, err := d.check.NodeExists(ctx, l.Name)
 	r.Requests += n
@@ -197,22 +188,33 @@ func (d *Deleter) Delete(ctx context.Context, l *coordinationv1.Lease, node *lea
 	return r
 }
 
+// admit classifies l and reports whether a write to it may go ahead: it must be a node lease of
+// class want (else the result is skip, "not <done>") with a UID and resourceVersion to pin, since
+// a write without both preconditions could hit a newer lease of the same name. verb names the write.
+func (d *Deleter) admit(l *coordinationv1.Lease, node *lease.NodeRef, want lease.Class, skip Outcome, done, verb string) (Result, bool) {
+	v := lease.Classify(l, node, d.opts.Clock.Now(), d.opts.Classify)
+	r := Result{Verdict: v}
+	if v.Class != want || l.Namespace != lease.NodeLeaseNamespace {
+		r.Outcome = skip
+		r.Reason = fmt.Sprintf("not %s: classified %s (%s)", done, v.Class, v.Reason)
+		return r, false
+	}
+	if l.UID == "" || l.ResourceVersion == "" {
+		r.Outcome, r.Step = Failed, "check lease"
+		r.Err = fmt.Errorf("lease %s/%s has no uid or resourceVersion; refusing to %s without preconditions", l.Namespace, l.Name, verb)
+		r.Reason = r.Err.Error()
+		return r, false
+	}
+	return r, true
+}
+
 // Adopt adds the ownerReference {v1, Node, name, uid} to l if l is unowned (classified with node,
 // the caller's view of the Node). The Node's UID comes from a live GET, never from the cache: a
 // stale UID would make the upstream garbage collector delete the lease at once. The patch carries
 // l's UID and resourceVersion, so it fails (PreconditionFailed) if anyone changed the lease since.
 func (d *Deleter) Adopt(ctx context.Context, l *coordinationv1.Lease, node *lease.NodeRef) Result {
-	v := lease.Classify(l, node, d.opts.Clock.Now(), d.opts.Classify)
-	r := Result{Verdict: v}
-	if v.Class != lease.Unowned || l.Namespace != lease.NodeLeaseNamespace {
-		r.Outcome = NotUnowned
-		r.Reason = fmt.Sprintf("not adopted: classified %s (%s)", v.Class, v.Reason)
-		return r
-	}
-	if l.UID == "" || l.ResourceVersion == "" {
-		r.Outcome, r.Step = Failed, "check lease"
-		r.Err = fmt.Errorf("lease %s/%s has no uid or resourceVersion; refusing to patch without preconditions", l.Namespace, l.Name)
-		r.Reason = r.Err.Error()
+	r, ok := d.admit(l, node, lease.Unowned, NotUnowned, "adopted", "patch")
+	if !ok {
 		return r
 	}
 	r.Requests++
@@ -239,7 +241,7 @@ func (d *Deleter) Adopt(ctx context.Context, l *coordinationv1.Lease, node *leas
 		return r
 	}
 	r.Requests++
-	_, err = d.leases.Patch(ctx, l.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	_, err = d.leases.Patch(ctx, l.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: kube.FieldManager})
 	switch {
 	case err == nil:
 		r.Outcome = Adopted

@@ -11,9 +11,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/tools/pager"
+
+	"github.com/nodekeeper/nodekeeper/internal/kube"
 )
 
 // NodeChecker performs safety rule 2, the live Node check: it answers whether a Node named name
@@ -67,7 +67,7 @@ func NodeAbsent(err error, name string) bool {
 		return false
 	}
 	d := st.Details
-	if d.Group != "" || d.Kind != NodesResource.Resource || d.Name != name || name == "" {
+	if d.Group != "" || d.Kind != kube.NodesResource.Resource || d.Name != name || name == "" {
 		return false
 	}
 	for _, c := range d.Causes {
@@ -88,9 +88,9 @@ func NodeAbsent(err error, name string) bool {
 // more than the GETs it replaces, so the round sends one GET per waiting check instead (also
 // started after each registration).
 type BatchNodeChecker struct {
-	nodes    metadata.ResourceInterface
-	pageSize int64
-	timeout  time.Duration
+	nodes     metadata.ResourceInterface
+	chunkSize int64
+	timeout   time.Duration
 
 	mu       sync.Mutex
 	waiting  []*nodeWaiter
@@ -115,7 +115,7 @@ const listWorthIt = 100
 
 // NewBatchNodeChecker returns a checker that shares live reads between concurrent checks.
 func NewBatchNodeChecker(nodes metadata.Interface) *BatchNodeChecker {
-	return &BatchNodeChecker{nodes: nodes.Resource(NodesResource), pageSize: 5000, timeout: time.Minute, lastSize: -1}
+	return &BatchNodeChecker{nodes: nodes.Resource(kube.NodesResource), chunkSize: 5000, timeout: time.Minute, lastSize: -1}
 }
 
 // Requests is how many requests the checker has sent (LIST pages and GETs).
@@ -168,19 +168,18 @@ func (b *BatchNodeChecker) loop() {
 func (b *BatchNodeChecker) listRound(ctx context.Context, batch []*nodeWaiter) {
 	b.lists.Add(1)
 	names := map[string]struct{}{}
-	p := pager.New(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	// An expired continue token fails the round (kube.Pages): its checks then fail, and no
+	// lease is deleted on a partial view of the Nodes.
+	_, err := kube.Pages(ctx, "nodes", metav1.ListOptions{Limit: b.chunkSize}, func(ctx context.Context, o metav1.ListOptions) (string, error) {
 		b.requests.Add(1)
-		return b.nodes.List(ctx, o)
-	})
-	p.PageSize = b.pageSize
-	err := p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
-		m, ok := obj.(*metav1.PartialObjectMetadata)
-		if !ok {
-			// A Node that cannot be read must not count as absent.
-			return fmt.Errorf("LIST of Nodes returned a %T, not object metadata", obj)
+		list, err := b.nodes.List(ctx, o)
+		if err != nil {
+			return "", err
 		}
-		names[m.Name] = struct{}{}
-		return nil
+		for i := range list.Items {
+			names[list.Items[i].Name] = struct{}{}
+		}
+		return list.Continue, nil
 	})
 	if err == nil {
 		b.mu.Lock()

@@ -1,12 +1,13 @@
 package doctor
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 )
@@ -18,93 +19,56 @@ type Sample struct {
 	Value  float64
 }
 
-// ParseMetrics reads the Prometheus text exposition format, keeping only the series whose name
-// starts with prefix. Comment and blank lines are skipped; a malformed series line is an error
-// (an API server does not produce one, so it means the answer is not metrics at all).
+// ParseMetrics reads the Prometheus text exposition format with prometheus/common's parser,
+// keeping only the series whose name starts with prefix; histograms and summaries come out as
+// their _bucket, _sum and _count series. Lines of other metrics are dropped before parsing (an
+// API server's /metrics holds thousands of series doctor never reads). A malformed line is an
+// error (an API server does not produce one, so it means the answer is not metrics at all).
 func ParseMetrics(data []byte, prefix string) ([]Sample, error) {
+	var kept bytes.Buffer
+	for line := range bytes.Lines(data) {
+		name := bytes.TrimLeft(line, " \t")
+		for _, c := range [][]byte{[]byte("# HELP "), []byte("# TYPE ")} {
+			if bytes.HasPrefix(name, c) {
+				name = name[len(c):]
+			}
+		}
+		if bytes.HasPrefix(name, []byte(prefix)) {
+			kept.Write(line)
+			if !bytes.HasSuffix(line, []byte("\n")) {
+				kept.WriteByte('\n')
+			}
+		}
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(&kept)
+	if err != nil {
+		return nil, fmt.Errorf("metrics of %s*: %w", prefix, err)
+	}
+	names := make([]string, 0, len(families))
+	for name := range families {
+		names = append(names, name)
+	}
+	sort.Strings(names)
 	var out []Sample
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' || !strings.HasPrefix(line, prefix) {
-			continue
-		}
-		s, err := parseSample(line)
+	for _, name := range names {
+		vec, err := expfmt.ExtractSamples(&expfmt.DecodeOptions{}, families[name])
 		if err != nil {
-			return nil, fmt.Errorf("metrics line %d: %w", n, err)
+			return nil, fmt.Errorf("metric %s: %w", name, err)
 		}
-		out = append(out, s)
-	}
-	return out, sc.Err()
-}
-
-func parseSample(line string) (Sample, error) {
-	s := Sample{Labels: map[string]string{}}
-	i := strings.IndexAny(line, "{ ")
-	if i < 0 {
-		return s, fmt.Errorf("no value in %q", line)
-	}
-	s.Name = line[:i]
-	rest := line[i:]
-	if rest[0] == '{' {
-		j := 1
-		for {
-			for j < len(rest) && (rest[j] == ' ' || rest[j] == ',') {
-				j++
-			}
-			if j >= len(rest) {
-				return s, fmt.Errorf("unterminated labels in %q", line)
-			}
-			if rest[j] == '}' {
-				j++
-				break
-			}
-			eq := strings.IndexByte(rest[j:], '=')
-			if eq < 0 || j+eq+1 >= len(rest) || rest[j+eq+1] != '"' {
-				return s, fmt.Errorf("malformed label in %q", line)
-			}
-			key := strings.TrimSpace(rest[j : j+eq])
-			j += eq + 2
-			var val strings.Builder
-			closed := false
-			for j < len(rest) {
-				c := rest[j]
-				if c == '\\' && j+1 < len(rest) {
-					switch rest[j+1] {
-					case 'n':
-						val.WriteByte('\n')
-					default:
-						val.WriteByte(rest[j+1])
-					}
-					j += 2
+		for _, v := range vec {
+			s := Sample{Labels: make(map[string]string, len(v.Metric)), Value: float64(v.Value)}
+			for k, val := range v.Metric {
+				if k == model.MetricNameLabel {
+					s.Name = string(val)
 					continue
 				}
-				if c == '"' {
-					closed = true
-					j++
-					break
-				}
-				val.WriteByte(c)
-				j++
+				s.Labels[string(k)] = string(val)
 			}
-			if !closed {
-				return s, fmt.Errorf("unterminated label value in %q", line)
-			}
-			s.Labels[key] = val.String()
+			out = append(out, s)
 		}
-		rest = rest[j:]
 	}
-	fields := strings.Fields(rest)
-	if len(fields) == 0 {
-		return s, fmt.Errorf("no value in %q", line)
-	}
-	v, err := strconv.ParseFloat(fields[0], 64)
-	if err != nil {
-		return s, fmt.Errorf("value %q: %w", fields[0], err)
-	}
-	s.Value = v
-	return s, nil
+	return out, nil
 }
 
 const rejectedMetric = "apiserver_flowcontrol_rejected_requests_total"

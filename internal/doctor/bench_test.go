@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodekeeper/nodekeeper/internal/kube"
 )
 
 const benchLabel = "nodekeeper.io/doctor-bench"
@@ -129,7 +131,7 @@ func BenchmarkDoctor2000Nodes(b *testing.B) {
 					before[j] = e.Hits()
 				}
 				start := time.Now()
-				rep, err := Run(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-bench", QPS: qps, Burst: int(3 * qps)})
+				rep, err := Run(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-bench", Limit: kube.RateLimit{QPS: qps, Burst: int(3 * qps)}})
 				el := time.Since(start)
 				total += el
 				if err != nil {

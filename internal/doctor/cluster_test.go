@@ -207,7 +207,7 @@ func TestDoctorSeedCluster(t *testing.T) {
 		"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true", "WARM_ENI_TARGET": "1", "IP_COOLDOWN_PERIOD": "0",
 	}))
 
-	rep, err := Run(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-seed", Concurrency: 4})
+	rep, err := Run(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-seed", Workers: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -265,7 +265,7 @@ func TestDoctorPodNetworking(t *testing.T) {
 		_ = admin.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 	})
 	base := time.Now().Add(time.Hour).Truncate(time.Second)
-	opts := Options{AWSNodeName: "aws-node-podnet", Concurrency: 4, Now: func() time.Time { return base }, CSRPendingAfter: time.Minute}
+	opts := Options{AWSNodeName: "aws-node-podnet", Workers: 4, Now: func() time.Time { return base }, CSRPendingAfter: time.Minute}
 	// Every node runs five pods with VPC addresses and kube-proxy on the host network.
 	ip := 0
 	for i, n := range nodes {

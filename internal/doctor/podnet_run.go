@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
@@ -64,30 +65,14 @@ const (
 	StatEventListPages = "eventListPages"
 )
 
-// listPages runs a paginated list, handing each page to fn; it returns the number of pages.
-func listPages(ctx context.Context, opts metav1.ListOptions, list func(context.Context, metav1.ListOptions) (string, error)) (int, error) {
-	pages := 0
-	for {
-		cont, err := list(ctx, opts)
-		if err != nil {
-			return pages, err
-		}
-		pages++
-		if cont == "" {
-			return pages, nil
-		}
-		opts.Continue = cont
-	}
-}
-
 // checkPodNetworking runs the section. nodes are the listed Nodes; info their capacity results.
 func (r *runner) checkPodNetworking(ctx context.Context, nodes []corev1.Node, info map[string]NodeAddressInfo) error {
 	st := newPodNetState(r.o.Now(), r.o.StuckAfter)
 	var pages int
 	var listed int64
 	for _, phase := range []corev1.PodPhase{corev1.PodPending, corev1.PodRunning} {
-		opts := metav1.ListOptions{Limit: r.o.PageSize, FieldSelector: fields.OneTermEqualSelector("status.phase", string(phase)).String()}
-		n, err := listPages(ctx, opts, func(ctx context.Context, o metav1.ListOptions) (string, error) {
+		opts := metav1.ListOptions{Limit: r.o.ChunkSize, FieldSelector: fields.OneTermEqualSelector("status.phase", string(phase)).String()}
+		n, err := kube.Pages(ctx, "pods "+string(phase), opts, func(ctx context.Context, o metav1.ListOptions) (string, error) {
 			l, err := r.bulk.CoreV1().Pods("").List(ctx, o)
 			if err != nil {
 				return "", err
@@ -104,7 +89,7 @@ func (r *runner) checkPodNetworking(ctx context.Context, nodes []corev1.Node, in
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("listing %s pods: %w", phase, err)
+			return err
 		}
 	}
 	r.rep.AddStat(StatPodsListed, listed)
@@ -113,8 +98,8 @@ func (r *runner) checkPodNetworking(ctx context.Context, nodes []corev1.Node, in
 
 	var events int64
 	if len(st.stuck) > 0 {
-		opts := metav1.ListOptions{Limit: r.o.PageSize, FieldSelector: fields.OneTermEqualSelector("reason", reasonSandboxFailed).String()}
-		n, err := listPages(ctx, opts, func(ctx context.Context, o metav1.ListOptions) (string, error) {
+		opts := metav1.ListOptions{Limit: r.o.ChunkSize, FieldSelector: fields.OneTermEqualSelector("reason", reasonSandboxFailed).String()}
+		n, err := kube.Pages(ctx, reasonSandboxFailed+" events", opts, func(ctx context.Context, o metav1.ListOptions) (string, error) {
 			l, err := r.bulk.CoreV1().Events("").List(ctx, o)
 			if err != nil {
 				return "", err
@@ -130,7 +115,7 @@ func (r *runner) checkPodNetworking(ctx context.Context, nodes []corev1.Node, in
 		case apierrors.IsForbidden(err):
 			r.rep.Add(RuleSandboxOther.Skip("events", "needs list on events: stuck pods are reported without their cause"))
 		case err != nil:
-			return fmt.Errorf("listing %s events: %w", reasonSandboxFailed, err)
+			return err
 		}
 	}
 	r.rep.AddStat(StatSandboxEvents, events)
@@ -157,9 +142,9 @@ func (r *runner) checkServingCSRs(ctx context.Context, nodes []corev1.Node) erro
 		oldest   time.Time
 	}
 	byNode := map[string]*pending{}
-	opts := metav1.ListOptions{Limit: r.o.PageSize, FieldSelector: fields.OneTermEqualSelector("spec.signerName", kubeletServingSigner).String()}
+	opts := metav1.ListOptions{Limit: r.o.ChunkSize, FieldSelector: fields.OneTermEqualSelector("spec.signerName", kubeletServingSigner).String()}
 	now := r.o.Now()
-	_, err := listPages(ctx, opts, func(ctx context.Context, o metav1.ListOptions) (string, error) {
+	_, err := kube.Pages(ctx, "certificatesigningrequests", opts, func(ctx context.Context, o metav1.ListOptions) (string, error) {
 		l, err := r.client.CertificatesV1().CertificateSigningRequests().List(ctx, o)
 		if err != nil {
 			return "", err
@@ -284,7 +269,7 @@ func (r *runner) servedResource(gvr schema.GroupVersionResource) (bool, error) {
 
 // listAll lists a dynamic resource page by page, handing each item to fn.
 func (r *runner) listAll(ctx context.Context, gvr schema.GroupVersionResource, fn func(*unstructured.Unstructured)) error {
-	_, err := listPages(ctx, metav1.ListOptions{Limit: r.o.PageSize}, func(ctx context.Context, o metav1.ListOptions) (string, error) {
+	_, err := kube.Pages(ctx, gvr.Resource, metav1.ListOptions{Limit: r.o.ChunkSize}, func(ctx context.Context, o metav1.ListOptions) (string, error) {
 		l, err := r.dynamic.Resource(gvr).List(ctx, o)
 		if err != nil {
 			return "", err
@@ -381,7 +366,7 @@ func selectedENIConfig(n *corev1.Node, labelDef, annotationDef string) (name, fr
 // exists or may be read.
 func (r *runner) karpenterReservedENIs(ctx context.Context) (n int, source string, found bool, err error) {
 	namespaces := []string{"karpenter", "kube-system"}
-	deps, err := r.client.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: karpenterAppLabel, Limit: r.o.PageSize})
+	deps, err := r.client.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: karpenterAppLabel, Limit: r.o.ChunkSize})
 	switch {
 	case apierrors.IsForbidden(err):
 	case err != nil:
@@ -457,7 +442,7 @@ func (r *runner) checkNodeScopedObjects(ctx context.Context, nodes []corev1.Node
 		return "unowned and leaked: nothing will remove it", findings.Warning, true
 	}
 	var csi []findings.Finding
-	_, err := listPages(ctx, metav1.ListOptions{Limit: r.o.PageSize}, func(ctx context.Context, o metav1.ListOptions) (string, error) {
+	_, err := kube.Pages(ctx, "csinodes", metav1.ListOptions{Limit: r.o.ChunkSize}, func(ctx context.Context, o metav1.ListOptions) (string, error) {
 		l, err := r.client.StorageV1().CSINodes().List(ctx, o)
 		if err != nil {
 			return "", err
@@ -473,7 +458,7 @@ func (r *runner) checkNodeScopedObjects(ctx context.Context, nodes []corev1.Node
 	case apierrors.IsForbidden(err):
 		r.rep.Add(RuleCSINodeOrphaned.Skip("csinodes", "needs list on csinodes"))
 	case err != nil:
-		return fmt.Errorf("listing CSINodes: %w", err)
+		return err
 	}
 	r.rep.Add(csi...)
 

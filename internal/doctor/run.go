@@ -33,22 +33,22 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // Options tune a doctor run.
 type Options struct {
-	// Concurrency bounds the configz requests in flight (default 16).
-	Concurrency int
+	// Workers bounds the configz requests in flight (default DefaultWorkers).
+	Workers int
 	// ConfigzTimeout bounds one configz request (default 10 s).
 	ConfigzTimeout time.Duration
-	// QPS and Burst of the client (defaults 100 and 300): one request per node must not take
-	// minutes on a large cluster, and API priority and fairness protects the server.
-	QPS   float32
-	Burst int
-	// PageSize for lists (default 500).
-	PageSize int64
+	// Limit is the client-side rate limit; QPS 0 means no client-side limit, as everywhere in
+	// nodekeeper (the CLI's default is DefaultRateLimit).
+	Limit kube.RateLimit
+	// ChunkSize is the LIST page size (default kube.DefaultChunkSize).
+	ChunkSize int64
 
 	// AWSNodeNamespace/AWSNodeName locate the VPC CNI DaemonSet (kube-system/aws-node).
 	AWSNodeNamespace, AWSNodeName string
@@ -61,8 +61,8 @@ type Options struct {
 	ReservedENIs int
 	// MinCNIVersion is the VPC CNI version below which a warning is given (zero: default).
 	MinCNIVersion eni.Version
-	// LeaseGrace is the lease taxonomy's grace period (zero: its default).
-	LeaseGrace time.Duration
+	// Lease tunes the lease classification (grace period; zero: lease.DefaultGracePeriod).
+	Lease lease.Options
 	// Now returns the time used for lease classification (default time.Now).
 	Now func() time.Time
 
@@ -79,20 +79,14 @@ type Options struct {
 }
 
 func (o *Options) defaults() {
-	if o.Concurrency <= 0 {
-		o.Concurrency = 16
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
 	}
 	if o.ConfigzTimeout <= 0 {
 		o.ConfigzTimeout = 10 * time.Second
 	}
-	if o.QPS <= 0 {
-		o.QPS = 100
-	}
-	if o.Burst <= 0 {
-		o.Burst = 300
-	}
-	if o.PageSize <= 0 {
-		o.PageSize = 500
+	if o.ChunkSize <= 0 {
+		o.ChunkSize = kube.DefaultChunkSize
 	}
 	if o.AWSNodeNamespace == "" {
 		o.AWSNodeNamespace = "kube-system"
@@ -111,8 +105,18 @@ func (o *Options) defaults() {
 	}
 }
 
+// DefaultWorkers is how many configz requests doctor keeps in flight.
+const DefaultWorkers = 16
+
+// DefaultRateLimit is the CLI's client-side limit: one configz request per node must not take
+// minutes on a large cluster, and API priority and fairness protects the server.
+var DefaultRateLimit = kube.RateLimit{QPS: 100, Burst: 300}
+
 // Validate reports options that cannot be used.
 func (o Options) Validate() error {
+	if err := o.Limit.Validate(); err != nil {
+		return err
+	}
 	if o.StuckAfter < 0 || o.CSRPendingAfter < 0 {
 		return fmt.Errorf("stuck-after and csr-pending-after must not be negative")
 	}
@@ -124,7 +128,7 @@ func (o Options) Validate() error {
 			return err
 		}
 	}
-	return lease.Options{GracePeriod: o.LeaseGrace}.Validate()
+	return o.Lease.Validate()
 }
 
 // countingTransport counts every request the client sends.
@@ -178,8 +182,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) (*findings.Report, er
 	}
 	start := time.Now()
 	r := &runner{o: o}
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = o.QPS, o.Burst
+	cfg = kube.Configure(cfg, "doctor", o.Limit)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt: rt, n: &r.apiReqs} })
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -189,10 +192,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) (*findings.Report, er
 	if r.dynamic, err = dynamic.NewForConfig(cfg); err != nil {
 		return nil, err
 	}
-	pcfg := rest.CopyConfig(cfg)
-	pcfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	pcfg.ContentType = "application/vnd.kubernetes.protobuf"
-	if r.bulk, err = kubernetes.NewForConfig(pcfg); err != nil {
+	if r.bulk, err = kubernetes.NewForConfig(kube.Protobuf(cfg)); err != nil {
 		return nil, err
 	}
 	sections := Sections
@@ -253,26 +253,21 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) (*findings.Report, er
 // listNodes returns nil nodes (and a skipped finding) when listing is forbidden.
 func (r *runner) listNodes(ctx context.Context) ([]corev1.Node, error) {
 	var out []corev1.Node
-	opts := metav1.ListOptions{Limit: r.o.PageSize}
-	for {
-		l, err := r.client.CoreV1().Nodes().List(ctx, opts)
-		if apierrors.IsForbidden(err) {
-			for _, sec := range []struct {
-				rule findings.Rule
-			}{{RuleInstanceUnknown}, {RuleConfigz}, {RuleVersionSkew}} {
-				r.rep.Add(sec.rule.Skip("nodes", "needs list on nodes"))
-			}
-			return nil, nil
-		}
+	_, err := kube.Pages(ctx, "nodes", metav1.ListOptions{Limit: r.o.ChunkSize}, func(ctx context.Context, o metav1.ListOptions) (string, error) {
+		l, err := r.bulk.CoreV1().Nodes().List(ctx, o)
 		if err != nil {
-			return nil, fmt.Errorf("listing nodes: %w", err)
+			return "", err
 		}
 		out = append(out, l.Items...)
-		if l.Continue == "" {
-			return out, nil
+		return l.Continue, nil
+	})
+	if apierrors.IsForbidden(err) {
+		for _, rule := range []findings.Rule{RuleInstanceUnknown, RuleConfigz, RuleVersionSkew} {
+			r.rep.Add(rule.Skip("nodes", "needs list on nodes"))
 		}
-		opts.Continue = l.Continue
+		return nil, nil
 	}
+	return out, err
 }
 
 // checkAWSNode reads the VPC CNI DaemonSet, checks its settings and returns the address mode.
@@ -352,7 +347,7 @@ type configzResult struct {
 }
 
 // fetchConfigz reads every Ready node's kubelet configuration through the API server's node
-// proxy: one request per node, no retries, at most Concurrency in flight.
+// proxy: one request per node, no retries, at most Workers in flight.
 func (r *runner) fetchConfigz(ctx context.Context, nodes []corev1.Node) map[string]configzResult {
 	out := make(map[string]configzResult, len(nodes))
 	if len(nodes) == 0 {
@@ -371,7 +366,7 @@ func (r *runner) fetchConfigz(ctx context.Context, nodes []corev1.Node) map[stri
 	work := make(chan string)
 	var wg sync.WaitGroup
 	var errs atomic.Int64
-	for i := 0; i < r.o.Concurrency; i++ {
+	for i := 0; i < r.o.Workers; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -548,21 +543,16 @@ func (r *runner) checkNodes(nodes []corev1.Node, mode CNIMode, modeKnown bool, c
 
 func (r *runner) checkLeases(ctx context.Context, nodes []corev1.Node) error {
 	var leases []coordinationv1.Lease
-	opts := metav1.ListOptions{Limit: r.o.PageSize}
-	for {
-		l, err := r.client.CoordinationV1().Leases(lease.NodeLeaseNamespace).List(ctx, opts)
-		if apierrors.IsForbidden(err) {
-			r.rep.Add(RuleStaleHeartbeat.Skip("leases", "needs list on leases in "+lease.NodeLeaseNamespace))
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("listing node leases: %w", err)
-		}
+	err := kube.ListLeases(ctx, r.bulk.CoordinationV1(), corev1.NamespaceNodeLease, r.o.ChunkSize, func(l *coordinationv1.LeaseList) error {
 		leases = append(leases, l.Items...)
-		if l.Continue == "" {
-			break
-		}
-		opts.Continue = l.Continue
+		return nil
+	})
+	if apierrors.IsForbidden(err) {
+		r.rep.Add(RuleStaleHeartbeat.Skip("leases", "needs list on leases in "+corev1.NamespaceNodeLease))
+		return nil
+	}
+	if err != nil {
+		return err
 	}
 	r.rep.AddStat(StatLeases, int64(len(leases)))
 	refs := make(map[string]lease.NodeRef, len(nodes))
@@ -577,7 +567,7 @@ func (r *runner) checkLeases(ctx context.Context, nodes []corev1.Node) error {
 		names[n] = true
 	}
 	r.rep.Checked(SectionHeartbeats, len(names))
-	r.rep.Add(CheckHeartbeats(leases, refs, r.o.Now(), lease.Options{GracePeriod: r.o.LeaseGrace})...)
+	r.rep.Add(CheckHeartbeats(leases, refs, r.o.Now(), r.o.Lease)...)
 	return nil
 }
 

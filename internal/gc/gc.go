@@ -17,21 +17,28 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/tools/pager"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
 	"github.com/nodekeeper/nodekeeper/internal/deleter"
+	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
 // DefaultWorkers is how many leases are processed at once. Each worker first waits for its live
 // Node check, which concurrent workers share (one LIST round answers all checks waiting for it),
-// then sends its DELETE; with 128 workers the rounds are large and enough DELETEs stay in flight
-// to keep a local API server busy. --qps still bounds the rate.
-const DefaultWorkers = 128
+// then sends its DELETE, so at any moment part of the workers wait for a round and send nothing:
+// the API server's DELETE ceiling needs about 64 requests in flight, and 128 workers kept only
+// enough in flight for 0.56 of it on 20,000 leases, 512 for all of it (docs/gc.md has the bench).
+// Idle workers cost a goroutine each, and ParallelizeUntil starts no more workers than leases.
+const DefaultWorkers = 512
+
+// DefaultRateLimit is gc's client-side limit: none. One gc run is one bounded burst that an
+// operator starts on purpose; the API server's priority and fairness keeps it from starving
+// other clients, and a client-side limit would only make the run slower (--qps sets one).
+var DefaultRateLimit = kube.RateLimit{}
 
 // Plan is the classified state of kube-node-lease at one moment.
 type Plan struct {
@@ -67,26 +74,24 @@ func (p *Plan) Leaked() []*coordinationv1.Lease { return p.leaked }
 
 // ListOptions configure List.
 type ListOptions struct {
-	GracePeriod time.Duration
-	// PageSize bounds each LIST response (default 500, as kubectl).
-	PageSize int64
-	Clock    clock.PassiveClock
+	// Lease tunes the classification (grace period; zero: lease.DefaultGracePeriod).
+	Lease lease.Options
+	// ChunkSize bounds each LIST response (default kube.DefaultChunkSize, as kubectl).
+	ChunkSize int64
+	Clock     clock.PassiveClock
 }
 
 // List reads every lease in kube-node-lease and every Node name (metadata only), page by page,
 // and classifies the leases.
 func List(ctx context.Context, leases coordinationclient.LeasesGetter, nodes metadata.Interface, opts ListOptions) (*Plan, error) {
-	classify := lease.Options{GracePeriod: opts.GracePeriod}
+	classify := opts.Lease
 	if err := classify.Validate(); err != nil {
 		return nil, err
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	if opts.PageSize <= 0 {
-		opts.PageSize = 500
-	}
-	p := &Plan{GracePeriod: opts.GracePeriod, Counts: map[lease.Class]int{}, nodes: map[string]*lease.NodeRef{}}
+	p := &Plan{GracePeriod: opts.Lease.GracePeriod, Counts: map[lease.Class]int{}, nodes: map[string]*lease.NodeRef{}}
 	if p.GracePeriod == 0 {
 		p.GracePeriod = lease.DefaultGracePeriod
 	}
@@ -94,38 +99,26 @@ func List(ctx context.Context, leases coordinationclient.LeasesGetter, nodes met
 	// Nodes first: a Node registered between the two lists makes its lease look unowned or
 	// healthy, never leaked; the reverse order could make a new Node's lease look leaked (the
 	// live GET before each delete would still save it).
-	np := pager.New(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-		return nodes.Resource(deleter.NodesResource).List(ctx, o)
-	})
-	np.PageSize = opts.PageSize
-	if err := np.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
-		m, ok := obj.(*metav1.PartialObjectMetadata)
-		if !ok {
-			return fmt.Errorf("unexpected node list item %T", obj)
+	err := kube.ListNodes(ctx, nodes, opts.ChunkSize, func(l *metav1.PartialObjectMetadataList) error {
+		for i := range l.Items {
+			p.nodes[l.Items[i].Name] = &lease.NodeRef{Name: l.Items[i].Name, UID: l.Items[i].UID}
 		}
-		p.nodes[m.Name] = &lease.NodeRef{Name: m.Name, UID: m.UID}
 		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
+	})
+	if err != nil {
+		return nil, err
 	}
 	p.Nodes = len(p.nodes)
 
-	lc := leases.Leases(lease.NodeLeaseNamespace)
-	lp := pager.New(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-		return lc.List(ctx, o)
-	})
-	lp.PageSize = opts.PageSize
 	var all []*coordinationv1.Lease
-	if err := lp.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
-		l, ok := obj.(*coordinationv1.Lease)
-		if !ok {
-			return fmt.Errorf("unexpected lease list item %T", obj)
+	err = kube.ListLeases(ctx, leases, lease.NodeLeaseNamespace, opts.ChunkSize, func(l *coordinationv1.LeaseList) error {
+		for i := range l.Items {
+			all = append(all, &l.Items[i])
 		}
-		l.ManagedFields = nil
-		all = append(all, l)
 		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("list leases in %s: %w", lease.NodeLeaseNamespace, err)
+	})
+	if err != nil {
+		return nil, err
 	}
 
 	p.At = opts.Clock.Now()
@@ -203,7 +196,7 @@ func Collect(ctx context.Context, d *deleter.Deleter, p *Plan, opts CollectOptio
 	}
 	start := time.Now()
 	results := make([]Result, len(todo))
-	var next, done atomic.Int64
+	var done atomic.Int64
 	var requests atomic.Int64
 	var mu sync.Mutex
 	counts := map[deleter.Outcome]int{}
@@ -222,31 +215,21 @@ func Collect(ctx context.Context, d *deleter.Deleter, p *Plan, opts CollectOptio
 			opts.Progress(int(done.Load()), len(todo), snapshot)
 		}
 	}
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(todo) || ctx.Err() != nil {
-					return
-				}
-				l := todo[i]
-				r := d.Delete(ctx, l, p.nodes[l.Name])
-				res := Result{Name: l.Name, UID: string(l.UID), Outcome: r.Outcome, Reason: r.Reason}
-				if r.Err != nil {
-					res.Error = r.Err.Error()
-				}
-				results[i] = res
-				requests.Add(int64(r.Requests))
-				done.Add(1)
-				mu.Lock()
-				counts[r.Outcome]++
-				report(false)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	workqueue.ParallelizeUntil(ctx, workers, len(todo), func(i int) {
+		l := todo[i]
+		r := d.Delete(ctx, l, p.nodes[l.Name])
+		res := Result{Name: l.Name, UID: string(l.UID), Outcome: r.Outcome, Reason: r.Reason}
+		if r.Err != nil {
+			res.Error = r.Err.Error()
+		}
+		results[i] = res
+		requests.Add(int64(r.Requests))
+		done.Add(1)
+		mu.Lock()
+		counts[r.Outcome]++
+		report(false)
+		mu.Unlock()
+	})
 	mu.Lock()
 	report(true)
 	mu.Unlock()

@@ -119,7 +119,7 @@ func TestListAndCollect(t *testing.T) {
 	ctx := context.Background()
 	byClass := mixedCluster(t)
 	cs, md := clients(t, env.AdminConfig())
-	plan, err := List(ctx, cs.CoordinationV1(), md, ListOptions{GracePeriod: time.Hour, PageSize: 2})
+	plan, err := List(ctx, cs.CoordinationV1(), md, ListOptions{Lease: lease.Options{GracePeriod: time.Hour}, ChunkSize: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestCollectDryRunAndCancel(t *testing.T) {
 	reset(t)
 	names := seed(t, "ip-10-21-0-1.gc-dry", 20)
 	cs, md := clients(t, env.AdminConfig())
-	plan, err := List(ctx, cs.CoordinationV1(), md, ListOptions{GracePeriod: time.Hour})
+	plan, err := List(ctx, cs.CoordinationV1(), md, ListOptions{Lease: lease.Options{GracePeriod: time.Hour}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func runSelected(t *testing.T, sel Selection, dryRun bool) (*Plan, *Report) {
 	t.Helper()
 	ctx := context.Background()
 	cs, md := clients(t, env.AdminConfig())
-	p, err := List(ctx, cs.CoordinationV1(), md, ListOptions{GracePeriod: time.Hour})
+	p, err := List(ctx, cs.CoordinationV1(), md, ListOptions{Lease: lease.Options{GracePeriod: time.Hour}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -28,8 +29,8 @@ const (
 	Legacy Mode = "legacy"
 )
 
-// NodeLeaseNamespace is where kubelets keep their heartbeat leases.
-const NodeLeaseNamespace = "kube-node-lease"
+// NodeLeaseNamespace is where kubelets keep their heartbeat leases (client-go's own constant).
+const NodeLeaseNamespace = corev1.NamespaceNodeLease
 
 // Defaults of the real kubelet (KubeletConfiguration) that the simulator follows.
 const (

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -70,8 +71,8 @@ func ParseClass(s string) (Class, error) {
 	return "", fmt.Errorf("unknown lease class %q (want one of %v)", s, Classes())
 }
 
-// NodeLeaseNamespace is where kubelets keep their heartbeat leases.
-const NodeLeaseNamespace = "kube-node-lease"
+// NodeLeaseNamespace is where kubelets keep their heartbeat leases (client-go's own constant).
+const NodeLeaseNamespace = corev1.NamespaceNodeLease
 
 // APIServerIdentityLabel marks kube-apiserver identity leases (value "kube-apiserver").
 const APIServerIdentityLabel = "apiserver.kubernetes.io/identity"

@@ -10,52 +10,36 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
 // DefaultChunkSize is the LIST page size, the same default as kubectl's --chunk-size.
-const DefaultChunkSize = 500
+const DefaultChunkSize = kube.DefaultChunkSize
 
-var nodesGVR = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+// DefaultRateLimit is the client-side limit of `nodekeeper leases`: its requests are sequential
+// pages, so a limit only matters to --watch's relists; client-go's own default (5 QPS) would
+// throttle a paginated LIST of a large cluster to 2,500 leases a second.
+var DefaultRateLimit = kube.RateLimit{QPS: 50, Burst: 100}
 
-// Clients are the API clients a listing uses.
-type Clients struct {
-	Kube     kubernetes.Interface
-	Metadata metadata.Interface
-}
+// Clients are the API clients a listing uses: leases in protobuf (several times cheaper to decode
+// than JSON at 100,000 leases), Nodes as metadata only (the join needs a Node's name and UID,
+// never its status, which is the bulk of a Node object).
+type Clients = kube.Clients
 
-// NewClients builds clients from cfg. Leases are read as protobuf (several times cheaper to decode
-// than JSON at 100,000 leases) and Nodes as metadata only: the join needs a Node's name and UID,
-// never its status, which is the bulk of a Node object.
+// NewClients builds clients from cfg with the user agent of `nodekeeper leases` and, unless cfg
+// sets one, DefaultRateLimit.
 func NewClients(cfg *rest.Config) (*Clients, error) {
-	cfg = rest.CopyConfig(cfg)
-	cfg.ContentType = "application/vnd.kubernetes.protobuf"
-	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	if cfg.QPS == 0 {
-		// client-go's default (5 QPS) would throttle a sequential paginated LIST of a large
-		// cluster to 2,500 leases a second; the requests are sequential, so the API server's own
-		// priority and fairness is the right limit.
-		cfg.QPS, cfg.Burst = 50, 100
+	limit := DefaultRateLimit
+	if cfg.QPS != 0 {
+		limit = kube.RateLimit{QPS: max(cfg.QPS, 0), Burst: cfg.Burst}
 	}
-	if cfg.UserAgent == "" {
-		cfg.UserAgent = "nodekeeper-leases"
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	meta, err := metadata.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &Clients{Kube: kube, Metadata: meta}, nil
+	return kube.NewClients(kube.Configure(cfg, "leases", limit))
 }
 
 // Options select and tune a listing.
@@ -69,11 +53,12 @@ type Options struct {
 	ChunkSize int64
 	// Lease tunes the classification (grace period).
 	Lease lease.Options
-	// Clock is the time source; nil means the real clock. Tests inject a fake one.
-	Clock clock.Clock
+	// Clock is the time source; nil means the real clock. Tests inject a fake one
+	// (k8s.io/utils/clock/testing); --watch also times its rechecks with it.
+	Clock clock.WithTicker
 }
 
-func (o Options) clock() clock.Clock {
+func (o Options) clock() clock.WithTicker {
 	if o.Clock != nil {
 		return o.Clock
 	}
@@ -148,18 +133,14 @@ func List(ctx context.Context, c *Clients, opts Options) (*Report, error) {
 		}
 	}
 	b := newBuilder(opts, nodes, opts.now())
-	err := pages(ctx, opts.chunk(), "leases", func(lo metav1.ListOptions) (string, error) {
-		list, err := c.Kube.CoordinationV1().Leases(opts.Namespace).List(ctx, lo)
-		if err != nil {
-			return "", err
-		}
+	err := kube.ListLeases(ctx, c.Kube.CoordinationV1(), opts.Namespace, opts.chunk(), func(list *coordinationv1.LeaseList) error {
 		if rem := list.RemainingItemCount; rem != nil {
 			b.reserve(len(list.Items) + int(*rem))
 		}
 		for i := range list.Items {
 			b.add(&list.Items[i])
 		}
-		return list.Continue, nil
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -326,47 +307,19 @@ func Summarize(items []Item) Summary {
 	return s.summary(len(items))
 }
 
-// pages runs one paginated LIST: fetch gets the options of each page and returns the continue
-// token. Each page is processed and released before the next one is requested.
-func pages(ctx context.Context, chunk int64, what string, fetch func(metav1.ListOptions) (string, error)) error {
-	lo := metav1.ListOptions{Limit: chunk}
-	for page := 1; ; page++ {
-		next, err := fetch(lo)
-		if err != nil {
-			if apierrors.IsResourceExpired(err) && lo.Continue != "" {
-				// The continue token outlived etcd's compaction window. A full unpaginated LIST
-				// (client-go's pager fallback) is exactly what this package avoids, so say so.
-				return fmt.Errorf("listing %s: page %d: the paginated LIST took longer than the API server keeps its snapshot (%w); retry, or raise --chunk-size so fewer pages are needed", what, page, err)
-			}
-			return fmt.Errorf("listing %s: %w", what, err)
-		}
-		if next == "" {
-			return nil
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		lo.Continue = next
-	}
-}
-
 // ListNodeUIDs returns the name → UID of every Node from a paginated, metadata-only LIST: the
 // only facts about a Node the lease classification uses.
 func ListNodeUIDs(ctx context.Context, meta metadata.Interface, chunk int64) (map[string]types.UID, error) {
 	nodes := map[string]types.UID{}
-	err := pages(ctx, chunk, "nodes", func(lo metav1.ListOptions) (string, error) {
-		list, err := meta.Resource(nodesGVR).List(ctx, lo)
-		if err != nil {
-			if apierrors.IsForbidden(err) {
-				return "", fmt.Errorf("node leases cannot be classified without listing Nodes (select another namespace with -n to skip them): %w", err)
-			}
-			return "", err
-		}
+	err := kube.ListNodes(ctx, meta, chunk, func(list *metav1.PartialObjectMetadataList) error {
 		for i := range list.Items {
 			nodes[list.Items[i].Name] = list.Items[i].UID
 		}
-		return list.Continue, nil
+		return nil
 	})
+	if apierrors.IsForbidden(err) {
+		return nil, fmt.Errorf("node leases cannot be classified without listing Nodes (select another namespace with -n to skip them): %w", err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -405,7 +358,7 @@ func addCandidates(ctx context.Context, c *Clients, opts Options, r *Report) err
 		return err
 	}
 	r.LeaseCandidateAPI = gv
-	err = pages(ctx, opts.chunk(), "leasecandidates", func(lo metav1.ListOptions) (string, error) {
+	_, err = kube.Pages(ctx, "leasecandidates", metav1.ListOptions{Limit: opts.chunk()}, func(ctx context.Context, lo metav1.ListOptions) (string, error) {
 		switch gv {
 		case "coordination.k8s.io/v1beta1":
 			list, err := c.Kube.CoordinationV1beta1().LeaseCandidates(opts.Namespace).List(ctx, lo)

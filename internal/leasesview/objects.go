@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
@@ -39,7 +40,7 @@ func ListObjects(ctx context.Context, c *Clients, opts Options, nodes map[string
 	nodeUID := func(name string) (types.UID, bool) { uid, ok := uids[name]; return uid, ok }
 	now := opts.now()
 	var out []coordinationv1.Lease
-	err := pages(ctx, opts.chunk(), "leases", func(lo metav1.ListOptions) (string, error) {
+	_, err := kube.Pages(ctx, "leases", metav1.ListOptions{Limit: opts.chunk()}, func(ctx context.Context, lo metav1.ListOptions) (string, error) {
 		list, err := c.Kube.CoordinationV1().Leases(ns).List(ctx, lo)
 		if err != nil {
 			return "", err

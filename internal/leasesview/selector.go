@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/metadata"
 
+	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
@@ -36,9 +37,9 @@ func SelectNodes(ctx context.Context, meta metadata.Interface, selector string, 
 		chunk = DefaultChunkSize
 	}
 	names := map[string]bool{}
-	err := pages(ctx, chunk, "nodes", func(lo metav1.ListOptions) (string, error) {
+	_, err := kube.Pages(ctx, "nodes", metav1.ListOptions{Limit: chunk}, func(ctx context.Context, lo metav1.ListOptions) (string, error) {
 		lo.LabelSelector = selector
-		list, err := meta.Resource(nodesGVR).List(ctx, lo)
+		list, err := meta.Resource(kube.NodesResource).List(ctx, lo)
 		if err != nil {
 			return "", err
 		}

@@ -1,7 +1,6 @@
 package leasesview
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -15,9 +14,11 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
@@ -58,7 +59,7 @@ func Watch(ctx context.Context, c *Clients, opts Options, sink Sink) error {
 	defer cancel(nil)
 
 	factory := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0,
-		informers.WithNamespace(opts.Namespace), informers.WithTransform(stripLease))
+		informers.WithNamespace(opts.Namespace), informers.WithTransform(kube.StripLease))
 	leaseInf := factory.Coordination().V1().Leases().Informer()
 	synced := []cache.InformerSynced{leaseInf.HasSynced}
 	t := newTracker(opts, sink, func(err error) { cancel(err) })
@@ -93,7 +94,7 @@ func Watch(ctx context.Context, c *Clients, opts Options, sink Sink) error {
 	var metaFactory metadatainformer.SharedInformerFactory
 	if opts.needsNodes() {
 		metaFactory = metadatainformer.NewSharedInformerFactoryWithOptions(c.Metadata, 0, metadatainformer.WithTransform(stripNode))
-		nodeInf := metaFactory.ForResource(nodesGVR).Informer()
+		nodeInf := metaFactory.ForResource(kube.NodesResource).Informer()
 		if err := nodeInf.SetWatchErrorHandlerWithContext(failOnForbidden); err != nil {
 			return err
 		}
@@ -135,7 +136,7 @@ func Watch(ctx context.Context, c *Clients, opts Options, sink Sink) error {
 	// Until both caches are complete a lease could be classified against a partial Node list
 	// (a false zombie), so events are held back until now and then everything is reconciled at once.
 	t.start()
-	go t.runTimers(ctx)
+	go t.runRechecks(ctx)
 	<-ctx.Done()
 	return watchEnd(ctx)
 }
@@ -173,14 +174,6 @@ func objectKey(obj any) string {
 	return k
 }
 
-// stripLease drops managedFields, which are often larger than the lease itself.
-func stripLease(obj any) (any, error) {
-	if l, ok := obj.(*coordinationv1.Lease); ok {
-		l.ManagedFields = nil
-	}
-	return obj, nil
-}
-
 // stripNode keeps only what the join uses: a Node's name and UID.
 func stripNode(obj any) (any, error) {
 	if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
@@ -201,9 +194,10 @@ type tracker struct {
 	fail  func(error)
 	ready bool
 	last  map[string]Item
-	due   map[string]time.Time
-	queue recheckQueue
-	wake  chan struct{}
+	// due is the moment each lease's row changes by the clock alone; rechecks delays each key
+	// until then (client-go's delaying queue, as the controller's requeue-at-deadline).
+	due      map[string]time.Time
+	rechecks workqueue.TypedDelayingInterface[string]
 
 	getLease func(key string) (*coordinationv1.Lease, bool)
 	listKeys func() []string
@@ -211,9 +205,11 @@ type tracker struct {
 }
 
 func newTracker(opts Options, sink Sink, fail func(error)) *tracker {
+	clk := opts.clock()
 	return &tracker{
-		opts: opts, clk: opts.clock(), keep: newFilter(opts.Classes), sink: sink, fail: fail,
-		last: map[string]Item{}, due: map[string]time.Time{}, wake: make(chan struct{}, 1),
+		opts: opts, clk: clk, keep: newFilter(opts.Classes), sink: sink, fail: fail,
+		last: map[string]Item{}, due: map[string]time.Time{},
+		rechecks: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Clock: clk}),
 	}
 }
 
@@ -315,74 +311,47 @@ func (t *tracker) schedule(k string, it *Item, now time.Time) {
 		return
 	}
 	t.due[k] = at
-	heap.Push(&t.queue, recheck{at: at, key: k})
-	if t.queue[0].key == k && t.queue[0].at.Equal(at) {
-		select {
-		case t.wake <- struct{}{}:
-		default:
-		}
-	}
+	t.rechecks.AddAfter(k, at.Sub(now))
 }
 
-// fireDue reconciles every lease whose recheck time has come and returns how long to wait for the
-// next one (negative: none pending).
-func (t *tracker) fireDue() time.Duration {
+// recheck reconciles the lease at k if its recheck time has come. A key can come out of the
+// queue early, when its time was moved later after it was queued (the queue keeps the earliest
+// time of a key): it is then queued again for the time that holds now.
+func (t *tracker) recheck(k string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	at, ok := t.due[k]
+	if !ok {
+		return
+	}
 	now := t.clk.Now()
-	for t.queue.Len() > 0 && !t.queue[0].at.After(now) {
-		e := heap.Pop(&t.queue).(recheck)
-		if at, ok := t.due[e.key]; ok && at.Equal(e.at) {
-			delete(t.due, e.key)
-			t.reconcileLocked(e.key)
-		}
+	if at.After(now) {
+		t.rechecks.AddAfter(k, at.Sub(now))
+		return
 	}
-	if t.queue.Len() == 0 {
-		return -1
-	}
-	return t.queue[0].at.Sub(now)
+	delete(t.due, k)
+	t.reconcileLocked(k)
 }
 
-func (t *tracker) runTimers(ctx context.Context) {
+// runRechecks reconciles leases as their recheck times come, until ctx ends.
+func (t *tracker) runRechecks(ctx context.Context) {
+	go func() {
+		<-ctx.Done()
+		t.rechecks.ShutDown()
+	}()
 	for {
-		wait := t.fireDue()
-		var timer clock.Timer
-		var fired <-chan time.Time
-		if wait >= 0 {
-			timer = t.clk.NewTimer(wait)
-			fired = timer.C()
-		}
-		select {
-		case <-ctx.Done():
-			if timer != nil {
-				timer.Stop()
-			}
+		k, shutdown := t.rechecks.Get()
+		if shutdown {
 			return
-		case <-t.wake:
-		case <-fired:
 		}
-		if timer != nil {
-			timer.Stop()
-		}
+		t.recheck(k)
+		t.rechecks.Done(k)
 	}
 }
 
-type recheck struct {
-	at  time.Time
-	key string
-}
-
-// recheckQueue is a min-heap of recheck times; superseded entries are skipped when popped.
-type recheckQueue []recheck
-
-func (q recheckQueue) Len() int           { return len(q) }
-func (q recheckQueue) Less(i, j int) bool { return q[i].at.Before(q[j].at) }
-func (q recheckQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
-func (q *recheckQueue) Push(x any)        { *q = append(*q, x.(recheck)) }
-func (q *recheckQueue) Pop() any {
-	old := *q
-	n := len(old)
-	x := old[n-1]
-	*q = old[:n-1]
-	return x
+// pendingRechecks is how many leases wait for a recheck.
+func (t *tracker) pendingRechecks() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.due)
 }

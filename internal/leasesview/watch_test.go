@@ -2,7 +2,6 @@ package leasesview
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -69,6 +69,7 @@ func newTestTracker(t *testing.T, opts Options) (*tracker, *fakeWorld, *recorder
 	opts.Lease = lease.Options{GracePeriod: time.Hour}
 	rec := &recorder{}
 	tr := newTracker(opts, rec, func(err error) { t.Errorf("sink failed: %v", err) })
+	t.Cleanup(tr.rechecks.ShutDown)
 	tr.getLease = func(k string) (*coordinationv1.Lease, bool) { l, ok := w.leases[k]; return l, ok }
 	tr.listKeys = func() []string {
 		var ks []string
@@ -179,9 +180,26 @@ func TestTrackerEvents(t *testing.T) {
 	}
 }
 
+// fireDue runs the queue's job synchronously: recheck (the function the queue's worker calls) on
+// every lease with a recheck time. The delaying queue's own timing is client-go's; driving it with
+// a fake clock from a test races its timer creation, so the tests call recheck directly.
+func fireDue(tr *tracker) {
+	tr.mu.Lock()
+	keys := make([]string, 0, len(tr.due))
+	for k := range tr.due {
+		keys = append(keys, k)
+	}
+	tr.mu.Unlock()
+	sort.Strings(keys)
+	for _, k := range keys {
+		tr.recheck(k)
+	}
+}
+
 // TestTrackerClockDriven: with no event at all, the clock alone turns the leader lock expired,
 // the healthy lease stale (its kubelet stopped), then the zombie leaked and the live API server
-// identity stale, each exactly once and not a moment early.
+// identity stale, each exactly once and not a moment early: every change carries the clock's
+// time when it was made, which must be the step that made it due.
 func TestTrackerClockDriven(t *testing.T) {
 	tr, _, rec, clk := newTestTracker(t, Options{})
 	steps := []struct {
@@ -204,48 +222,51 @@ func TestTrackerClockDriven(t *testing.T) {
 	}
 	for _, st := range steps {
 		clk.SetTime(fixedNow.Add(st.at))
-		tr.fireDue()
+		fireDue(tr)
+		rec.mu.Lock()
+		for _, c := range rec.changes {
+			if !c.Time.Time.Equal(fixedNow.Add(st.at)) {
+				t.Errorf("change of %s made at %s, want at +%s", c.Item.Name, c.Time.Time.Sub(fixedNow), st.at)
+			}
+		}
+		rec.mu.Unlock()
 		got := rec.take()
 		sort.Strings(got)
 		if strings.Join(got, "\n") != strings.Join(st.want, "\n") {
 			t.Fatalf("at +%s: %v, want %v", st.at, got, st.want)
 		}
 	}
-	if d := tr.fireDue(); d >= 0 {
-		t.Errorf("a recheck is still pending (%s) though nothing can change by time any more", d)
+	if n := tr.pendingRechecks(); n != 0 {
+		t.Errorf("%d rechecks still pending though nothing can change by time any more", n)
 	}
 }
 
-func TestTrackerLeaderExpiry(t *testing.T) {
-	tr, _, rec, clk := newTestTracker(t, Options{})
-	clk.Step(14 * time.Second) // kcm: 15s lock renewed 1s before fixedNow
-	tr.fireDue()
+// TestTrackerRecheckMovedLater: a lease renewed after its recheck was queued is not reported at
+// the old time, but at the new one.
+func TestTrackerRecheckMovedLater(t *testing.T) {
+	tr, w, rec, clk := newTestTracker(t, Options{})
+	const kcm = "kube-system/kube-controller-manager"
+	renewed := w.leases[kcm].DeepCopy()
+	renewed.Spec.RenewTime = &metav1.MicroTime{Time: fixedNow.Add(10 * time.Second)}
+	w.leases[kcm] = renewed
+	clk.SetTime(fixedNow.Add(10 * time.Second))
+	tr.onEvent(kcm) // a renewal: no change, but the lock now expires at +25s
+	clk.SetTime(fixedNow.Add(24 * time.Second))
+	tr.recheck(kcm) // queued for +14s, due at +25s: requeued, nothing reported
+	if got := rec.take(); len(got) != 0 {
+		t.Fatalf("reported before the new expiry: %v", got)
+	}
+	clk.SetTime(fixedNow.Add(25 * time.Second))
+	fireDue(tr)
+	rec.mu.Lock()
+	if at := rec.changes[0].Time.Time; !at.Equal(fixedNow.Add(25 * time.Second)) {
+		t.Errorf("reported at +%s, want +25s", at.Sub(fixedNow))
+	}
+	rec.mu.Unlock()
 	got := rec.take()
 	want := []string{"MODIFIED kube-controller-manager leader->leader expired=true"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("changes = %v, want %v", got, want)
-	}
-}
-
-// TestTrackerTimerLoop runs the real timer goroutine against the fake clock.
-func TestTrackerTimerLoop(t *testing.T) {
-	tr, _, rec, clk := newTestTracker(t, Options{})
-	rec.notify = make(chan Change, 10)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { tr.runTimers(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
-	for !clk.HasWaiters() {
-		time.Sleep(time.Millisecond)
-	}
-	clk.Step(14 * time.Second)
-	select {
-	case c := <-rec.notify:
-		if c.Item.Name != "kube-controller-manager" || !c.Item.Expired {
-			t.Fatalf("first timer change = %+v", c)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the timer loop did not fire")
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/doctor"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
+	"github.com/nodekeeper/nodekeeper/internal/kube"
+	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
 // defaultMinCNI is the oldest VPC CNI version doctor and bundle accept without a warning.
@@ -24,7 +26,7 @@ type doctorOptions struct {
 	doctor                             doctor.Options
 	customNetworking, prefixDelegation bool
 	minCNI, awsNode                    string
-	concurrency, burst, reservedENIs   int
+	workers, burst, reservedENIs       int
 	qps                                float32
 	configzTimeout, leaseGrace         time.Duration
 	aws                                doctorAWSFlags
@@ -91,14 +93,18 @@ func (o *doctorOptions) AddFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.reservedENIs, "reserved-enis", 0, "ENIs kept from pods besides custom networking and the trunk ENI (e.g. Karpenter reservedENIs used for other ENIs)")
 	f.StringVar(&o.minCNI, "min-cni-version", "", "warn about VPC CNI versions older than this (default "+defaultMinCNI()+")")
 	f.StringVar(&o.awsNode, "aws-node", "kube-system/aws-node", "the VPC CNI DaemonSet")
-	f.IntVar(&o.concurrency, "concurrency", 16, "configz requests in flight")
+	f.IntVar(&o.workers, "workers", doctor.DefaultWorkers, "configz requests in flight")
+	f.IntVar(&o.workers, "concurrency", doctor.DefaultWorkers, "configz requests in flight")
+	_ = f.MarkDeprecated("concurrency", "use --workers")
 	f.DurationVar(&o.configzTimeout, "configz-timeout", 10*time.Second, "timeout of one configz request")
-	f.Float32Var(&o.qps, "qps", 100, "client requests per second (one configz request per node)")
-	f.IntVar(&o.burst, "burst", 300, "client request burst")
+	f.Float32Var(&o.qps, "qps", doctor.DefaultRateLimit.QPS, "client-side rate limit in requests per second, one configz request per node (0: no client-side limit; the API server's priority and fairness still applies)")
+	f.IntVar(&o.burst, "burst", doctor.DefaultRateLimit.Burst, "client-side burst above --qps (ignored with --qps 0)")
 	f.DurationVar(&o.doctor.StuckAfter, "stuck-after", doctor.DefaultStuckAfter, "how long a pod may wait in ContainerCreating before it counts as stuck")
 	f.DurationVar(&o.doctor.CSRPendingAfter, "csr-pending-after", doctor.DefaultCSRPendingAfter, "how long a kubelet-serving certificate request may stay unapproved")
 	o.aws.AddFlags(f)
-	f.DurationVar(&o.leaseGrace, "lease-grace-period", 0, "how long an ownerless lease without a Node must go unrenewed before it counts as leaked (default 1h)")
+	f.DurationVar(&o.leaseGrace, "grace-period", lease.DefaultGracePeriod, "how long an ownerless lease without a Node must go unrenewed before it counts as leaked")
+	f.DurationVar(&o.leaseGrace, "lease-grace-period", lease.DefaultGracePeriod, "how long an ownerless lease without a Node must go unrenewed before it counts as leaked")
+	_ = f.MarkDeprecated("lease-grace-period", "use --grace-period, as gc and leases")
 }
 
 // Complete turns the flags into doctor.Options.
@@ -124,15 +130,15 @@ func (o *doctorOptions) Complete(f *pflag.FlagSet) error {
 		return fmt.Errorf("--aws-node %q: want NAMESPACE/NAME", o.awsNode)
 	}
 	o.doctor.AWSNodeNamespace, o.doctor.AWSNodeName = ns, name
-	o.doctor.Concurrency, o.doctor.QPS, o.doctor.Burst = o.concurrency, o.qps, o.burst
-	o.doctor.ConfigzTimeout, o.doctor.LeaseGrace, o.doctor.ReservedENIs = o.configzTimeout, o.leaseGrace, o.reservedENIs
+	o.doctor.Workers, o.doctor.Limit = o.workers, kube.RateLimit{QPS: o.qps, Burst: o.burst}
+	o.doctor.ConfigzTimeout, o.doctor.Lease, o.doctor.ReservedENIs = o.configzTimeout, lease.Options{GracePeriod: o.leaseGrace}, o.reservedENIs
 	return o.aws.validate(f)
 }
 
 // Validate refuses settings doctor cannot run with.
 func (o *doctorOptions) Validate() error {
-	if o.concurrency < 1 {
-		return fmt.Errorf("--concurrency must be at least 1")
+	if o.workers < 1 {
+		return fmt.Errorf("--workers must be at least 1")
 	}
 	return o.doctor.Validate()
 }

@@ -73,7 +73,7 @@ func TestExitCodes(t *testing.T) {
 
 		{[]string{"doctor", "--fail-on", "warn"}, 2, `unknown --fail-on "warn"`},
 		{[]string{"doctor", "--region", "eu-west-1"}, 2, "--region needs --aws"},
-		{[]string{"doctor", "--concurrency", "0"}, 2, "--concurrency must be at least 1"},
+		{[]string{"doctor", "--concurrency", "0"}, 2, "--workers must be at least 1"},
 		{[]string{"doctor", "extra"}, 2, `unknown command "extra"`},
 		{[]string{"doctor"}, 1, "broken.kubeconfig"},
 

@@ -13,12 +13,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/rest"
 
 	"github.com/nodekeeper/nodekeeper/internal/deleter"
 	"github.com/nodekeeper/nodekeeper/internal/gc"
+	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/kubeprint"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
@@ -42,8 +40,7 @@ type gcOptions struct {
 	dryRun   bool
 	yes      bool
 	workers  int
-	qps      float32
-	burst    int
+	client   *kube.Options
 	output   *gc.OutputFlags
 	sel      gc.Selection
 	progress string
@@ -52,7 +49,7 @@ type gcOptions struct {
 }
 
 func newGCCommand(g *globalOptions) *cobra.Command {
-	o := &gcOptions{g: g, output: gc.NewOutputFlags()}
+	o := &gcOptions{g: g, client: kube.NewOptions(g.kube, "gc", gc.DefaultRateLimit), output: gc.NewOutputFlags()}
 	cmd := &cobra.Command{
 		Use:   "gc",
 		Short: "Delete leaked node leases once, safely and fast (the kubectl | jq | xargs one-liner done right)",
@@ -78,8 +75,8 @@ delete; 2 bad usage, including no terminal to confirm on and no --yes; 4 some de
 		Example: `  # see what would be deleted
   nodekeeper gc --dry-run
 
-  # delete, without a prompt, as fast as the API server allows
-  nodekeeper gc --yes --qps 0
+  # delete, without a prompt, as fast as the API server allows (the defaults)
+  nodekeeper gc --yes
 
   # a canary: the 10 leases idle longest, then the deleted names as kubectl delete -o name prints them
   nodekeeper gc --yes --limit 10 -o name
@@ -111,8 +108,7 @@ func (o *gcOptions) AddFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.dryRun, "dry-run", false, "classify and check each leaked lease's Node, delete nothing")
 	f.BoolVarP(&o.yes, "yes", "y", false, "delete without asking for confirmation")
 	f.IntVar(&o.workers, "workers", gc.DefaultWorkers, "leases processed at once (each waits for its shared live Node check, then deletes)")
-	f.Float32Var(&o.qps, "qps", 100, "client-side rate limit in requests per second (0: no limit)")
-	f.IntVar(&o.burst, "burst", 200, "client-side burst")
+	o.client.AddFlags(f)
 	o.output.AddFlags(f)
 	o.sel.AddFlags(f)
 	f.StringVar(&o.progress, "progress", "auto", "progress line on stderr: auto (when stderr is a terminal), always or never")
@@ -123,8 +119,11 @@ func (o *gcOptions) Validate() error {
 	if o.grace <= 0 {
 		return withExitCode(gcExitUsage, fmt.Errorf("--grace-period must be positive, got %s", o.grace))
 	}
-	if o.qps < 0 || o.burst < 0 || o.workers < 1 {
-		return withExitCode(gcExitUsage, errors.New("--qps and --burst must not be negative and --workers must be at least 1"))
+	if o.workers < 1 {
+		return withExitCode(gcExitUsage, errors.New("--workers must be at least 1"))
+	}
+	if err := o.client.Validate(); err != nil {
+		return withExitCode(gcExitUsage, err)
 	}
 	if err := o.output.Validate(); err != nil {
 		return withExitCode(gcExitUsage, err)
@@ -147,26 +146,13 @@ func (o *gcOptions) Complete() error {
 
 // Run lists, classifies, asks and deletes.
 func (o *gcOptions) Run(ctx context.Context) error {
-	cfg, err := o.g.kube.ToRESTConfig()
+	clients, err := o.client.Clients()
 	if err != nil {
 		return withExitCode(gcExitError, err)
 	}
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = o.qps, o.burst
-	if o.qps == 0 {
-		cfg.QPS = -1 // client-go reads 0 as its default of 5; here it means "no limit"
-	}
-	cfg.UserAgent = userAgent("gc")
-	leases, err := kubernetes.NewForConfig(deleter.ProtobufConfig(cfg))
-	if err != nil {
-		return withExitCode(gcExitError, err)
-	}
-	nodes, err := metadata.NewForConfig(cfg)
-	if err != nil {
-		return withExitCode(gcExitError, err)
-	}
+	leases, nodes := clients.Kube, clients.Metadata
 
-	plan, err := gc.List(ctx, leases.CoordinationV1(), nodes, gc.ListOptions{GracePeriod: o.grace})
+	plan, err := gc.List(ctx, leases.CoordinationV1(), nodes, gc.ListOptions{Lease: lease.Options{GracePeriod: o.grace}, ChunkSize: o.client.ChunkSize})
 	if err != nil {
 		return withExitCode(gcExitError, err)
 	}

@@ -1,0 +1,54 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// DefaultChunkSize is the LIST page size, the same default as kubectl's --chunk-size.
+const DefaultChunkSize int64 = 500
+
+// ErrListExpired marks a paginated LIST whose continue token expired: the listing took longer
+// than the API server keeps the snapshot it started from (etcd compacts every five minutes by
+// default). The error also matches apierrors.IsResourceExpired.
+var ErrListExpired = errors.New("the paginated LIST took longer than the API server keeps its snapshot")
+
+// Page lists one page with opts (Limit and Continue set) and returns the page's continue token
+// ("" on the last page). It handles the page's items before it returns, so that each page can be
+// released before the next one is requested.
+type Page func(ctx context.Context, opts metav1.ListOptions) (continueToken string, err error)
+
+// Pages is nodekeeper's one pagination policy. It runs one paginated LIST with opts (Limit
+// defaults to DefaultChunkSize) and returns how many pages it read.
+//
+// When the continue token of a later page has expired (410 Gone, reason Expired), Pages fails
+// with an error that wraps both ErrListExpired and the API server's error, and says what to do:
+// run again, or raise --chunk-size so that fewer pages are needed. It does not fall back to one
+// unpaginated LIST as client-go's pager does: that would hold every object of a large cluster in
+// memory at once, and the pages already handled would be handled twice. what names the resource
+// in errors ("leases in kube-node-lease").
+func Pages(ctx context.Context, what string, opts metav1.ListOptions, page Page) (int, error) {
+	if opts.Limit <= 0 {
+		opts.Limit = DefaultChunkSize
+	}
+	for n := 1; ; n++ {
+		next, err := page(ctx, opts)
+		switch {
+		case err != nil && opts.Continue != "" && apierrors.IsResourceExpired(err):
+			return n - 1, fmt.Errorf("listing %s: page %d: %w (%w); run again, or raise --chunk-size so that fewer pages are needed",
+				what, n, ErrListExpired, err)
+		case err != nil:
+			return n - 1, fmt.Errorf("listing %s: %w", what, err)
+		case next == "":
+			return n, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return n, fmt.Errorf("listing %s: %w", what, err)
+		}
+		opts.Continue = next
+	}
+}
