@@ -159,6 +159,11 @@ func TestDoctorSeedCluster(t *testing.T) {
 	}
 	tuned := kubeletDefaults(20)
 	tuned["registryPullQPS"], tuned["registryBurst"], tuned["serializeImagePulls"] = 50, 100, false
+	oversized := kubeletDefaults(20)
+	for k, v := range tuned {
+		oversized[k] = v
+	}
+	oversized["padding"] = strings.Repeat("x", 2<<20)
 	nodes := []node{
 		// The seed's node: custom networking, max pods left at 110, default pull limits.
 		{name: "ip-10-61-0-1.ec2.internal", maxPods: 110, version: previous, body: kubeletDefaults(110)},
@@ -166,6 +171,8 @@ func TestDoctorSeedCluster(t *testing.T) {
 		{name: "ip-10-61-0-2.ec2.internal", maxPods: 20, version: current, body: tuned},
 		// A pre-1.29 kubelet whose /configz fails.
 		{name: "ip-10-61-0-3.ec2.internal", maxPods: 20, mode: kubeletsim.Legacy, version: kubeletsim.LegacyKubeletVersion, body: tuned, status: http.StatusServiceUnavailable},
+		// Something on the node-proxy path answering with more than doctor will hold (2 MiB).
+		{name: "ip-10-61-0-4.ec2.internal", maxPods: 20, version: current, body: oversized},
 	}
 	ns, srv := newStub(t, len(nodes), func(i int) []byte { return configz(t, nodes[i].body) })
 	eps := srv.Endpoints()
@@ -217,6 +224,7 @@ func TestDoctorSeedCluster(t *testing.T) {
 	want := map[string][]string{
 		"node/" + nodes[0].name:           {"NK101:error", "NK201:warning", "NK202:info"},
 		"node/" + nodes[2].name:           {"NK205:skipped", "NK301:error", "NK302:warning"},
+		"node/" + nodes[3].name:           {"NK205:skipped"},
 		"lease/kube-node-lease/" + leaked: {"NK313:warning"},
 		"lease/kube-node-lease/" + zombie: {"NK312:error"},
 		// NK711: custom networking on, and no ENIConfig CRD in this cluster.
@@ -248,7 +256,10 @@ func TestDoctorSeedCluster(t *testing.T) {
 				t.Errorf("NK101: %s %v", f.Message, f.Evidence)
 			}
 		}
-		if f.Code == "NK205" && !strings.Contains(f.Message, "503") && !strings.Contains(f.Message, "unavailable") {
+		if f.Code == "NK205" && f.Resource == "node/"+nodes[3].name && !strings.Contains(f.Message, "larger than 1048576 bytes") {
+			t.Errorf("NK205 for the oversized answer does not say why: %s", f.Message)
+		}
+		if f.Code == "NK205" && f.Resource == "node/"+nodes[2].name && !strings.Contains(f.Message, "503") && !strings.Contains(f.Message, "unavailable") {
 			t.Errorf("NK205 does not say why: %s", f.Message)
 		}
 	}

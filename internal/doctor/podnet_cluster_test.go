@@ -35,6 +35,7 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
+	"github.com/nodekeeper/nodekeeper/internal/schematest"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/golden"
 )
 
@@ -492,6 +493,7 @@ func TestDoctorPodNetworking(t *testing.T) {
 	}
 	assertGolden(t, "podnet.json", js.Bytes())
 	checkJSONSchema(t, js.Bytes())
+	schematest.Validate(t, "DoctorReport", js.Bytes())
 }
 
 // checkJSONSchema pins the JSON field names of the report and of each finding: scripts and CI
@@ -510,7 +512,7 @@ func checkJSONSchema(t *testing.T, raw []byte) {
 		sort.Strings(out)
 		return strings.Join(out, ",")
 	}
-	if got, want := keys(doc), "counts,exitCode,generated,maxSeverity,sections,target,tool"; got != want {
+	if got, want := keys(doc), "apiVersion,counts,exitCode,generated,kind,maxSeverity,sections,target,tool"; got != want {
 		t.Errorf("report keys %s, want %s", got, want)
 	}
 	sec := doc["sections"].([]any)[0].(map[string]any)

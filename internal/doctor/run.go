@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -405,7 +406,7 @@ func (r *runner) getConfigz(ctx context.Context, node string) configzResult {
 	ctx, cancel := context.WithTimeout(ctx, r.o.ConfigzTimeout)
 	defer cancel()
 	r.configz.Add(1)
-	raw, err := r.rest.Get().AbsPath("/api/v1/nodes", node, "proxy", "configz").MaxRetries(0).DoRaw(ctx)
+	raw, err := readConfigz(ctx, r.rest.Get().AbsPath("/api/v1/nodes", node, "proxy", "configz").MaxRetries(0))
 	switch {
 	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "nodes/proxy"):
 		// RBAC's denial names the resource; other 403s come from the path to the kubelet.
@@ -418,6 +419,28 @@ func (r *runner) getConfigz(ctx context.Context, node string) configzResult {
 		return configzResult{err: err.Error()}
 	}
 	return configzResult{cfg: &c}
+}
+
+// maxConfigzBytes bounds one /configz answer. A kubelet's is a few KiB; whatever answers on the
+// node-proxy path in its place is not trusted to stay small, and thousands are read at once.
+const maxConfigzBytes = 1 << 20
+
+// readConfigz reads at most maxConfigzBytes of the answer and refuses a larger one, where DoRaw
+// would hold all of it in memory. Non-2xx answers become errors as with DoRaw.
+func readConfigz(ctx context.Context, req *rest.Request) ([]byte, error) {
+	body, err := req.Stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	raw, err := io.ReadAll(io.LimitReader(body, maxConfigzBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) > maxConfigzBytes {
+		return nil, fmt.Errorf("the /configz answer is larger than %d bytes; a kubelet's is a few KiB", maxConfigzBytes)
+	}
+	return raw, nil
 }
 
 func (r *runner) canGetNodesProxy(ctx context.Context) (bool, string, error) {
