@@ -19,6 +19,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/kubeprint"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
+	"github.com/nodekeeper/nodekeeper/internal/progress"
 )
 
 // Exit codes of `nodekeeper gc`: the common ones (docs/exit-codes.md) and gc's own from 4 up.
@@ -111,7 +112,7 @@ func (o *gcOptions) AddFlags(f *pflag.FlagSet) {
 	o.client.AddFlags(f)
 	o.output.AddFlags(f)
 	o.sel.AddFlags(f)
-	f.StringVar(&o.progress, "progress", "auto", "progress line on stderr: auto (when stderr is a terminal), always or never")
+	f.StringVar(&o.progress, "progress", string(progress.Auto), progress.FlagUsage)
 }
 
 // Validate refuses bad flags with exit code 2.
@@ -136,11 +137,11 @@ func (o *gcOptions) Validate() error {
 
 // Complete decides whether to show progress.
 func (o *gcOptions) Complete() error {
-	show, err := wantProgress(o.progress, o.g.streams.ErrOut)
+	mode, err := progress.ParseMode(o.progress)
 	if err != nil {
 		return withExitCode(gcExitUsage, err)
 	}
-	o.showProgress = show
+	o.showProgress = mode.Enabled(o.g.streams.ErrOut)
 	return nil
 }
 
@@ -189,14 +190,14 @@ func (o *gcOptions) Run(ctx context.Context) error {
 		return withExitCode(gcExitError, err)
 	}
 	opts := gc.CollectOptions{Workers: o.workers}
+	var meter *progress.Meter // nil, drawing nothing, unless progress is shown
 	if o.showProgress {
-		opts.Progress = terminalProgress(stderr, time.Now())
+		meter = progress.New(stderr, progress.Always, progress.Options{Unit: "leases", Total: int64(n)})
+		opts.Progress = leaseProgress(meter)
 	}
 	report, collectErr := gc.Collect(ctx, d, plan, opts)
 	report.Requests += checker.Requests()
-	if o.showProgress {
-		fmt.Fprintln(stderr)
-	}
+	meter.Finish() // the final line, ended before the report is written
 	if err := o.writeReport(plan, report); err != nil {
 		return withExitCode(gcExitError, err)
 	}
@@ -221,19 +222,6 @@ func (o *gcOptions) writeReport(plan *gc.Plan, report *gc.Report) error {
 	return o.output.PrintLeases(o.g.streams.Out, plan, report)
 }
 
-func wantProgress(mode string, w io.Writer) (bool, error) {
-	switch mode {
-	case "always":
-		return true, nil
-	case "never":
-		return false, nil
-	case "auto":
-		f, ok := w.(*os.File)
-		return ok && term.IsTerminal(int(f.Fd())), nil
-	}
-	return false, fmt.Errorf("unknown --progress %q (want auto, always or never)", mode)
-}
-
 // confirm asks on a terminal whether to delete n leases. Without a terminal nobody can answer:
 // that is bad usage (exit 2), fixed by --yes or --dry-run.
 func confirm(in io.Reader, out io.Writer, n int) (bool, error) {
@@ -254,11 +242,11 @@ func readAnswer(in io.Reader, out io.Writer, n int) (bool, error) {
 	return answer == "y" || answer == "yes", nil
 }
 
-func terminalProgress(w io.Writer, start time.Time) gc.Progress {
-	return func(done, total int, counts map[deleter.Outcome]int) {
-		rate := float64(done) / max(time.Since(start).Seconds(), 1e-3)
+// leaseProgress draws gc's deletes on the meter, with the outcomes so far.
+func leaseProgress(m *progress.Meter) gc.Progress {
+	return func(done, _ int, counts map[deleter.Outcome]int) {
 		kept := counts[deleter.PreconditionFailed] + counts[deleter.NodeExists] + counts[deleter.NotLeaked] + counts[deleter.Gone]
-		fmt.Fprintf(w, "\r%d/%d leases (%.0f/s): %d deleted, %d kept by a safety check, %d failed   ",
-			done, total, rate, counts[deleter.Deleted]+counts[deleter.WouldDelete], kept, counts[deleter.Failed])
+		m.Set(int64(done), fmt.Sprintf("%d deleted, %d kept by a safety check, %d failed",
+			counts[deleter.Deleted]+counts[deleter.WouldDelete], kept, counts[deleter.Failed]))
 	}
 }
