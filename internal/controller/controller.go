@@ -52,6 +52,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodekeeper/nodekeeper/internal/deleter"
+	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
@@ -185,7 +186,7 @@ func NewDeps(cfg *rest.Config, opts Options) (Deps, error) {
 	}
 	var d Deps
 	var err error
-	if d.Client, err = kubernetes.NewForConfig(deleter.ProtobufConfig(cfg)); err != nil {
+	if d.Client, err = kubernetes.NewForConfig(kube.Protobuf(cfg)); err != nil {
 		return Deps{}, err
 	}
 	if d.Metadata, err = metadata.NewForConfig(cfg); err != nil {
@@ -198,12 +199,12 @@ func NewDeps(cfg *rest.Config, opts Options) (Deps, error) {
 	if opts.fullNodes {
 		d.Nodes = coreinformers.NewFilteredNodeInformer(d.Client, 0, noIndex, nil)
 	} else {
-		d.Nodes = metadatainformer.NewFilteredMetadataInformer(d.Metadata, deleter.NodesResource, "", 0, noIndex, nil).Informer()
+		d.Nodes = metadatainformer.NewFilteredMetadataInformer(d.Metadata, kube.NodesResource, "", 0, noIndex, nil).Informer()
 	}
 
 	// Events are best effort and must not eat the lease work's rate limit: own client, own limit.
 	evCfg := rest.CopyConfig(cfg)
-	evCfg.QPS, evCfg.Burst = 10, 25
+	kube.Events.Apply(evCfg)
 	evClient, err := kubernetes.NewForConfig(evCfg)
 	if err != nil {
 		return Deps{}, err

@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekeeper/nodekeeper/internal/deleter"
+	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
@@ -75,7 +76,7 @@ func newRig(t *testing.T, opts Options, leases []*coordinationv1.Lease, nodes ..
 		Client:   r.client,
 		Metadata: r.meta,
 		Leases:   coordinationinformers.NewFilteredLeaseInformer(r.client, lease.NodeLeaseNamespace, 0, cache.Indexers{}, nil),
-		Nodes:    metadatainformer.NewFilteredMetadataInformer(r.meta, deleter.NodesResource, "", 0, cache.Indexers{}, nil).Informer(),
+		Nodes:    metadatainformer.NewFilteredMetadataInformer(r.meta, kube.NodesResource, "", 0, cache.Indexers{}, nil).Informer(),
 		Recorder: r.recorder,
 		Clock:    r.clock,
 	}
@@ -345,7 +346,7 @@ func TestRetryWithBackoff(t *testing.T) {
 		unitLease(failing, 3*time.Hour, 2*time.Hour, false),
 	})
 	// The Node of nodeBack exists on the server but not (yet) in the cache.
-	if _, err := r.meta.Resource(deleter.NodesResource).(metadatafake.MetadataClient).CreateFake(unitNode(nodeBack), metav1.CreateOptions{}); err != nil {
+	if _, err := r.meta.Resource(kube.NodesResource).(metadatafake.MetadataClient).CreateFake(unitNode(nodeBack), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	r.client.PrependReactor("delete", "leases", func(a clienttesting.Action) (bool, runtime.Object, error) {

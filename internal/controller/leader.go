@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
@@ -87,7 +88,7 @@ func (o *LeaderElectionOptions) electionConfig(base *rest.Config) *rest.Config {
 	var cfg *rest.Config
 	if o.Config == nil {
 		cfg = rest.CopyConfig(base)
-		cfg.QPS, cfg.Burst = 5, 10
+		kube.LeaderElection.Apply(cfg)
 	} else {
 		cfg = rest.CopyConfig(o.Config)
 	}

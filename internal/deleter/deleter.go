@@ -28,22 +28,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
 	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
-
-// FieldManager names nodekeeper's writes.
-//
-// Deprecated: use kube.FieldManager.
-const FieldManager = kube.FieldManager
-
-// NodesResource is the core/v1 nodes resource.
-//
-// Deprecated: use kube.NodesResource.
-var NodesResource = kube.NodesResource
 
 // Outcome is what happened to one lease.
 type Outcome string
@@ -129,11 +118,6 @@ func New(leases coordinationclient.LeasesGetter, nodes metadata.Interface, opts 
 	}
 	return d, nil
 }
-
-// ProtobufConfig returns a copy of cfg that speaks protobuf.
-//
-// Deprecated: use kube.Protobuf.
-func ProtobufConfig(cfg *rest.Config) *rest.Config { return kube.Protobuf(cfg) }
 
 // DryRun reports whether the deleter sends no writes.
 func (d *Deleter) DryRun() bool { return d.opts.DryRun }

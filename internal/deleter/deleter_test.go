@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 	"github.com/nodekeeper/nodekeeper/internal/testenv"
 )
@@ -53,7 +54,7 @@ func createNode(t *testing.T, c kubernetes.Interface, name string) *corev1.Node 
 
 func newDeleter(t *testing.T, cfg *rest.Config, dryRun bool) *Deleter {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(ProtobufConfig(cfg))
+	cs, err := kubernetes.NewForConfig(kube.Protobuf(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,8 +295,8 @@ func TestAdopt(t *testing.T) {
 		for _, mf := range got.ManagedFields {
 			managers += mf.Manager + " "
 		}
-		if !strings.Contains(managers, FieldManager) {
-			t.Errorf("managedFields managers %q lack %q", managers, FieldManager)
+		if !strings.Contains(managers, kube.FieldManager) {
+			t.Errorf("managedFields managers %q lack %q", managers, kube.FieldManager)
 		}
 		if c := lease.Classify(got, &lease.NodeRef{Name: name, UID: n.UID}, time.Now(), lease.Options{}).Class; c != lease.Healthy {
 			t.Errorf("after adoption the lease is %s, want healthy", c)
@@ -459,7 +460,7 @@ func TestBatchNodeChecker(t *testing.T) {
 	})
 
 	t.Run("deleter with the batch checker keeps a lease whose Node the cache missed", func(t *testing.T) {
-		cs, err := kubernetes.NewForConfig(ProtobufConfig(env.AdminConfig()))
+		cs, err := kubernetes.NewForConfig(kube.Protobuf(env.AdminConfig()))
 		if err != nil {
 			t.Fatal(err)
 		}

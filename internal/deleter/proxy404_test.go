@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
+	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
@@ -142,7 +143,7 @@ func TestProxy404IsNotAbsence(t *testing.T) {
 				return true
 			})
 			l := createLease(t, admin, name, 2*time.Hour)
-			cs, err := kubernetes.NewForConfig(ProtobufConfig(cfg))
+			cs, err := kubernetes.NewForConfig(kube.Protobuf(cfg))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekeeper/nodekeeper/internal/deleter"
+	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 	"github.com/nodekeeper/nodekeeper/internal/testenv"
@@ -44,7 +45,7 @@ func reset(t testing.TB) {
 
 func clients(t testing.TB, cfg *rest.Config) (kubernetes.Interface, metadata.Interface) {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(deleter.ProtobufConfig(cfg))
+	cs, err := kubernetes.NewForConfig(kube.Protobuf(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
