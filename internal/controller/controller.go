@@ -68,6 +68,11 @@ const (
 	DefaultZombieReportAfter = time.Minute
 )
 
+// DefaultRateLimit is the client-side limit of the controller's lease and Node requests (the
+// --qps and --burst defaults): its steady work is a trickle of deletes and adoptions, and a
+// backlog after an outage must not crowd out the kubelets' own renewals.
+var DefaultRateLimit = kube.RateLimit{QPS: 20, Burst: 50}
+
 // Event reasons, stable for alerting and `kubectl get events --field-selector reason=...`.
 const (
 	ReasonDeleted        = "LeakedLeaseDeleted"
@@ -176,22 +181,19 @@ func NewForConfig(cfg *rest.Config, opts Options) (*Controller, error) {
 	return New(deps, opts)
 }
 
-// NewDeps builds a controller's dependencies from cfg. cfg is used for leases and Nodes (its QPS
-// and Burst are the client rate limit); events get their own client and rate limit; leader
-// election uses opts.LeaderElection.Config, else a copy of cfg with its own small rate limit,
-// either way a separate client with a request timeout well within the renew deadline.
+// NewDeps builds a controller's dependencies from cfg (see kube.Configure), through kube.NewClients.
+// cfg is used for leases and Nodes (its QPS and Burst are the client rate limit); events and
+// leader election get side clients with their own fixed limits (kube.Events, kube.LeaderElection),
+// the election client also a request timeout well within the renew deadline.
 func NewDeps(cfg *rest.Config, opts Options) (Deps, error) {
 	if cfg == nil {
 		return Deps{}, errors.New("controller: no client configuration")
 	}
-	var d Deps
-	var err error
-	if d.Client, err = kubernetes.NewForConfig(kube.Protobuf(cfg)); err != nil {
+	clients, err := kube.NewClients(cfg)
+	if err != nil {
 		return Deps{}, err
 	}
-	if d.Metadata, err = metadata.NewForConfig(cfg); err != nil {
-		return Deps{}, err
-	}
+	d := Deps{Client: clients.Kube, Metadata: clients.Metadata}
 	// Informers without the namespace index the factories add: one namespace (or none, for
 	// Nodes) makes it a second copy of every key.
 	noIndex := cache.Indexers{}
@@ -203,9 +205,7 @@ func NewDeps(cfg *rest.Config, opts Options) (Deps, error) {
 	}
 
 	// Events are best effort and must not eat the lease work's rate limit: own client, own limit.
-	evCfg := rest.CopyConfig(cfg)
-	kube.Events.Apply(evCfg)
-	evClient, err := kubernetes.NewForConfig(evCfg)
+	evClient, err := kubernetes.NewForConfig(kube.SideConfig(cfg, "events", kube.Events))
 	if err != nil {
 		return Deps{}, err
 	}

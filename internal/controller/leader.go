@@ -27,13 +27,10 @@ const (
 
 // LeaderElectionOptions configure leader election.
 type LeaderElectionOptions struct {
-	Enabled   bool
-	Namespace string // default: $POD_NAMESPACE, else DefaultElectionNamespace
-	Name      string // the Lease's name, default DefaultElectionID
-	Identity  string // default: hostname + "_" + a random suffix
-	// Config is the client configuration for the election Lease; nil means a copy of the
-	// controller's with its own small rate limit. Either way it is a separate client.
-	Config        *rest.Config
+	Enabled       bool
+	Namespace     string // default: $POD_NAMESPACE, else DefaultElectionNamespace
+	Name          string // the Lease's name, default DefaultElectionID
+	Identity      string // default: hostname + "_" + a random suffix
 	LeaseDuration time.Duration
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
@@ -81,17 +78,11 @@ func (o *LeaderElectionOptions) complete() error {
 	return nil
 }
 
-// electionConfig is the election client's configuration: o.Config, else a copy of base with its
-// own small rate limit; either way with a request timeout of half the renew deadline. Call it
-// after complete.
+// electionConfig is the election client's configuration: a copy of base with its own small rate
+// limit (kube.LeaderElection) and a request timeout of half the renew deadline. Call it after
+// complete.
 func (o *LeaderElectionOptions) electionConfig(base *rest.Config) *rest.Config {
-	var cfg *rest.Config
-	if o.Config == nil {
-		cfg = rest.CopyConfig(base)
-		kube.LeaderElection.Apply(cfg)
-	} else {
-		cfg = rest.CopyConfig(o.Config)
-	}
+	cfg := kube.SideConfig(base, "leader-election", kube.LeaderElection)
 	// A renewal must give up well within the renew deadline, so that a hung connection to a
 	// restarting API server cannot stall it past the point where another replica may take over.
 	if cfg.Timeout == 0 || cfg.Timeout > o.RenewDeadline/2 {

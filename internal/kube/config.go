@@ -2,6 +2,7 @@ package kube
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/client-go/rest"
 
@@ -70,6 +71,21 @@ func Configure(base *rest.Config, command string, limit RateLimit) *rest.Config 
 	cfg.UserAgent = UserAgent(command)
 	limit.Apply(cfg)
 	return cfg
+}
+
+// SideConfig returns a copy of cfg (made by Configure) for a side client of the same command,
+// with its own limit and role added to the user agent: "nodekeeper/<version> (controller,
+// leader-election)". A side client's requests then never wait behind the main work's rate limit,
+// and audit logs tell them apart.
+func SideConfig(cfg *rest.Config, role string, limit RateLimit) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	if ua, ok := strings.CutSuffix(c.UserAgent, ")"); ok && strings.HasPrefix(ua, UserAgent("")+" (") {
+		c.UserAgent = ua + ", " + role + ")"
+	} else {
+		c.UserAgent = UserAgent(role)
+	}
+	limit.Apply(c)
+	return c
 }
 
 // Protobuf returns a copy of cfg that speaks protobuf to the API server, which costs both sides a

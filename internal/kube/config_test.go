@@ -63,3 +63,30 @@ func TestOptionsFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestSideConfig: a side client keeps the command in its user agent, adds its role, and has its
+// own limit, whatever the main client's; the main configuration is left as it was.
+func TestSideConfig(t *testing.T) {
+	base := &rest.Config{Host: "https://127.0.0.1:1"}
+	tests := []struct {
+		name   string
+		cfg    *rest.Config
+		wantUA string
+	}{
+		{"configured", Configure(base, "controller", RateLimit{}), strings.TrimSuffix(UserAgent("controller"), ")") + ", leader-election)"},
+		{"bare", base, UserAgent("leader-election")},
+		{"foreign agent", &rest.Config{Host: base.Host, UserAgent: "kubectl/v1.34 (linux)"}, UserAgent("leader-election")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := *tt.cfg
+			side := SideConfig(tt.cfg, "leader-election", LeaderElection)
+			if side.UserAgent != tt.wantUA || side.QPS != LeaderElection.QPS || side.Burst != LeaderElection.Burst {
+				t.Errorf("user agent %q QPS %g burst %d, want %q %g %d", side.UserAgent, side.QPS, side.Burst, tt.wantUA, LeaderElection.QPS, LeaderElection.Burst)
+			}
+			if tt.cfg.QPS != before.QPS || tt.cfg.UserAgent != before.UserAgent {
+				t.Errorf("the main config was changed")
+			}
+		})
+	}
+}

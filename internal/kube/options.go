@@ -29,9 +29,15 @@ func NewOptions(flags *genericclioptions.ConfigFlags, command string, limit Rate
 
 // AddFlags registers --qps, --burst and --chunk-size (the connection flags are the root's).
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	o.AddRateLimitFlags(fs)
+	fs.Int64Var(&o.ChunkSize, "chunk-size", o.ChunkSize, "objects per LIST page")
+}
+
+// AddRateLimitFlags registers --qps and --burst only, for a command whose reads are not
+// paginated LISTs of its own (the controller reads through informers).
+func (o *Options) AddRateLimitFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.Limit.QPS, "qps", o.Limit.QPS, "client-side rate limit in requests per second (0: no client-side limit; the API server's priority and fairness still applies)")
 	fs.IntVar(&o.Limit.Burst, "burst", o.Limit.Burst, "client-side burst above --qps (ignored with --qps 0)")
-	fs.Int64Var(&o.ChunkSize, "chunk-size", o.ChunkSize, "objects per LIST page")
 }
 
 // Validate reports flags that cannot be used.

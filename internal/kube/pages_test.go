@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 	// LIST from snapshots of its watch cache, which it drops on its own compaction schedule; with
 	// the gate off every page is read from etcd, so compacting etcd expires a continue token at
 	// once, as the API server's compaction does in a cluster when a LIST outlives the window.
-	testenv.Main(m, testenv.Options{APIServerArgs: []string{"--feature-gates=ListFromCacheSnapshot=false"}}, &env)
+	testenv.Main(m, testenv.Options{APIServerArgs: []string{"--feature-gates=ListFromCacheSnapshot=false"}, AuditPolicy: auditPolicy}, &env)
 }
 
 // seedLeases creates n leases in a new namespace named ns and returns the clients.

@@ -32,14 +32,11 @@ var DefaultRateLimit = kube.RateLimit{QPS: 50, Burst: 100}
 // never its status, which is the bulk of a Node object).
 type Clients = kube.Clients
 
-// NewClients builds clients from cfg with the user agent of `nodekeeper leases` and, unless cfg
-// sets one, DefaultRateLimit.
+// NewClients builds clients from cfg as `nodekeeper leases` does with its default flags (user
+// agent, DefaultRateLimit; kube.Options does it from the flags), for programs and tests that
+// have a rest.Config rather than flags.
 func NewClients(cfg *rest.Config) (*Clients, error) {
-	limit := DefaultRateLimit
-	if cfg.QPS != 0 {
-		limit = kube.RateLimit{QPS: max(cfg.QPS, 0), Burst: cfg.Burst}
-	}
-	return kube.NewClients(kube.Configure(cfg, "leases", limit))
+	return kube.NewClients(kube.Configure(cfg, "leases", DefaultRateLimit))
 }
 
 // Options select and tune a listing.

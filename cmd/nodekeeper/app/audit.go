@@ -34,6 +34,8 @@ type auditOptions struct {
 	cw         cloudWatchFlags
 
 	failOnSeverity findings.Severity // parsed by Validate
+	args           []string          // the inputs, set by Complete
+	flags          *pflag.FlagSet    // set by Complete, for the flags that need --cloudwatch
 }
 
 func newAuditCommand(g *globalOptions) *cobra.Command {
@@ -87,15 +89,7 @@ the window before any analysis.`,
 
   # straight from CloudWatch Logs (EKS control plane logging with audit enabled)
   nodekeeper audit --cloudwatch --cluster prod --region eu-west-1 --since "2024-04-05 05:00" --until "2024-04-05 12:00"`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(); err != nil {
-				return usageError(err)
-			}
-			if err := o.Validate(cmd.Flags(), args); err != nil {
-				return usageError(err)
-			}
-			return o.Run(cmd.Context(), args)
-		},
+		RunE: runOptions(o),
 	}
 	o.AddFlags(cmd.Flags())
 	o.output.RegisterCompletion(cmd)
@@ -121,8 +115,9 @@ func (o *auditOptions) AddFlags(f *pflag.FlagSet) {
 	o.cw.AddFlags(f)
 }
 
-// Complete parses the time window and fills audit.Options.
-func (o *auditOptions) Complete() error {
+// Complete takes the inputs, parses the time window and fills audit.Options.
+func (o *auditOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.args, o.flags = args, cmd.Flags()
 	var err error
 	if o.audit.Since, err = audit.ParseTimeFlag(o.since); err != nil {
 		return fmt.Errorf("--since: %w", err)
@@ -140,7 +135,7 @@ func (o *auditOptions) Complete() error {
 }
 
 // Validate refuses an unknown -o, an empty window and flags that do not go together.
-func (o *auditOptions) Validate(f *pflag.FlagSet, args []string) error {
+func (o *auditOptions) Validate() error {
 	if err := o.output.Validate(); err != nil {
 		return err
 	}
@@ -151,12 +146,13 @@ func (o *auditOptions) Validate(f *pflag.FlagSet, args []string) error {
 	if !o.audit.Since.IsZero() && !o.audit.Until.IsZero() && o.audit.Until.Before(o.audit.Since) {
 		return fmt.Errorf("--until %s is before --since %s", o.until, o.since)
 	}
-	return o.cw.validate(f, args)
+	return o.cw.validate(o.flags, o.args)
 }
 
 // Run reads the inputs (files, standard input or CloudWatch), analyses them and prints the
 // report, and the HTML page with --html.
-func (o *auditOptions) Run(ctx context.Context, args []string) error {
+func (o *auditOptions) Run(ctx context.Context) error {
+	args := o.args
 	var inputs []audit.Input
 	in := o.g.streams.In
 	if o.cw.enabled {

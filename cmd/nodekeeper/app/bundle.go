@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -56,15 +57,7 @@ is refused with a clear error).`,
   nodekeeper bundle eks_i-0123456789abcdef0_2024-03-04_0915-UTC_0.7.8/ --user-data user-data.mime
   journalctl -u kubelet > kubelet.journal; nodekeeper bundle kubelet.journal --user-data nodeconfig.yaml --instance-type m5.large`,
 		Args: usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return usageError(err)
-			}
-			if err := o.Validate(); err != nil {
-				return usageError(err)
-			}
-			return o.Run()
-		},
+		RunE: runOptions(o),
 	}
 	o.AddFlags(cmd.Flags())
 	o.report.RegisterCompletion(cmd)
@@ -101,7 +94,7 @@ func (o *bundleOptions) Validate() error {
 }
 
 // Complete fills the analysis options from the flags.
-func (o *bundleOptions) Complete(args []string) error {
+func (o *bundleOptions) Complete(_ *cobra.Command, args []string) error {
 	o.input = args[0]
 	if o.minCNI != "" {
 		v, err := eni.ParseVersion(o.minCNI)
@@ -116,7 +109,7 @@ func (o *bundleOptions) Complete(args []string) error {
 }
 
 // Run reads --user-data, analyses the bundle and prints the findings.
-func (o *bundleOptions) Run() error {
+func (o *bundleOptions) Run(context.Context) error {
 	if o.userData != "" {
 		data, err := readUserDataFile(o.userData)
 		if err != nil {

@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/kube"
 )
 
 // Shell completion beyond cobra's own: instance types, check codes and names, --fail-on, and
@@ -22,6 +22,9 @@ import (
 // completionTimeout bounds the one live call completion makes (namespaces): a TAB must not
 // hang on a cluster that does not answer.
 const completionTimeout = 3 * time.Second
+
+// completionRateLimit is client-go's usual limit: a TAB sends a request or two.
+var completionRateLimit = kube.RateLimit{QPS: 5, Burst: 10}
 
 // completeInstanceTypes completes instance type arguments from the built-in limits table,
 // case-insensitively ("M5.L<TAB>" offers m5.large ...).
@@ -107,24 +110,26 @@ func (g *globalOptions) namespaces(ctx context.Context) []string {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	cfg, err := g.kube.ToRESTConfig()
+	cfg, err := kube.NewOptions(g.kube, "completion", completionRateLimit).RESTConfig()
 	if err != nil {
 		return nil
 	}
 	cfg.Timeout = completionTimeout
-	cs, err := kubernetes.NewForConfig(cfg)
+	clients, err := kube.NewClients(cfg)
 	if err != nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, completionTimeout)
 	defer cancel()
-	list, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	var out []string
+	err = kube.List(ctx, "namespaces", kube.DefaultChunkSize, clients.Kube.CoreV1().Namespaces().List, func(list *corev1.NamespaceList) error {
+		for _, ns := range list.Items {
+			out = append(out, ns.Name)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil
-	}
-	out := make([]string, 0, len(list.Items))
-	for _, ns := range list.Items {
-		out = append(out, ns.Name)
 	}
 	sort.Strings(out)
 	return out

@@ -8,10 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/nodekeeper/nodekeeper/internal/controller"
+	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
@@ -20,8 +20,7 @@ type controllerOptions struct {
 	g *globalOptions
 
 	controller    controller.Options
-	qps           float32
-	burst         int
+	client        *kube.Options
 	metricsAddr   string
 	probeAddr     string
 	leaseDuration time.Duration
@@ -30,7 +29,7 @@ type controllerOptions struct {
 }
 
 func newControllerCommand(g *globalOptions) *cobra.Command {
-	o := &controllerOptions{g: g}
+	o := &controllerOptions{g: g, client: kube.NewOptions(g.kube, "controller", controller.DefaultRateLimit)}
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run the in-cluster controller that deletes leaked node leases and reports zombie kubelets",
@@ -47,12 +46,7 @@ Run it with the RBAC in deploy/; it checks its permissions at start-up and names
   # locally, reporting only:
   nodekeeper controller --kubeconfig ~/.kube/config --leader-elect=false --dry-run`,
 		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return usageError(err)
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runOptions(o),
 	}
 	o.AddFlags(cmd.Flags())
 	g.addKubeFlags(cmd)
@@ -64,8 +58,7 @@ func (o *controllerOptions) AddFlags(f *pflag.FlagSet) {
 	f.DurationVar(&opts.GracePeriod, "grace-period", lease.DefaultGracePeriod,
 		"how long an ownerless lease without a Node must go unrenewed before it is deleted")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "decide, log, count and emit events, but send no DELETE and no PATCH")
-	f.Float32Var(&o.qps, "qps", 20, "client-side rate limit for lease and Node requests per second (0: none)")
-	f.IntVar(&o.burst, "burst", 50, "client-side burst for lease and Node requests")
+	o.client.AddRateLimitFlags(f) // lease and Node requests; leader election and events have their own
 	f.IntVar(&opts.Workers, "workers", controller.DefaultWorkers, "leases processed in parallel")
 	f.DurationVar(&opts.AdoptAfter, "adopt-after", controller.DefaultAdoptAfter,
 		"leave a new unowned lease to its kubelet this long before adopting it")
@@ -82,51 +75,32 @@ func (o *controllerOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints (\"0\" disables it)")
 }
 
+// Complete sets the leader election timings.
+func (o *controllerOptions) Complete(*cobra.Command, []string) error {
+	le := &o.controller.LeaderElection
+	le.LeaseDuration, le.RenewDeadline, le.RetryPeriod = o.leaseDuration, o.renewDeadline, o.retryPeriod
+	return nil
+}
+
 // Validate refuses settings that cannot work, with exit code 2.
 func (o *controllerOptions) Validate() error {
-	if o.qps < 0 || o.burst < 0 {
-		return withExitCode(2, errors.New("--qps and --burst must not be negative"))
+	if err := o.client.Validate(); err != nil {
+		return err
 	}
 	if o.controller.GracePeriod <= 0 {
-		return withExitCode(2, fmt.Errorf("--grace-period must be positive, got %s", o.controller.GracePeriod))
+		return fmt.Errorf("--grace-period must be positive, got %s", o.controller.GracePeriod)
 	}
 	return nil
 }
 
-// restConfigs are the client configuration for lease and Node work and, apart, the one for
-// leader election.
-func (o *controllerOptions) restConfigs() (work, election *rest.Config, err error) {
-	cfg, err := o.g.kube.ToRESTConfig()
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = o.qps, o.burst
-	if o.qps == 0 {
-		cfg.QPS = -1 // client-go reads 0 as its default of 5; nodekeeper reads it as "no limit"
-	}
-	cfg.UserAgent = userAgent("controller")
-	// Leader election gets its own client configuration (and rate limit): a backlog of lease
-	// work must never delay a leadership renewal.
-	election = rest.CopyConfig(cfg)
-	election.QPS, election.Burst = 5, 10
-	election.UserAgent = userAgent("controller-leader-election")
-	return cfg, election, nil
-}
-
 // Run runs the controller, its metrics and its probes until ctx ends.
 func (o *controllerOptions) Run(ctx context.Context) error {
-	cfg, electionCfg, err := o.restConfigs()
+	cfg, err := o.client.RESTConfig()
 	if err != nil {
 		return err
 	}
-	opts := o.controller
-	le := &opts.LeaderElection
-	le.LeaseDuration, le.RenewDeadline, le.RetryPeriod = o.leaseDuration, o.renewDeadline, o.retryPeriod
-	le.Config = electionCfg
-
 	ctx = klog.NewContext(ctx, klog.Background().WithName("controller"))
-	c, err := controller.NewForConfig(cfg, opts)
+	c, err := controller.NewForConfig(cfg, o.controller)
 	if err != nil {
 		return withExitCode(2, err)
 	}

@@ -26,14 +26,15 @@ type doctorOptions struct {
 	doctor                             doctor.Options
 	customNetworking, prefixDelegation bool
 	minCNI, awsNode                    string
-	workers, burst, reservedENIs       int
-	qps                                float32
+	workers, reservedENIs              int
+	client                             *kube.Options
 	configzTimeout, leaseGrace         time.Duration
 	aws                                doctorAWSFlags
 }
 
 func newDoctorCommand(g *globalOptions) *cobra.Command {
-	o := &doctorOptions{g: g, report: newReportFlags(), aws: doctorAWSFlags{aws: awsFlags{g: g}}}
+	o := &doctorOptions{g: g, report: newReportFlags(), aws: doctorAWSFlags{aws: awsFlags{g: g}},
+		client: kube.NewOptions(g.kube, "doctor", doctor.DefaultRateLimit)}
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check nodes, kubelets and the VPC CNI of a live cluster for problems at scale",
@@ -69,15 +70,7 @@ at or above it (default: warning), 2 bad usage, 1 the run failed.`,
   nodekeeper doctor --ignore NK202,NK102 -o json
   nodekeeper doctor --reserved-enis 1                 # Karpenter reservedENIs`,
 		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(cmd.Flags()); err != nil {
-				return usageError(err)
-			}
-			if err := o.Validate(); err != nil {
-				return usageError(err)
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runOptions(o),
 	}
 	o.AddFlags(cmd.Flags())
 	o.report.RegisterCompletion(cmd)
@@ -97,8 +90,7 @@ func (o *doctorOptions) AddFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.workers, "concurrency", doctor.DefaultWorkers, "configz requests in flight")
 	_ = f.MarkDeprecated("concurrency", "use --workers")
 	f.DurationVar(&o.configzTimeout, "configz-timeout", 10*time.Second, "timeout of one configz request")
-	f.Float32Var(&o.qps, "qps", doctor.DefaultRateLimit.QPS, "client-side rate limit in requests per second, one configz request per node (0: no client-side limit; the API server's priority and fairness still applies)")
-	f.IntVar(&o.burst, "burst", doctor.DefaultRateLimit.Burst, "client-side burst above --qps (ignored with --qps 0)")
+	o.client.AddFlags(f) // --qps and --burst pace the configz requests too, one per node
 	f.DurationVar(&o.doctor.StuckAfter, "stuck-after", doctor.DefaultStuckAfter, "how long a pod may wait in ContainerCreating before it counts as stuck")
 	f.DurationVar(&o.doctor.CSRPendingAfter, "csr-pending-after", doctor.DefaultCSRPendingAfter, "how long a kubelet-serving certificate request may stay unapproved")
 	o.aws.AddFlags(f)
@@ -108,7 +100,8 @@ func (o *doctorOptions) AddFlags(f *pflag.FlagSet) {
 }
 
 // Complete turns the flags into doctor.Options.
-func (o *doctorOptions) Complete(f *pflag.FlagSet) error {
+func (o *doctorOptions) Complete(cmd *cobra.Command, _ []string) error {
+	f := cmd.Flags()
 	if err := o.report.Validate(); err != nil {
 		return err
 	}
@@ -130,7 +123,7 @@ func (o *doctorOptions) Complete(f *pflag.FlagSet) error {
 		return fmt.Errorf("--aws-node %q: want NAMESPACE/NAME", o.awsNode)
 	}
 	o.doctor.AWSNodeNamespace, o.doctor.AWSNodeName = ns, name
-	o.doctor.Workers, o.doctor.Limit = o.workers, kube.RateLimit{QPS: o.qps, Burst: o.burst}
+	o.doctor.Workers, o.doctor.Limit, o.doctor.ChunkSize = o.workers, o.client.Limit, o.client.ChunkSize
 	o.doctor.ConfigzTimeout, o.doctor.Lease, o.doctor.ReservedENIs = o.configzTimeout, lease.Options{GracePeriod: o.leaseGrace}, o.reservedENIs
 	return o.aws.validate(f)
 }
@@ -140,6 +133,9 @@ func (o *doctorOptions) Validate() error {
 	if o.workers < 1 {
 		return fmt.Errorf("--workers must be at least 1")
 	}
+	if err := o.client.Validate(); err != nil {
+		return err
+	}
 	return o.doctor.Validate()
 }
 
@@ -148,7 +144,7 @@ func (o *doctorOptions) Run(ctx context.Context) error {
 	if err := o.aws.apply(ctx, &o.doctor); err != nil {
 		return err
 	}
-	cfg, err := o.g.kube.ToRESTConfig()
+	cfg, err := o.client.RESTConfig()
 	if err != nil {
 		return err
 	}

@@ -88,15 +88,7 @@ delete; 2 bad usage, including no terminal to confirm on and no --yes; 4 some de
   # machine-readable report
   nodekeeper gc --yes -o json > gc-report.json`,
 		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return usageError(err)
-			}
-			if err := o.Complete(); err != nil {
-				return usageError(err)
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runOptions(o),
 	}
 	o.AddFlags(cmd.Flags())
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(append([]string{"table", "json", "yaml"}, kubeprint.ObjectFormats()...), cobra.ShellCompDirectiveNoFileComp|cobra.ShellCompDirectiveNoSpace))
@@ -136,7 +128,7 @@ func (o *gcOptions) Validate() error {
 }
 
 // Complete decides whether to show progress.
-func (o *gcOptions) Complete() error {
+func (o *gcOptions) Complete(*cobra.Command, []string) error {
 	mode, err := progress.ParseMode(o.progress)
 	if err != nil {
 		return withExitCode(gcExitUsage, err)

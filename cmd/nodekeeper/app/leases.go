@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 	"github.com/nodekeeper/nodekeeper/internal/leasesview"
 )
@@ -21,7 +22,7 @@ type leasesOptions struct {
 	output        *leasesview.OutputFlags
 	classes       []string
 	watch         bool
-	chunkSize     int64
+	client        *kube.Options
 	grace         time.Duration
 	aws           leasesAWSFlags
 
@@ -30,7 +31,8 @@ type leasesOptions struct {
 }
 
 func newLeasesCommand(g *globalOptions) *cobra.Command {
-	o := &leasesOptions{g: g, aws: leasesAWSFlags{aws: awsFlags{g: g}}, output: leasesview.NewOutputFlags()}
+	o := &leasesOptions{g: g, aws: leasesAWSFlags{aws: awsFlags{g: g}}, output: leasesview.NewOutputFlags(),
+		client: kube.NewOptions(g.kube, "leases", leasesview.DefaultRateLimit)}
 	cmd := &cobra.Command{
 		Use:   "leases",
 		Short: "List every Lease, classified: node heartbeats, leader locks, API server identities",
@@ -69,15 +71,7 @@ holder or expiry, including changes caused by a Node being deleted or by time al
   # as a kubectl plugin (kubectl refuses flags before the plugin name)
   kubectl nodekeeper leases --context prod -o json`,
 		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(cmd.Flags()); err != nil {
-				return usageError(err)
-			}
-			if err := o.Validate(); err != nil {
-				return usageError(err)
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runOptions(o),
 	}
 	o.AddFlags(cmd.Flags())
 	g.addKubeFlags(cmd)
@@ -94,12 +88,13 @@ func (o *leasesOptions) AddFlags(f *pflag.FlagSet) {
 	o.output.AddFlags(f)
 	f.StringSliceVar(&o.classes, "class", nil, "show only leases of these classes (repeatable or comma-separated): "+strings.Join(leasesview.ClassNames(), ", "))
 	f.BoolVarP(&o.watch, "watch", "w", false, "after the listing, stream new and deleted leases and changes of class, holder or expiry")
-	f.Int64Var(&o.chunkSize, "chunk-size", leasesview.DefaultChunkSize, "leases (and Nodes) per LIST page")
+	o.client.AddFlags(f)
 	f.DurationVar(&o.grace, "grace-period", lease.DefaultGracePeriod, "how long an ownerless lease without a Node must go unrenewed before it is leaked rather than a zombie")
 }
 
 // Complete turns the flags into the view's and the printer's options.
-func (o *leasesOptions) Complete(f *pflag.FlagSet) error {
+func (o *leasesOptions) Complete(cmd *cobra.Command, _ []string) error {
+	f := cmd.Flags()
 	if err := o.output.Validate(o.watch); err != nil {
 		return err
 	}
@@ -117,7 +112,7 @@ func (o *leasesOptions) Complete(f *pflag.FlagSet) error {
 	o.view = leasesview.Options{
 		Namespace: ns,
 		Classes:   cls,
-		ChunkSize: o.chunkSize,
+		ChunkSize: o.client.ChunkSize,
 		Lease:     lease.Options{GracePeriod: o.grace},
 	}
 	o.print = o.output.PrintOptions()
@@ -125,16 +120,17 @@ func (o *leasesOptions) Complete(f *pflag.FlagSet) error {
 	return nil
 }
 
-// Validate checks the view's options.
-func (o *leasesOptions) Validate() error { return o.view.Validate() }
+// Validate checks the client flags and the view's options.
+func (o *leasesOptions) Validate() error {
+	if err := o.client.Validate(); err != nil {
+		return err
+	}
+	return o.view.Validate()
+}
 
 // Run lists (and with --watch, follows) the leases.
 func (o *leasesOptions) Run(ctx context.Context) error {
-	cfg, err := o.g.kube.ToRESTConfig()
-	if err != nil {
-		return err
-	}
-	clients, err := leasesview.NewClients(cfg)
+	clients, err := o.client.Clients()
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -15,6 +16,7 @@ type maxPodsOptions struct {
 	mp     maxpods.Options
 	output *outputFlags
 	aws    awsFlags
+	types  []string // the instance types, set by Complete
 }
 
 func newMaxPodsCommand(g *globalOptions) *cobra.Command {
@@ -41,15 +43,7 @@ without --vcpus or --aws it is estimated from the size name.`,
   nodekeeper maxpods m8i.large --aws --region us-east-1      # a type newer than the built-in table`,
 		Args:              usageArgs(cobra.MinimumNArgs(1)),
 		ValidArgsFunction: completeInstanceTypes,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return usageError(err)
-			}
-			return o.mp.Run(cmd.Context(), o.aws.g.streams.Out, args)
-		},
+		RunE:              runOptions(o),
 	}
 	f := cmd.Flags()
 	o.mp.AddFlags(f)
@@ -59,10 +53,11 @@ without --vcpus or --aws it is estimated from the size name.`,
 	return cmd
 }
 
-// Complete takes -o, and loads the AWS clients with --aws (only then: without it no
-// credentials are read); --region and --profile without --aws are refused.
-func (o *maxPodsOptions) Complete(cmd *cobra.Command) error {
-	o.mp.Output = o.output.Output
+// Complete takes the instance types and -o, and loads the AWS clients with --aws (only then:
+// without it no credentials are read; a failed load exits 1, not 2); --region and --profile
+// without --aws are refused.
+func (o *maxPodsOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.types, o.mp.Output = args, o.output.Output
 	if !o.mp.AWS {
 		for _, name := range []string{"region", "profile"} {
 			if cmd.Flags().Changed(name) {
@@ -73,7 +68,7 @@ func (o *maxPodsOptions) Complete(cmd *cobra.Command) error {
 	}
 	clients, err := o.aws.clients(cmd.Context())
 	if err != nil {
-		return err
+		return withExitCode(exitFailed, err)
 	}
 	o.mp.EC2 = clients.EC2
 	return nil
@@ -85,4 +80,9 @@ func (o *maxPodsOptions) Validate() error {
 		return err
 	}
 	return o.mp.Validate()
+}
+
+// Run prints the figures.
+func (o *maxPodsOptions) Run(ctx context.Context) error {
+	return o.mp.Run(ctx, o.aws.g.streams.Out, o.types)
 }

@@ -36,12 +36,7 @@ kubeconfig, prints how to use it, and stops everything on Ctrl-C.`,
   nodekeeper sandbox --healthy 200 --legacy-zombies 5 --leaked 1000
   nodekeeper leases -A --kubeconfig nodekeeper-sandbox.kubeconfig`,
 		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runOptions(o),
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd
@@ -62,11 +57,17 @@ func (o *sandboxOptions) AddFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.runFor, "for", 0, "stop by itself after this long (0: run until Ctrl-C)")
 }
 
-// Validate refuses to start where the local control plane cannot run.
-func (o *sandboxOptions) Validate() error { return testenv.Supported() }
+// Complete and Validate have nothing to do: the flags are the settings, and whether the local
+// control plane can run here is a question for Run.
+func (o *sandboxOptions) Complete(*cobra.Command, []string) error { return nil }
+func (o *sandboxOptions) Validate() error                         { return nil }
 
-// Run starts the sandbox, writes its kubeconfig and waits for ctx to end (or --for).
+// Run starts the sandbox, writes its kubeconfig and waits for ctx to end (or --for). A platform
+// where the local control plane cannot run is a failed run (exit 1), not bad usage.
 func (o *sandboxOptions) Run(ctx context.Context) error {
+	if err := testenv.Supported(); err != nil {
+		return err
+	}
 	out := o.g.streams.ErrOut
 	sb, err := sandbox.Start(ctx, o.mix, !o.verbose, func(line string) { fmt.Fprintln(out, "sandbox:", line) })
 	if err != nil {

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/nodekeeper/nodekeeper/internal/buildinfo"
@@ -20,27 +22,20 @@ func newVersionCommand(g *globalOptions) *cobra.Command {
 		Example: `  nodekeeper version
   nodekeeper version -o json`,
 		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return usageError(err)
-			}
-			return o.Run()
-		},
+		RunE: runOptions(o),
 	}
 	o.output.AddFlags(cmd.Flags())
 	o.output.RegisterCompletion(cmd)
 	return cmd
 }
 
+// Complete has nothing to do: -o is the only setting.
+func (o *versionOptions) Complete(*cobra.Command, []string) error { return nil }
+
 // Validate refuses an unknown -o.
 func (o *versionOptions) Validate() error { return o.output.Validate() }
 
 // Run prints the build record.
-func (o *versionOptions) Run() error {
+func (o *versionOptions) Run(context.Context) error {
 	return buildinfo.Print(o.g.streams.Out, buildinfo.Get(), o.output.Output)
-}
-
-// userAgent is the user agent of a client of component: nodekeeper-COMPONENT/VERSION.
-func userAgent(component string) string {
-	return "nodekeeper-" + component + "/" + buildinfo.Get().Version
 }
