@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -117,38 +118,57 @@ type action struct {
 	waitLog   string
 	// do sends the action through the deleter (live Node GET, preconditions).
 	do func(d *deleter.Deleter, ctx context.Context, l *coordinationv1.Lease, node *lease.NodeRef) deleter.Result
-	// The outcomes: done and dryRun are the success and its dry run; stopped are the safety
-	// checks that re-classify the lease (retried, rate-limited); nothing are the outcomes that
-	// leave nothing to do.
-	done, dryRun     deleter.Outcome
-	stopped, nothing []deleter.Outcome
+	outcomes
+	words
+	actionEvents
 	// counter counts every attempt by result; doneResult is the result label of done.
 	counter    func(m *metrics) *prometheus.CounterVec
 	doneResult string
-	// Log lines per outcome, and the events.k8s.io action and reasons of the events.
-	doneLog, dryRunLog, stoppedLog, nothingLog string
-	eventAction, doneReason, dryRunReason      string
-	// doneNote and dryRunNote write the event's note.
-	doneNote, dryRunNote func(r deleter.Result) string
 }
+
+// actionEvents are the events.k8s.io Events of an action's success and its dry run: their reasons,
+// and the note for an outcome.
+type actionEvents struct {
+	doneReason, dryRunReason string
+	note                     func(r deleter.Result, dryRun bool) string
+}
+
+// outcomes sort the deleter's outcomes of an action: done and dryRun are the success and its dry
+// run; stopped are the safety checks that re-classify the lease (retried, rate-limited); nothing
+// are the outcomes that leave nothing to do.
+type outcomes struct {
+	done, dryRun     deleter.Outcome
+	stopped, nothing []deleter.Outcome
+}
+
+// words name an action in its log lines and events: "delete", "Deleted", "a delete" and the
+// object, "leaked lease".
+type words struct {
+	verb, past, attempt, object string
+}
+
+func (w words) doneLog() string    { return w.past + " " + w.object }
+func (w words) dryRunLog() string  { return "Dry run: would " + w.verb + " " + w.object }
+func (w words) stoppedLog() string { return "Safety check stopped " + w.attempt + "; re-classifying" }
+func (w words) nothingLog() string { return "Nothing to " + w.verb }
+
+// eventAction is the events.k8s.io action: "Delete".
+func (w words) eventAction() string { return strings.ToUpper(w.verb[:1]) + w.verb[1:] }
 
 // actions is the decision table: the one class that is deleted, and the one that is adopted.
 var actions = map[lease.Class]*action{
 	lease.Leaked: {
-		do:          (*deleter.Deleter).Delete,
-		done:        deleter.Deleted,
-		dryRun:      deleter.WouldDelete,
-		stopped:     []deleter.Outcome{deleter.NodeExists, deleter.PreconditionFailed},
-		nothing:     []deleter.Outcome{deleter.Gone, deleter.NotLeaked},
-		counter:     func(m *metrics) *prometheus.CounterVec { return m.deletions },
-		doneResult:  resultDeleted,
-		doneLog:     "Deleted leaked lease",
-		dryRunLog:   "Dry run: would delete leaked lease",
-		stoppedLog:  "Safety check stopped a delete; re-classifying",
-		nothingLog:  "Nothing to delete",
-		eventAction: "Delete", doneReason: ReasonDeleted, dryRunReason: ReasonWouldDelete,
-		doneNote:   func(r deleter.Result) string { return "Deleted leaked node lease: " + r.Verdict.Reason },
-		dryRunNote: func(r deleter.Result) string { return "Dry run, not deleted: " + r.Verdict.Reason },
+		do: (*deleter.Deleter).Delete,
+		outcomes: outcomes{done: deleter.Deleted, dryRun: deleter.WouldDelete,
+			stopped: []deleter.Outcome{deleter.NodeExists, deleter.PreconditionFailed}, nothing: []deleter.Outcome{deleter.Gone, deleter.NotLeaked}},
+		words:   words{verb: "delete", past: "Deleted", attempt: "a delete", object: "leaked lease"},
+		counter: func(m *metrics) *prometheus.CounterVec { return m.deletions }, doneResult: resultDeleted,
+		actionEvents: actionEvents{doneReason: ReasonDeleted, dryRunReason: ReasonWouldDelete, note: func(r deleter.Result, dryRun bool) string {
+			if dryRun {
+				return "Dry run, not deleted: " + r.Verdict.Reason
+			}
+			return "Deleted leaked node lease: " + r.Verdict.Reason
+		}},
 	},
 	lease.Unowned: {
 		// A 1.29+ kubelet adds the ownerReference itself on its next renewal once its Node
@@ -156,21 +176,14 @@ var actions = map[lease.Class]*action{
 		waitUntil: func(c *Controller, l *coordinationv1.Lease) time.Time {
 			return l.CreationTimestamp.Add(c.opts.AdoptAfter)
 		},
-		waitLog:     "Unowned lease is new; leaving it to its kubelet for now",
-		do:          (*deleter.Deleter).Adopt,
-		done:        deleter.Adopted,
-		dryRun:      deleter.WouldAdopt,
-		stopped:     []deleter.Outcome{deleter.NodeMissing, deleter.PreconditionFailed},
-		nothing:     []deleter.Outcome{deleter.Gone, deleter.NotUnowned},
-		counter:     func(m *metrics) *prometheus.CounterVec { return m.adoptions },
-		doneResult:  resultAdopted,
-		doneLog:     "Adopted unowned lease",
-		dryRunLog:   "Dry run: would adopt unowned lease",
-		stoppedLog:  "Safety check stopped an adoption; re-classifying",
-		nothingLog:  "Nothing to adopt",
-		eventAction: "Adopt", doneReason: ReasonAdopted, dryRunReason: ReasonWouldAdopt,
-		doneNote:   func(r deleter.Result) string { return r.Reason },
-		dryRunNote: func(r deleter.Result) string { return r.Reason },
+		waitLog: "Unowned lease is new; leaving it to its kubelet for now",
+		do:      (*deleter.Deleter).Adopt,
+		outcomes: outcomes{done: deleter.Adopted, dryRun: deleter.WouldAdopt,
+			stopped: []deleter.Outcome{deleter.NodeMissing, deleter.PreconditionFailed}, nothing: []deleter.Outcome{deleter.Gone, deleter.NotUnowned}},
+		words:   words{verb: "adopt", past: "Adopted", attempt: "an adoption", object: "unowned lease"},
+		counter: func(m *metrics) *prometheus.CounterVec { return m.adoptions }, doneResult: resultAdopted,
+		// The deleter's reason says what was (or would be) adopted, and from which Node.
+		actionEvents: actionEvents{doneReason: ReasonAdopted, dryRunReason: ReasonWouldAdopt, note: func(r deleter.Result, _ bool) string { return r.Reason }},
 	},
 }
 
@@ -235,21 +248,21 @@ func (c *Controller) act(ctx context.Context, logger klog.Logger, a *action, l *
 	counter := a.counter(c.metrics)
 	switch {
 	case r.Outcome == a.done:
-		logger.Info(a.doneLog, kv...)
+		logger.Info(a.doneLog(), kv...)
 		counter.WithLabelValues(a.doneResult).Inc()
-		c.events.emit(l, corev1.EventTypeNormal, a.doneReason, a.eventAction, "%s", a.doneNote(r))
+		c.events.emit(l, corev1.EventTypeNormal, a.doneReason, a.eventAction(), "%s", a.note(r, false))
 	case r.Outcome == a.dryRun:
-		logger.Info(a.dryRunLog, kv...)
+		logger.Info(a.dryRunLog(), kv...)
 		counter.WithLabelValues(resultDryRun).Inc()
-		c.events.emit(l, corev1.EventTypeNormal, a.dryRunReason, a.eventAction, "%s", a.dryRunNote(r))
+		c.events.emit(l, corev1.EventTypeNormal, a.dryRunReason, a.eventAction(), "%s", a.note(r, true))
 		c.setDryRunRV(l)
 	case isOneOf(r.Outcome, a.stopped):
-		logger.Info(a.stoppedLog, kv...)
+		logger.Info(a.stoppedLog(), kv...)
 		counter.WithLabelValues(resultPrecondition).Inc()
 		c.metrics.skips.WithLabelValues(string(r.Outcome)).Inc()
 		return result{retry: true}, nil
 	case isOneOf(r.Outcome, a.nothing):
-		logger.V(2).Info(a.nothingLog, kv...)
+		logger.V(2).Info(a.nothingLog(), kv...)
 		c.metrics.skips.WithLabelValues(string(r.Outcome)).Inc()
 	case r.Outcome == deleter.Failed:
 		counter.WithLabelValues(resultError).Inc()
@@ -257,7 +270,7 @@ func (c *Controller) act(ctx context.Context, logger klog.Logger, a *action, l *
 	default:
 		// An outcome the table does not know is a programming error; never act on it silently.
 		c.metrics.errors.WithLabelValues("unexpected_outcome").Inc()
-		return result{}, fmt.Errorf("lease %s: unexpected outcome %q of %s", l.Name, r.Outcome, a.eventAction)
+		return result{}, fmt.Errorf("lease %s: unexpected outcome %q of %s", l.Name, r.Outcome, a.eventAction())
 	}
 	return result{}, nil
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	coordinationv1alpha2 "k8s.io/api/coordination/v1alpha2"
+	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -355,39 +357,29 @@ func addCandidates(ctx context.Context, c *Clients, opts Options, r *Report) err
 		return err
 	}
 	r.LeaseCandidateAPI = gv
-	_, err = kube.Pages(ctx, "leasecandidates", metav1.ListOptions{Limit: opts.chunk()}, func(ctx context.Context, lo metav1.ListOptions) (string, error) {
-		switch gv {
-		case "coordination.k8s.io/v1beta1":
-			list, err := c.Kube.CoordinationV1beta1().LeaseCandidates(opts.Namespace).List(ctx, lo)
-			if err != nil {
-				return "", err
+	add := func(meta *metav1.ObjectMeta, spec *coordinationv1beta1.LeaseCandidateSpec) {
+		r.LeaseCandidates = append(r.LeaseCandidates, newCandidate(meta, spec))
+	}
+	switch gv {
+	case "coordination.k8s.io/v1beta1":
+		err = kube.List(ctx, "leasecandidates", opts.chunk(), c.Kube.CoordinationV1beta1().LeaseCandidates(opts.Namespace).List, func(l *coordinationv1beta1.LeaseCandidateList) error {
+			for i := range l.Items {
+				add(&l.Items[i].ObjectMeta, &l.Items[i].Spec)
 			}
-			for _, lc := range list.Items {
-				r.LeaseCandidates = append(r.LeaseCandidates, Candidate{
-					Namespace: lc.Namespace, Name: lc.Name, LeaseName: lc.Spec.LeaseName,
-					BinaryVersion: lc.Spec.BinaryVersion, EmulationVersion: lc.Spec.EmulationVersion,
-					Strategy: string(lc.Spec.Strategy), RenewTime: lc.Spec.RenewTime, PingTime: lc.Spec.PingTime,
-					CreationTimestamp: lc.CreationTimestamp,
-				})
+			return nil
+		})
+	case "coordination.k8s.io/v1alpha2":
+		err = kube.List(ctx, "leasecandidates", opts.chunk(), c.Kube.CoordinationV1alpha2().LeaseCandidates(opts.Namespace).List, func(l *coordinationv1alpha2.LeaseCandidateList) error {
+			for i := range l.Items {
+				// The two versions' specs have the same fields.
+				spec := coordinationv1beta1.LeaseCandidateSpec(l.Items[i].Spec)
+				add(&l.Items[i].ObjectMeta, &spec)
 			}
-			return list.Continue, nil
-		case "coordination.k8s.io/v1alpha2":
-			list, err := c.Kube.CoordinationV1alpha2().LeaseCandidates(opts.Namespace).List(ctx, lo)
-			if err != nil {
-				return "", err
-			}
-			for _, lc := range list.Items {
-				r.LeaseCandidates = append(r.LeaseCandidates, Candidate{
-					Namespace: lc.Namespace, Name: lc.Name, LeaseName: lc.Spec.LeaseName,
-					BinaryVersion: lc.Spec.BinaryVersion, EmulationVersion: lc.Spec.EmulationVersion,
-					Strategy: string(lc.Spec.Strategy), RenewTime: lc.Spec.RenewTime, PingTime: lc.Spec.PingTime,
-					CreationTimestamp: lc.CreationTimestamp,
-				})
-			}
-			return list.Continue, nil
-		}
-		return "", errors.New("unsupported LeaseCandidate version " + gv)
-	})
+			return nil
+		})
+	default:
+		err = errors.New("unsupported LeaseCandidate version " + gv)
+	}
 	if err != nil {
 		return err
 	}
@@ -402,4 +394,15 @@ func addCandidates(ctx context.Context, c *Clients, opts Options, r *Report) err
 		return a.Name < b.Name
 	})
 	return nil
+}
+
+// newCandidate is a LeaseCandidate row, from any served version (v1alpha2's spec converts to
+// v1beta1's).
+func newCandidate(meta *metav1.ObjectMeta, spec *coordinationv1beta1.LeaseCandidateSpec) Candidate {
+	return Candidate{
+		Namespace: meta.Namespace, Name: meta.Name, LeaseName: spec.LeaseName,
+		BinaryVersion: spec.BinaryVersion, EmulationVersion: spec.EmulationVersion,
+		Strategy: string(spec.Strategy), RenewTime: spec.RenewTime, PingTime: spec.PingTime,
+		CreationTimestamp: meta.CreationTimestamp,
+	}
 }

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -45,4 +47,73 @@ func TestConnectionFlagsOnlyWhereTheyAct(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestClientFlagsOnEveryClusterCommand: --qps and --burst (and --chunk-size where the command
+// pages through LISTs itself) are on every command that talks to a cluster, say in --help that
+// 0 means no client-side limit, refuse bad values with exit 2, and accept --qps 0 (the run then
+// gets as far as the kubeconfig).
+func TestClientFlagsOnEveryClusterCommand(t *testing.T) {
+	useBrokenKubeconfig(t)
+	for _, tc := range []struct {
+		command string
+		chunked bool     // has --chunk-size
+		run     []string // flags that let it reach the kubeconfig
+	}{
+		{command: "gc", chunked: true},
+		{command: "leases", chunked: true},
+		{command: "doctor", chunked: true},
+		{command: "controller", run: []string{"--leader-elect=false", "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}},
+	} {
+		t.Run(tc.command, func(t *testing.T) {
+			out, errOut, code := execute(t, false, tc.command, "--help")
+			if code != 0 {
+				t.Fatalf("--help: exit %d: %s", code, errOut)
+			}
+			flags := out[strings.Index(out, "Flags:"):]
+			for _, want := range []string{"--qps float32", "0: no client-side limit", "--burst int"} {
+				if !strings.Contains(flags, want) {
+					t.Errorf("--help does not show %q:\n%s", want, flags)
+				}
+			}
+			if has := strings.Contains(flags, "--chunk-size int"); has != tc.chunked {
+				t.Errorf("--chunk-size in --help: %v, want %v", has, tc.chunked)
+			}
+
+			type badFlag struct {
+				args []string
+				msg  string
+			}
+			bad := []badFlag{
+				{[]string{"--qps", "-1"}, "must not be negative"},
+				{[]string{"--burst", "-1"}, "must not be negative"},
+				{[]string{"--qps", "fast"}, `invalid argument "fast"`},
+			}
+			if tc.chunked {
+				bad = append(bad, badFlag{[]string{"--chunk-size", "0"}, "--chunk-size must be positive"})
+			}
+			for _, b := range bad {
+				_, errOut, code := execute(t, false, append([]string{tc.command}, b.args...)...)
+				if code != 2 || !strings.Contains(errOut, b.msg) {
+					t.Errorf("%v: exit %d, want 2 with %q: %s", b.args, code, b.msg, errOut)
+				}
+			}
+
+			_, errOut, code = execute(t, false, append([]string{tc.command, "--qps", "0"}, tc.run...)...)
+			if code != 1 || !strings.Contains(errOut, "broken.kubeconfig") {
+				t.Errorf("--qps 0: exit %d, want 1 from the kubeconfig: %s", code, errOut)
+			}
+		})
+	}
+}
+
+// useBrokenKubeconfig points KUBECONFIG at a kubeconfig that does not parse, so that a command
+// that gets past its flags fails at once with exit 1, naming the file.
+func useBrokenKubeconfig(t *testing.T) {
+	t.Helper()
+	broken := filepath.Join(t.TempDir(), "broken.kubeconfig")
+	if err := os.WriteFile(broken, []byte("apiVersion: v1\nkind: Config\nclusters: [ {\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", broken)
 }
