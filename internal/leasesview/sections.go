@@ -38,93 +38,90 @@ func sectionOf(c lease.Class) kind {
 	return kindNode
 }
 
+// section is one table: its columns and each row's cells, with the columns and cells -o wide
+// adds after them.
 type section struct {
-	kind   kind
-	header func(wide bool) []string
-	row    func(it *Item, now time.Time, wide bool) []string
+	kind                 kind
+	columns, wideColumns []string
+	// cells are a row's cells (wide: the values in full); wideCells the cells -o wide adds.
+	cells     func(it *Item, now time.Time, wide bool) []string
+	wideCells func(it *Item, now time.Time) []string
+}
+
+// header is a new slice each time: callers append their own columns.
+func (s *section) header(wide bool) []string {
+	h := append(make([]string, 0, len(s.columns)+len(s.wideColumns)), s.columns...)
+	if wide {
+		h = append(h, s.wideColumns...)
+	}
+	return h
+}
+
+func (s *section) row(it *Item, now time.Time, wide bool) []string {
+	r := s.cells(it, now, wide)
+	if wide {
+		r = append(r, s.wideCells(it, now)...)
+	}
+	return r
 }
 
 // sections are in class order: node classes (leaked, zombie, ... healthy ...) rank before leader,
 // apiserver-identity and other.
 var sections = []section{
 	{
-		kind: kindNode,
-		header: func(wide bool) []string {
-			h := []string{"NODE LEASE", "CLASS", "NODE", "OWNER", "RENEWED", "MEANING"}
-			if wide {
-				h = append(h, "HOLDER", "DURATION", "AGE", "CHANGES", "REASON")
-			}
-			return h
-		},
-		row: func(it *Item, now time.Time, wide bool) []string {
+		kind:        kindNode,
+		columns:     []string{"NODE LEASE", "CLASS", "NODE", "OWNER", "RENEWED", "MEANING"},
+		wideColumns: []string{"HOLDER", "DURATION", "AGE", "CHANGES", "REASON"},
+		cells: func(it *Item, now time.Time, wide bool) []string {
 			node := none
 			if it.Node != nil {
 				node = "uid " + shortUID(it.Node.UID, wide)
 			}
-			r := []string{it.Name, string(it.Class), node, owners(it.Owners, wide), ago(it.RenewTime, now), it.Class.Describe().Meaning}
-			if wide {
-				r = append(r, it.holder(), seconds(it.DurationSeconds), age(it.CreationTimestamp.Time, now), changesIn(it, now), it.Reason)
-			}
-			return r
+			return []string{it.Name, string(it.Class), node, owners(it.Owners, wide), ago(it.RenewTime, now), it.Class.Describe().Meaning}
+		},
+		wideCells: func(it *Item, now time.Time) []string {
+			return []string{it.holder(), seconds(it.DurationSeconds), age(it.CreationTimestamp.Time, now), changesIn(it, now), it.Reason}
 		},
 	},
 	{
-		kind: kindLeader,
-		header: func(wide bool) []string {
-			h := []string{"LEADER LEASE", "CLASS", "HOLDER", "RENEWED", "EXPIRED", "TRANSITIONS", "ACQUIRED"}
-			if wide {
-				h = append(h, "DURATION", "AGE", "STRATEGY", "PREFERRED", "REASON")
-			}
-			return h
-		},
-		row: func(it *Item, now time.Time, wide bool) []string {
+		kind:        kindLeader,
+		columns:     []string{"LEADER LEASE", "CLASS", "HOLDER", "RENEWED", "EXPIRED", "TRANSITIONS", "ACQUIRED"},
+		wideColumns: []string{"DURATION", "AGE", "STRATEGY", "PREFERRED", "REASON"},
+		cells: func(it *Item, now time.Time, _ bool) []string {
 			acquired := none
 			if it.AcquireTime != nil {
 				acquired = age(it.AcquireTime.Time, now)
 			}
-			r := []string{it.Name, string(it.Class), it.holder(), ago(it.RenewTime, now), yesNo(it.Expired), count(it.Transitions), acquired}
-			if wide {
-				r = append(r, seconds(it.DurationSeconds), age(it.CreationTimestamp.Time, now), orNone(it.Strategy), orNone(it.PreferredHolder), it.Reason)
-			}
-			return r
+			return []string{it.Name, string(it.Class), it.holder(), ago(it.RenewTime, now), yesNo(it.Expired), count(it.Transitions), acquired}
+		},
+		wideCells: func(it *Item, now time.Time) []string {
+			return []string{seconds(it.DurationSeconds), age(it.CreationTimestamp.Time, now), orNone(it.Strategy), orNone(it.PreferredHolder), it.Reason}
 		},
 	},
 	{
-		kind: kindAPIServer,
-		header: func(wide bool) []string {
-			h := []string{"APISERVER LEASE", "CLASS", "HOST", "RENEWED", "STATE"}
-			if wide {
-				h = append(h, "HOLDER", "DURATION", "AGE", "REASON")
-			}
-			return h
-		},
-		row: func(it *Item, now time.Time, wide bool) []string {
+		kind:        kindAPIServer,
+		columns:     []string{"APISERVER LEASE", "CLASS", "HOST", "RENEWED", "STATE"},
+		wideColumns: []string{"HOLDER", "DURATION", "AGE", "REASON"},
+		cells: func(it *Item, now time.Time, _ bool) []string {
 			state := "live"
 			if it.Expired {
 				state = "stale"
 			}
-			r := []string{it.Name, string(it.Class), orNone(it.Hostname), ago(it.RenewTime, now), state}
-			if wide {
-				r = append(r, it.holder(), seconds(it.DurationSeconds), age(it.CreationTimestamp.Time, now), it.Reason)
-			}
-			return r
+			return []string{it.Name, string(it.Class), orNone(it.Hostname), ago(it.RenewTime, now), state}
+		},
+		wideCells: func(it *Item, now time.Time) []string {
+			return []string{it.holder(), seconds(it.DurationSeconds), age(it.CreationTimestamp.Time, now), it.Reason}
 		},
 	},
 	{
-		kind: kindOther,
-		header: func(wide bool) []string {
-			h := []string{"OTHER LEASE", "CLASS", "HOLDER", "RENEWED", "EXPIRED", "REASON"}
-			if wide {
-				h = append(h, "OWNER", "DURATION", "AGE")
-			}
-			return h
+		kind:        kindOther,
+		columns:     []string{"OTHER LEASE", "CLASS", "HOLDER", "RENEWED", "EXPIRED", "REASON"},
+		wideColumns: []string{"OWNER", "DURATION", "AGE"},
+		cells: func(it *Item, now time.Time, _ bool) []string {
+			return []string{it.Name, string(it.Class), it.holder(), ago(it.RenewTime, now), yesNo(it.Expired), it.Reason}
 		},
-		row: func(it *Item, now time.Time, wide bool) []string {
-			r := []string{it.Name, string(it.Class), it.holder(), ago(it.RenewTime, now), yesNo(it.Expired), it.Reason}
-			if wide {
-				r = append(r, owners(it.Owners, wide), seconds(it.DurationSeconds), age(it.CreationTimestamp.Time, now))
-			}
-			return r
+		wideCells: func(it *Item, now time.Time) []string {
+			return []string{owners(it.Owners, true), seconds(it.DurationSeconds), age(it.CreationTimestamp.Time, now)}
 		},
 	},
 }

@@ -115,14 +115,25 @@ func New(w io.Writer, mode Mode, opts Options) *Meter {
 // Set records the amount done so far and, optionally, a short suffix (counts of outcomes, events
 // read); it redraws when the last draw is at least Every old.
 func (m *Meter) Set(done int64, extra string) {
-	if m == nil {
+	if !m.lock() {
 		return
 	}
-	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.finished {
+	m.set(done, extra)
+}
+
+// Add adds n to the amount done and redraws if due. Concurrent calls all count: the sum is
+// taken under the lock.
+func (m *Meter) Add(n int64) {
+	if !m.lock() {
 		return
 	}
+	defer m.mu.Unlock()
+	m.set(m.done+n, m.extra)
+}
+
+// set records done and extra and draws if due; m.mu is held.
+func (m *Meter) set(done int64, extra string) {
 	m.done, m.extra = done, extra
 	if now := m.now(); m.lastDraw.IsZero() || now.Sub(m.lastDraw) >= m.every {
 		m.lastDraw = now
@@ -130,15 +141,18 @@ func (m *Meter) Set(done int64, extra string) {
 	}
 }
 
-// Add adds n to the amount done and redraws if due.
-func (m *Meter) Add(n int64) {
+// lock locks a meter that still draws and reports whether it did: a nil meter (progress off)
+// or a finished one is left alone.
+func (m *Meter) lock() bool {
 	if m == nil {
-		return
+		return false
 	}
 	m.mu.Lock()
-	done, extra := m.done+n, m.extra
-	m.mu.Unlock()
-	m.Set(done, extra)
+	if m.finished {
+		m.mu.Unlock()
+		return false
+	}
+	return true
 }
 
 // SetTotal changes the expected total (0 or less: unknown).
@@ -154,14 +168,10 @@ func (m *Meter) SetTotal(total int64) {
 // Finish draws the final line (no ETA, the elapsed time instead) and ends it with a newline.
 // Later calls do nothing.
 func (m *Meter) Finish() {
-	if m == nil {
+	if !m.lock() {
 		return
 	}
-	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.finished {
-		return
-	}
 	m.finished = true
 	m.draw(m.now(), true)
 }

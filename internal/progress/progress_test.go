@@ -2,7 +2,10 @@ package progress
 
 import (
 	"bytes"
+	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -144,4 +147,29 @@ func TestNilMeter(t *testing.T) {
 	m.Add(1)
 	m.SetTotal(3)
 	m.Finish()
+}
+
+// TestConcurrentAddsAllCount: Adds from many goroutines (audit's parsing workers) are summed under
+// the lock, so none is lost between reading the count and writing it back.
+func TestConcurrentAddsAllCount(t *testing.T) {
+	const goroutines, adds = 8, 2000
+	var buf bytes.Buffer
+	c := &fakeClock{t: time.Unix(0, 0)}
+	m := New(&buf, Always, Options{Unit: "events", Now: c.now, Every: time.Hour})
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range adds {
+				m.Add(1)
+				runtime.Gosched()
+			}
+		}()
+	}
+	wg.Wait()
+	m.Finish()
+	if want := fmt.Sprintf("%d events", goroutines*adds); !strings.Contains(buf.String(), want) {
+		t.Errorf("final line %q, want %q", buf.String(), want)
+	}
 }
