@@ -170,16 +170,15 @@ func (b *BatchNodeChecker) listRound(ctx context.Context, batch []*nodeWaiter) {
 	names := map[string]struct{}{}
 	// An expired continue token fails the round (kube.Pages): its checks then fail, and no
 	// lease is deleted on a partial view of the Nodes.
-	_, err := kube.Pages(ctx, "nodes", metav1.ListOptions{Limit: b.chunkSize}, func(ctx context.Context, o metav1.ListOptions) (string, error) {
+	countedList := func(ctx context.Context, o metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 		b.requests.Add(1)
-		list, err := b.nodes.List(ctx, o)
-		if err != nil {
-			return "", err
-		}
+		return b.nodes.List(ctx, o)
+	}
+	err := kube.List(ctx, "nodes", metav1.ListOptions{Limit: b.chunkSize}, countedList, func(list *metav1.PartialObjectMetadataList) error {
 		for i := range list.Items {
 			names[list.Items[i].Name] = struct{}{}
 		}
-		return list.Continue, nil
+		return nil
 	})
 	if err == nil {
 		b.mu.Lock()

@@ -18,12 +18,12 @@ type ObjectList interface {
 	GetContinue() string
 }
 
-// List reads every object of one resource, page by page (see Pages), with chunk objects a page
-// and managedFields dropped; list is the typed client's List method and what names the resource
+// List reads every object opts selects, page by page (see Pages: opts.Limit is the page size),
+// with managedFields dropped; list is the typed client's List method and what names the resource
 // in errors. page handles one page before the next is requested; the list's RemainingItemCount,
 // when the API server sends it, tells how many are still to come.
-func List[L ObjectList](ctx context.Context, what string, chunk int64, list func(context.Context, metav1.ListOptions) (L, error), page func(L) error) error {
-	_, err := Pages(ctx, what, metav1.ListOptions{Limit: chunk}, func(ctx context.Context, o metav1.ListOptions) (string, error) {
+func List[L ObjectList](ctx context.Context, what string, opts metav1.ListOptions, list func(context.Context, metav1.ListOptions) (L, error), page func(L) error) error {
+	_, err := Pages(ctx, what, opts, func(ctx context.Context, o metav1.ListOptions) (string, error) {
 		l, err := list(ctx, o)
 		if err != nil {
 			return "", err
@@ -47,7 +47,7 @@ func dropManagedFields(obj runtime.Object) error {
 
 // ListNodes reads the metadata of every Node (see List).
 func ListNodes(ctx context.Context, meta metadata.Interface, chunk int64, page func(*metav1.PartialObjectMetadataList) error) error {
-	return List(ctx, "nodes", chunk, meta.Resource(NodesResource).List, page)
+	return List(ctx, "nodes", metav1.ListOptions{Limit: chunk}, meta.Resource(NodesResource).List, page)
 }
 
 // ListLeases reads every lease of namespace ("" for all namespaces; see List).
@@ -56,5 +56,5 @@ func ListLeases(ctx context.Context, leases coordinationclient.LeasesGetter, nam
 	if namespace != "" {
 		what += " in " + namespace
 	}
-	return List(ctx, what, chunk, leases.Leases(namespace).List, page)
+	return List(ctx, what, metav1.ListOptions{Limit: chunk}, leases.Leases(namespace).List, page)
 }

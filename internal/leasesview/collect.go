@@ -362,14 +362,14 @@ func addCandidates(ctx context.Context, c *Clients, opts Options, r *Report) err
 	}
 	switch gv {
 	case "coordination.k8s.io/v1beta1":
-		err = kube.List(ctx, "leasecandidates", opts.chunk(), c.Kube.CoordinationV1beta1().LeaseCandidates(opts.Namespace).List, func(l *coordinationv1beta1.LeaseCandidateList) error {
+		err = kube.List(ctx, "leasecandidates", metav1.ListOptions{Limit: opts.chunk()}, c.Kube.CoordinationV1beta1().LeaseCandidates(opts.Namespace).List, func(l *coordinationv1beta1.LeaseCandidateList) error {
 			for i := range l.Items {
 				add(&l.Items[i].ObjectMeta, &l.Items[i].Spec)
 			}
 			return nil
 		})
 	case "coordination.k8s.io/v1alpha2":
-		err = kube.List(ctx, "leasecandidates", opts.chunk(), c.Kube.CoordinationV1alpha2().LeaseCandidates(opts.Namespace).List, func(l *coordinationv1alpha2.LeaseCandidateList) error {
+		err = kube.List(ctx, "leasecandidates", metav1.ListOptions{Limit: opts.chunk()}, c.Kube.CoordinationV1alpha2().LeaseCandidates(opts.Namespace).List, func(l *coordinationv1alpha2.LeaseCandidateList) error {
 			for i := range l.Items {
 				// The two versions' specs have the same fields.
 				spec := coordinationv1beta1.LeaseCandidateSpec(l.Items[i].Spec)

@@ -40,11 +40,7 @@ func ListObjects(ctx context.Context, c *Clients, opts Options, nodes map[string
 	nodeUID := func(name string) (types.UID, bool) { uid, ok := uids[name]; return uid, ok }
 	now := opts.now()
 	var out []coordinationv1.Lease
-	_, err := kube.Pages(ctx, "leases", metav1.ListOptions{Limit: opts.chunk()}, func(ctx context.Context, lo metav1.ListOptions) (string, error) {
-		list, err := c.Kube.CoordinationV1().Leases(ns).List(ctx, lo)
-		if err != nil {
-			return "", err
-		}
+	err := kube.ListLeases(ctx, c.Kube.CoordinationV1(), ns, opts.chunk(), func(list *coordinationv1.LeaseList) error {
 		for i := range list.Items {
 			l := &list.Items[i]
 			if nodes != nil && !nodes[l.Name] {
@@ -53,10 +49,9 @@ func ListObjects(ctx context.Context, c *Clients, opts Options, nodes map[string
 			if keep != nil && !keep.keep(classifyWith(l, nodeUID, now, opts.Lease).Class) {
 				continue
 			}
-			l.ManagedFields = nil
 			out = append(out, *l)
 		}
-		return list.Continue, nil
+		return nil
 	})
 	return out, err
 }

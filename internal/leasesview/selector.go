@@ -37,16 +37,11 @@ func SelectNodes(ctx context.Context, meta metadata.Interface, selector string, 
 		chunk = DefaultChunkSize
 	}
 	names := map[string]bool{}
-	_, err := kube.Pages(ctx, "nodes", metav1.ListOptions{Limit: chunk}, func(ctx context.Context, lo metav1.ListOptions) (string, error) {
-		lo.LabelSelector = selector
-		list, err := meta.Resource(kube.NodesResource).List(ctx, lo)
-		if err != nil {
-			return "", err
-		}
+	err := kube.List(ctx, "nodes", metav1.ListOptions{Limit: chunk, LabelSelector: selector}, meta.Resource(kube.NodesResource).List, func(list *metav1.PartialObjectMetadataList) error {
 		for i := range list.Items {
 			names[list.Items[i].Name] = true
 		}
-		return list.Continue, nil
+		return nil
 	})
 	if err != nil {
 		return nil, err

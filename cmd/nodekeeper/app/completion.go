@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
@@ -122,7 +123,7 @@ func (g *globalOptions) namespaces(ctx context.Context) []string {
 	ctx, cancel := context.WithTimeout(ctx, completionTimeout)
 	defer cancel()
 	var out []string
-	err = kube.List(ctx, "namespaces", kube.DefaultChunkSize, clients.Kube.CoreV1().Namespaces().List, func(list *corev1.NamespaceList) error {
+	err = kube.List(ctx, "namespaces", metav1.ListOptions{Limit: kube.DefaultChunkSize}, clients.Kube.CoreV1().Namespaces().List, func(list *corev1.NamespaceList) error {
 		for _, ns := range list.Items {
 			out = append(out, ns.Name)
 		}
