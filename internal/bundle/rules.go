@@ -24,122 +24,108 @@ var Sections = [][2]string{
 	{doctor.SectionAWSNode, "aws-node (Amazon VPC CNI) settings"},
 }
 
-const (
-	docCollector   = "https://github.com/awslabs/amazon-eks-ami/tree/main/log-collector-script/linux"
-	docCNITrouble  = "https://github.com/aws/amazon-vpc-cni-k8s/blob/master/docs/troubleshooting.md"
-	docEC2Throttle = "https://docs.aws.amazon.com/ec2/latest/devguide/ec2-api-throttling.html"
-	docEBSPerf     = "https://docs.aws.amazon.com/ebs/latest/userguide/ebs-io-characteristics.html"
-	docUserData    = "https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html#launch-template-user-data"
-	docKubeletCfg  = "https://kubernetes.io/docs/reference/config-api/kubelet-config.v1beta1/"
-	docLeases      = "https://kubernetes.io/docs/concepts/architecture/leases/#node-heart-beats"
-	docCNIIPs      = "https://docs.aws.amazon.com/eks/latest/best-practices/ip-opt.html"
-	docServingCert = "https://kubernetes.io/docs/reference/access-authn-authz/kubelet-tls-bootstrapping/#certificate-rotation"
-	docEviction    = "https://kubernetes.io/docs/concepts/scheduling-eviction/node-pressure-eviction/"
-	docNodeadm     = "https://awslabs.github.io/amazon-eks-ami/nodeadm/"
-)
-
 // The bundle's own rules (NK6xx).
 var (
 	RulePullQPS = findings.Define(findings.Rule{
 		Code: "NK601", Name: "image-pull-qps-exceeded", Section: SectionKubeletLog, Severity: findings.Warning,
 		Title:       "image pulls failed with \"pull QPS exceeded\"",
 		Remediation: "raise the kubelet's registryPullQPS (for example 50) and registryBurst; pods retry with back-off meanwhile (ErrImagePull, ImagePullBackOff)",
-		DocURL:      docKubeletCfg,
+		DocURL:      findings.DocKubeletConfig,
 	})
 	RuleLeaseOwner = findings.Define(findings.Rule{
 		Code: "NK602", Name: "lease-owner-ref-failed", Section: SectionKubeletLog, Severity: findings.Warning,
 		Title:       "the kubelet could not get its Node to set the owner of its lease",
 		Remediation: "a few lines at boot precede the Node's registration; lines that continue mean the Node was deleted while the kubelet runs (a zombie) or the kubelet cannot read it: check with nodekeeper leases",
-		DocURL:      docLeases,
+		DocURL:      findings.DocLeases,
 	})
 	RuleNodeStatus = findings.Define(findings.Rule{
 		Code: "NK603", Name: "node-status-update-failed", Section: SectionKubeletLog, Severity: findings.Warning,
 		Title:       "the kubelet could not update its node status",
 		Remediation: "check the node's path to the API server and API server throttling (429); a Node that stops reporting goes NotReady",
-		DocURL:      docLeases,
+		DocURL:      findings.DocLeases,
 	})
 	RuleEvictionStats = findings.Define(findings.Rule{
 		Code: "NK604", Name: "eviction-summary-stats-failed", Section: SectionKubeletLog, Severity: findings.Warning,
 		Title:       "the kubelet's eviction manager could not get node summary stats",
 		Remediation: "node-pressure eviction is blind while this lasts: check the container runtime's stats (crictl stats) and cAdvisor errors in the same log; when the error says the node is not found, the Node was deleted under a running kubelet (see NK603)",
-		DocURL:      docEviction,
+		DocURL:      findings.DocEviction,
 	})
 	RuleServingCert = findings.Define(findings.Rule{
 		Code: "NK605", Name: "kubelet-serving-cert-missing", Section: SectionKubeletLog, Severity: findings.Warning,
 		Title:       "the kubelet has no serving certificate: its kubelet-serving CSR was not approved",
 		Remediation: "kubectl logs/exec/port-forward and metrics scrapes to this node fail until it has one: list the node's CSRs (kubectl get csr --field-selector spec.signerName=kubernetes.io/kubelet-serving); EKS approves a kubelet-serving CSR only when it comes from system:node:<the instance's EC2 private DNS name> and asks for that name and the instance's addresses, so keep the hostname EC2 gives the node; approve by hand (kubectl certificate approve) only after checking the names in the request",
-		DocURL:      docServingCert,
+		DocURL:      findings.DocServingCert,
 	})
 	RuleIPAMDRefused = findings.Define(findings.Rule{
 		Code: "NK611", Name: "ipamd-connection-refused", Section: SectionCNILog, Severity: findings.Error,
 		Title:       "the CNI plugin could not reach ipamd (127.0.0.1:50051 / ipamd.sock): pods stay in ContainerCreating",
 		Remediation: "ipamd was not up: look for its start-up errors (API server unreachable, invalid settings) in ipamd.log; set CLUSTER_ENDPOINT so it does not wait for kube-proxy",
-		DocURL:      docCNITrouble,
+		DocURL:      findings.DocCNITroubleshooting,
 	})
 	RuleIPAMDAPIServer = findings.Define(findings.Rule{
 		Code: "NK612", Name: "ipamd-api-server-unreachable", Section: SectionCNILog, Severity: findings.Error,
 		Title:       "ipamd could not reach the API server",
 		Remediation: "set CLUSTER_ENDPOINT on aws-node (ipamd then does not depend on kube-proxy's iptables rules at boot) and check security groups between nodes and the control plane",
-		DocURL:      docCNITrouble,
+		DocURL:      findings.DocCNITroubleshooting,
 	})
 	RuleEC2Throttle = findings.Define(findings.Rule{
 		Code: "NK613", Name: "ec2-api-throttling", Section: SectionCNILog, Severity: findings.Warning,
 		Title:       "EC2 API throttling (RequestLimitExceeded / ThrottlingException)",
 		Remediation: "keep warm pools (WARM_ENI_TARGET, MINIMUM_IP_TARGET) so scale-ups need fewer EC2 calls, spread node launches, and ask for higher EC2 API rate quotas",
-		DocURL:      docEC2Throttle,
+		DocURL:      findings.DocEC2Throttling,
 	})
 	RuleNoAddress = findings.Define(findings.Rule{
 		Code: "NK614", Name: "ipam-no-address", Section: SectionCNILog, Severity: findings.Error,
 		Title:       "the VPC CNI had no IP address to give a pod: pods stay in ContainerCreating",
 		Remediation: "the node's ENIs are full or ipamd could not add addresses: keep the kubelet's maxPods within the node's address capacity (nodekeeper maxpods), enable prefix delegation on Nitro instances, and see NK613/NK615 in the same bundle for why no address could be added",
-		DocURL:      docCNIIPs,
+		DocURL:      findings.DocIPOptimization,
 	})
 	RuleSubnetExhausted = findings.Define(findings.Rule{
 		Code: "NK615", Name: "subnet-addresses-exhausted", Section: SectionCNILog, Severity: findings.Error,
 		Title:       "the subnet has no free addresses (InsufficientFreeAddressesInSubnet / InsufficientCidrBlocks)",
 		Remediation: "give pods more address space: larger or additional subnets, a secondary VPC CIDR with custom networking (ENIConfig per zone), or prefix delegation with subnets that have free /28 blocks; release leaked ENIs (status available) in the subnet",
-		DocURL:      docCNIIPs,
+		DocURL:      findings.DocIPOptimization,
 	})
 	RuleIODelay = findings.Define(findings.Rule{
 		Code: "NK621", Name: "block-io-delay", Section: SectionIO, Severity: findings.Warning,
 		Title:       "processes spent long waiting for block IO (EBS throttling)",
 		Remediation: "give the root volume more IOPS/throughput (gp3) or move container state (/var/lib/containerd, /var/lib/kubelet) to its own volume; the CNI binary and kubelet run from the root volume",
-		DocURL:      docEBSPerf,
+		DocURL:      findings.DocEBSIO,
 	})
 	RuleHostname = findings.Define(findings.Rule{
 		Code: "NK631", Name: "user-data-hostname-override", Section: SectionBootstrap, Severity: findings.Warning,
 		Title:       "user data overrides the hostname",
 		Remediation: "let the node keep its EC2 private DNS name; the Node name, its lease and the AWS cloud provider expect it",
-		DocURL:      docUserData,
+		DocURL:      findings.DocUserData,
 	})
 	RuleIptablesFlush = findings.Define(findings.Rule{
 		Code: "NK632", Name: "user-data-iptables-flush", Section: SectionBootstrap, Severity: findings.Error,
 		Title:       "user data flushes iptables",
 		Remediation: "remove the flush: it deletes the rules kube-proxy and the VPC CNI program at boot (Service routing, SNAT, pod traffic)",
-		DocURL:      docUserData,
+		DocURL:      findings.DocUserData,
 	})
 	RuleDocker = findings.Define(findings.Rule{
 		Code: "NK633", Name: "user-data-docker-on-containerd", Section: SectionBootstrap, Severity: findings.Warning,
 		Title:       "user data manages the Docker service on a node whose runtime is containerd",
 		Remediation: "remove the Docker steps from the bootstrap script; containerd is the runtime and a restarted dockerd only adds iptables rules and load",
-		DocURL:      docUserData,
+		DocURL:      findings.DocUserData,
 	})
 	RuleUserDataUntraced = findings.Define(findings.Rule{
 		Code: "NK634", Name: "user-data-not-traced", Section: SectionBootstrap, Severity: findings.Skipped,
 		Title:       "the user data's commands are not in cloud-init-output.log",
 		Remediation: "the user data runs without `set -x`, so the hostname, iptables and Docker checks (NK631-NK633) could not see its commands: pass the user data itself with --user-data FILE (aws ec2 describe-instance-attribute --attribute userData, or the launch template)",
-		DocURL:      docUserData,
+		DocURL:      findings.DocUserData,
 	})
 	RuleUserDataUnreadable = findings.Define(findings.Rule{
 		Code: "NK635", Name: "user-data-unreadable", Section: SectionBootstrap, Severity: findings.Warning,
 		Title:       "a part of the user data could not be read",
 		Remediation: "check the MIME structure (boundary, Content-Type of each part) and the NodeConfig YAML; nodeadm and cloud-init skip what they cannot parse, so the node may boot without that part",
-		DocURL:      docNodeadm,
+		DocURL:      findings.DocNodeadm,
 	})
 	RuleMissing = findings.Define(findings.Rule{
 		Code: "NK641", Name: "bundle-input-missing", Section: SectionKubeletLog, Severity: findings.Skipped,
 		Title:       "a file these checks read is not in the bundle",
 		Remediation: "collect the bundle with a current eks-log-collector.sh, as root, without --ignore_introspection",
-		DocURL:      docCollector,
+		DocURL:      findings.DocLogCollector,
 	})
 )
