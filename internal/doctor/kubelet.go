@@ -38,31 +38,22 @@ const (
 
 // Merge overlays the fields set in o on c (configuration drop-ins, command-line flags).
 func (c KubeletConfig) Merge(o KubeletConfig) KubeletConfig {
-	if o.RegistryPullQPS != nil {
-		c.RegistryPullQPS = o.RegistryPullQPS
-	}
-	if o.RegistryBurst != nil {
-		c.RegistryBurst = o.RegistryBurst
-	}
-	if o.SerializeImagePulls != nil {
-		c.SerializeImagePulls = o.SerializeImagePulls
-	}
-	if o.MaxParallelImagePulls != nil {
-		c.MaxParallelImagePulls = o.MaxParallelImagePulls
-	}
-	if o.MaxPods != nil {
-		c.MaxPods = o.MaxPods
-	}
-	if o.PodsPerCore != nil {
-		c.PodsPerCore = o.PodsPerCore
-	}
-	if o.KubeAPIQPS != nil {
-		c.KubeAPIQPS = o.KubeAPIQPS
-	}
-	if o.KubeAPIBurst != nil {
-		c.KubeAPIBurst = o.KubeAPIBurst
-	}
+	overlay(&c.RegistryPullQPS, o.RegistryPullQPS)
+	overlay(&c.RegistryBurst, o.RegistryBurst)
+	overlay(&c.SerializeImagePulls, o.SerializeImagePulls)
+	overlay(&c.MaxParallelImagePulls, o.MaxParallelImagePulls)
+	overlay(&c.MaxPods, o.MaxPods)
+	overlay(&c.PodsPerCore, o.PodsPerCore)
+	overlay(&c.KubeAPIQPS, o.KubeAPIQPS)
+	overlay(&c.KubeAPIBurst, o.KubeAPIBurst)
 	return c
+}
+
+// overlay sets *dst to src when src is set: an absent field keeps the value below it.
+func overlay[T any](dst **T, src *T) {
+	if src != nil {
+		*dst = src
+	}
 }
 
 // EffectiveMaxPods is maxPods or the kubelet default.
