@@ -18,22 +18,17 @@ const (
 	OSWindows         NodeOS = "windows"
 )
 
-// String names the OS for people.
-func (o NodeOS) String() string {
-	switch o {
-	case OSAmazonLinux2:
-		return "Amazon Linux 2"
-	case OSAmazonLinux2023:
-		return "Amazon Linux 2023"
-	case OSBottlerocket:
-		return "Bottlerocket"
-	case OSUbuntu:
-		return "Ubuntu"
-	case OSWindows:
-		return "Windows"
-	}
-	return "unknown OS"
+// nodeOSNames names each known OS for people.
+var nodeOSNames = map[NodeOS]string{
+	OSAmazonLinux2:    "Amazon Linux 2",
+	OSAmazonLinux2023: "Amazon Linux 2023",
+	OSBottlerocket:    "Bottlerocket",
+	OSUbuntu:          "Ubuntu",
+	OSWindows:         "Windows",
 }
+
+// String names the OS for people.
+func (o NodeOS) String() string { return nameOr(nodeOSNames, o, "unknown OS") }
 
 // DetectNodeOS reads the OS family from a Node's status.nodeInfo.osImage (for example "Amazon
 // Linux 2", "Amazon Linux 2023.5.20240701", "Bottlerocket OS 1.20.0 (aws-k8s-1.29)") or from the
@@ -67,17 +62,22 @@ const (
 	ProvisionerSelfManaged Provisioner = "self-managed"
 )
 
+// provisionerNames names each known provisioner for people.
+var provisionerNames = map[Provisioner]string{
+	ProvisionerKarpenter:        "Karpenter",
+	ProvisionerManagedNodeGroup: "managed node group",
+	ProvisionerSelfManaged:      "self-managed node group",
+}
+
 // String names the provisioner for people.
-func (p Provisioner) String() string {
-	switch p {
-	case ProvisionerKarpenter:
-		return "Karpenter"
-	case ProvisionerManagedNodeGroup:
-		return "managed node group"
-	case ProvisionerSelfManaged:
-		return "self-managed node group"
+func (p Provisioner) String() string { return nameOr(provisionerNames, p, "unknown provisioner") }
+
+// nameOr is names[k], or unknown for a value without a name.
+func nameOr[K comparable](names map[K]string, k K, unknown string) string {
+	if n, ok := names[k]; ok {
+		return n
 	}
-	return "unknown provisioner"
+	return unknown
 }
 
 // Well-known node labels that name the provisioner.
