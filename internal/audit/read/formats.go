@@ -37,28 +37,26 @@ const sortBatch = 20000
 // messageSink receives messages in input order, batched; it may keep the slice.
 type messageSink func([]message) error
 
+// messageReaders reads each non-line format into a batcher.
+var messageReaders = map[format]func(io.Reader, *batcher) error{
+	formatFilterEvents: readFilterEvents,
+	formatInsightsJSON: readInsightsJSON,
+	formatInsightsCSV:  readInsightsCSV,
+	formatSubscription: readSubscription,
+	formatJSONArray:    readJSONArray,
+	formatJSONStream:   readJSONStream,
+}
+
 // readMessages streams the messages of a non-line input to sink. No record is held whole
 // beyond limit bytes (twice that for a record that quotes its event as a JSON string, whose
 // escapes take room): a longer one is skimmed to its end and passed on as tooLong.
 func readMessages(d *decodedInput, limit int, sink messageSink) error {
-	b := &batcher{sink: sink, limit: limit}
-	var err error
-	switch d.format {
-	case formatFilterEvents:
-		err = readFilterEvents(d.r, b)
-	case formatInsightsJSON:
-		err = readInsightsJSON(d.r, b)
-	case formatInsightsCSV:
-		err = readInsightsCSV(d.r, b)
-	case formatSubscription:
-		err = readSubscription(d.r, b)
-	case formatJSONArray:
-		err = readJSONArray(d.r, b)
-	case formatJSONStream:
-		err = readJSONStream(d.r, b)
-	default:
-		err = fmt.Errorf("format %v has no message reader", d.format)
+	read, ok := messageReaders[d.format]
+	if !ok {
+		return fmt.Errorf("format %v has no message reader", d.format)
 	}
+	b := &batcher{sink: sink, limit: limit}
+	err := read(d.r, b)
 	if ferr := b.flush(); err == nil {
 		err = ferr
 	}

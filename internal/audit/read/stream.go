@@ -183,17 +183,7 @@ func (v *valueReader) skip() error {
 // object reads the object at the current position, calling fn for each key with the reader
 // positioned on its value; fn must consume the value. Keys longer than maxKey read as "".
 func (v *valueReader) object(fn func(key string) error) error {
-	if err := v.expect('{'); err != nil {
-		return err
-	}
-	c, err := v.peek()
-	if err != nil {
-		return v.unexpected(err)
-	}
-	if c == '}' {
-		return v.expect('}')
-	}
-	for {
+	return v.members('{', '}', func() error {
 		raw, tooLong, err := v.value(maxKey)
 		if err != nil {
 			return v.unexpected(err)
@@ -207,17 +197,8 @@ func (v *valueReader) object(fn func(key string) error) error {
 		if err := v.expect(':'); err != nil {
 			return err
 		}
-		if err := fn(key); err != nil {
-			return err
-		}
-		if err := v.endOf('}'); err != nil {
-			if err == errMore {
-				continue
-			}
-			return err
-		}
-		return nil
-	}
+		return fn(key)
+	})
 }
 
 // array reads the array at the current position (null is an empty one), calling fn with the
@@ -234,26 +215,29 @@ func (v *valueReader) array(fn func() error) error {
 		}
 		return err
 	}
-	if err := v.expect('['); err != nil {
+	return v.members('[', ']', fn)
+}
+
+// members reads a container from its open to its close bracket, calling member for each member
+// (none for an empty container); member must consume it.
+func (v *valueReader) members(open, close byte, member func() error) error {
+	if err := v.expect(open); err != nil {
 		return err
 	}
-	if c, err = v.peek(); err != nil {
+	c, err := v.peek()
+	if err != nil {
 		return v.unexpected(err)
 	}
-	if c == ']' {
-		return v.expect(']')
+	if c == close {
+		return v.expect(close)
 	}
 	for {
-		if err := fn(); err != nil {
+		if err := member(); err != nil {
 			return err
 		}
-		if err := v.endOf(']'); err != nil {
-			if err == errMore {
-				continue
-			}
+		if err := v.endOf(close); err != errMore {
 			return err
 		}
-		return nil
 	}
 }
 
