@@ -37,29 +37,28 @@ var deniedCodes = map[string]bool{
 	"UnauthorizedAccess":    true,
 }
 
-// AccessDeniedError is an AWS call that IAM did not allow; Permission is the action to add.
-type AccessDeniedError struct {
+// failedCall is what an explained error carries: the permission of the API operation called
+// and the answer AWS gave, which it unwraps to.
+type failedCall struct {
 	Permission string
 	Err        error
 }
+
+func (e *failedCall) Unwrap() error { return e.Err }
+
+// AccessDeniedError is an AWS call that IAM did not allow; Permission is the action to add.
+type AccessDeniedError struct{ failedCall }
 
 func (e *AccessDeniedError) Error() string {
 	return fmt.Sprintf("AWS denied %s: allow it in the IAM policy of the credentials in use (docs/aws.md lists the read-only policy nodekeeper needs): %v", e.Permission, e.Err)
 }
 
-func (e *AccessDeniedError) Unwrap() error { return e.Err }
-
 // ThrottledError is an AWS call that was still throttled after the SDK's retries.
-type ThrottledError struct {
-	Permission string
-	Err        error
-}
+type ThrottledError struct{ failedCall }
 
 func (e *ThrottledError) Error() string {
 	return fmt.Sprintf("AWS throttled %s and it was still throttled after the SDK's retries: run again later, narrow the query, or raise the account's API rate limit: %v", e.Permission, e.Err)
 }
-
-func (e *ThrottledError) Unwrap() error { return e.Err }
 
 // Explain turns the error of a call to the API operation allowed by permission into one that
 // says what to do: AccessDenied names the missing permission, throttling says it was throttled.
@@ -76,10 +75,10 @@ func Explain(permission string, err error) error {
 	var api smithy.APIError
 	if errors.As(err, &api) {
 		if deniedCodes[api.ErrorCode()] {
-			return &AccessDeniedError{Permission: permission, Err: err}
+			return &AccessDeniedError{failedCall{permission, err}}
 		}
 		if _, ok := retry.DefaultThrottleErrorCodes[api.ErrorCode()]; ok {
-			return &ThrottledError{Permission: permission, Err: err}
+			return &ThrottledError{failedCall{permission, err}}
 		}
 	}
 	return fmt.Errorf("%s: %w", permission, err)

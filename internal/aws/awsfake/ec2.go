@@ -70,6 +70,58 @@ func str(p *string) string {
 	return *p
 }
 
+// selectResources keeps the resources whose ID is in ids (every one when ids is empty) and that
+// match filters; attribute gives the values a filter name sees on a resource.
+func selectResources[T any](all []T, ids []string, filters []ec2types.Filter, id func(T) string, attribute func(r T, filter string) ([]string, bool)) ([]T, error) {
+	var match []T
+	for _, r := range all {
+		if len(ids) > 0 && !slices.Contains(ids, id(r)) {
+			continue
+		}
+		ok, err := matchFilters(filters, func(name string) ([]string, bool) { return attribute(r, name) })
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			match = append(match, r)
+		}
+	}
+	return match, nil
+}
+
+func instanceID(inst ec2types.Instance) string { return str(inst.InstanceId) }
+
+// instanceAttribute is what the filters DescribeInstances supports see on an instance.
+func instanceAttribute(inst ec2types.Instance, filter string) ([]string, bool) {
+	switch filter {
+	case "instance-id":
+		return []string{str(inst.InstanceId)}, true
+	case "instance-type":
+		return []string{string(inst.InstanceType)}, true
+	case "private-dns-name":
+		return []string{str(inst.PrivateDnsName)}, true
+	case "instance-state-name":
+		if inst.State == nil {
+			return nil, true
+		}
+		return []string{string(inst.State.Name)}, true
+	}
+	return tagValues(inst.Tags, filter)
+}
+
+func subnetID(s ec2types.Subnet) string { return str(s.SubnetId) }
+
+// subnetAttribute is what the filters DescribeSubnets supports see on a subnet.
+func subnetAttribute(s ec2types.Subnet, filter string) ([]string, bool) {
+	switch filter {
+	case "subnet-id":
+		return []string{str(s.SubnetId)}, true
+	case "vpc-id":
+		return []string{str(s.VpcId)}, true
+	}
+	return tagValues(s.Tags, filter)
+}
+
 // DescribeInstances implements EC2API: InstanceIds, and the filters instance-id,
 // instance-state-name, instance-type, private-dns-name, tag:KEY and tag-key.
 func (c *Cloud) DescribeInstances(_ context.Context, in *ec2.DescribeInstancesInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error) {
@@ -78,33 +130,9 @@ func (c *Cloud) DescribeInstances(_ context.Context, in *ec2.DescribeInstancesIn
 	if err := c.call(nkaws.PermDescribeInstances); err != nil {
 		return nil, err
 	}
-	var match []ec2types.Instance
-	for _, inst := range c.Instances {
-		if len(in.InstanceIds) > 0 && !slices.Contains(in.InstanceIds, str(inst.InstanceId)) {
-			continue
-		}
-		ok, err := matchFilters(in.Filters, func(name string) ([]string, bool) {
-			switch name {
-			case "instance-id":
-				return []string{str(inst.InstanceId)}, true
-			case "instance-type":
-				return []string{string(inst.InstanceType)}, true
-			case "private-dns-name":
-				return []string{str(inst.PrivateDnsName)}, true
-			case "instance-state-name":
-				if inst.State == nil {
-					return nil, true
-				}
-				return []string{string(inst.State.Name)}, true
-			}
-			return tagValues(inst.Tags, name)
-		})
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			match = append(match, inst)
-		}
+	match, err := selectResources(c.Instances, in.InstanceIds, in.Filters, instanceID, instanceAttribute)
+	if err != nil {
+		return nil, err
 	}
 	from, to, next, err := page(in.NextToken, len(match), c.pageSize(in.MaxResults))
 	if err != nil {
@@ -124,29 +152,12 @@ func (c *Cloud) DescribeSubnets(_ context.Context, in *ec2.DescribeSubnetsInput,
 	if err := c.call(nkaws.PermDescribeSubnets); err != nil {
 		return nil, err
 	}
-	var match []ec2types.Subnet
-	for _, s := range c.Subnets {
-		if len(in.SubnetIds) > 0 && !slices.Contains(in.SubnetIds, str(s.SubnetId)) {
-			continue
-		}
-		ok, err := matchFilters(in.Filters, func(name string) ([]string, bool) {
-			switch name {
-			case "subnet-id":
-				return []string{str(s.SubnetId)}, true
-			case "vpc-id":
-				return []string{str(s.VpcId)}, true
-			}
-			return tagValues(s.Tags, name)
-		})
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			match = append(match, s)
-		}
+	match, err := selectResources(c.Subnets, in.SubnetIds, in.Filters, subnetID, subnetAttribute)
+	if err != nil {
+		return nil, err
 	}
 	for _, id := range in.SubnetIds {
-		if !slices.ContainsFunc(c.Subnets, func(s ec2types.Subnet) bool { return str(s.SubnetId) == id }) {
+		if !slices.ContainsFunc(c.Subnets, func(s ec2types.Subnet) bool { return subnetID(s) == id }) {
 			return nil, apiError("InvalidSubnetID.NotFound", "The subnet ID '%s' does not exist", id)
 		}
 	}
