@@ -180,6 +180,22 @@ func (e *Env) startEtcd(ctx context.Context) error {
 	})
 }
 
+// issueFiles issues a certificate for cn (see authority.issue) and writes it and its key to
+// NAME.crt and NAME.key in the environment's directory.
+func (e *Env) issueFiles(name, cn string, groups []string, serving bool) (certFile, keyFile string, err error) {
+	cert, key, err := e.ca.issue(cn, groups, serving)
+	if err != nil {
+		return "", "", err
+	}
+	if certFile, err = e.writeFile(name+".crt", cert); err != nil {
+		return "", "", err
+	}
+	if keyFile, err = e.writeFile(name+".key", key); err != nil {
+		return "", "", err
+	}
+	return certFile, keyFile, nil
+}
+
 func (e *Env) configureAPIServer(opts Options) error {
 	ports, err := freePorts(1)
 	if err != nil {
@@ -189,28 +205,12 @@ func (e *Env) configureAPIServer(opts Options) error {
 	if e.caFile, err = e.writeFile("ca.crt", e.ca.certPEM); err != nil {
 		return err
 	}
-	servingCert, servingKey, err := e.ca.issue("kube-apiserver", nil, true)
-	if err != nil {
-		return err
-	}
-	certFile, err := e.writeFile("apiserver.crt", servingCert)
-	if err != nil {
-		return err
-	}
-	keyFile, err := e.writeFile("apiserver.key", servingKey)
+	certFile, keyFile, err := e.issueFiles("apiserver", "kube-apiserver", nil, true)
 	if err != nil {
 		return err
 	}
 	// The API server authenticates to kubelets (node proxy, logs, exec) with this identity.
-	kcCert, kcKey, err := e.ca.issue("kube-apiserver-kubelet-client", []string{"system:masters"}, false)
-	if err != nil {
-		return err
-	}
-	kcCertFile, err := e.writeFile("kubelet-client.crt", kcCert)
-	if err != nil {
-		return err
-	}
-	kcKeyFile, err := e.writeFile("kubelet-client.key", kcKey)
+	kcCertFile, kcKeyFile, err := e.issueFiles("kubelet-client", "kube-apiserver-kubelet-client", []string{"system:masters"}, false)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -80,7 +81,10 @@ type etcdHeader struct {
 	Revision int64 `json:"revision,string"`
 }
 
-// etcdCall posts one JSON request to the gateway and decodes the answer into out.
+// etcdClient talks to etcd's JSON gateway; its timeout only ends a call to an etcd that hangs.
+var etcdClient = &http.Client{Timeout: 2 * time.Minute}
+
+// etcdCall posts one JSON request to the gateway and decodes the answer into out (nil: discard).
 func (e *Env) etcdCall(ctx context.Context, path string, in, out any) error {
 	body, err := json.Marshal(in)
 	if err != nil {
@@ -90,7 +94,8 @@ func (e *Env) etcdCall(ctx context.Context, path string, in, out any) error {
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := etcdClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("etcd %s: %w", path, err)
 	}
@@ -100,10 +105,13 @@ func (e *Env) etcdCall(ctx context.Context, path string, in, out any) error {
 		return fmt.Errorf("etcd %s: %w", path, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("etcd %s: %s: %s", path, resp.Status, data)
+		return fmt.Errorf("etcd %s: %s: %s", path, resp.Status, bytes.TrimSpace(data))
+	}
+	if out == nil {
+		return nil
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("etcd %s: %w", path, err)
+		return fmt.Errorf("etcd %s: unreadable answer: %w", path, err)
 	}
 	return nil
 }
