@@ -176,16 +176,25 @@ func walk(src io.Reader, limits Limits, visit func(m Member, r io.Reader) error)
 // walkGzip is walk after the gzip magic was checked.
 func walkGzip(br io.Reader, limits Limits, visit func(m Member, r io.Reader) error) error {
 	limits = limits.withDefaults()
-	zr, err := gzip.NewReader(br)
+	zr, cr, err := gunzip(br, limits.MaxTotalSize)
 	if err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			return unsafeErr("the bundle is truncated: it ends before the first member (copy the whole file again)")
-		}
-		return unsafeErr("gzip header: %v", err)
+		return err
 	}
 	defer zr.Close()
-	cr := &countingReader{r: zr, max: limits.MaxTotalSize}
 	return walkTar(cr, limits, visit)
+}
+
+// gunzip starts decompressing br (its gzip magic already checked) and caps what is read from it
+// at max decompressed bytes. The caller closes zr; cr is what it reads from.
+func gunzip(br io.Reader, max int64) (zr *gzip.Reader, cr *countingReader, err error) {
+	zr, err = gzip.NewReader(br)
+	if err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return nil, nil, unsafeErr("the bundle is truncated: it ends before the first member (copy the whole file again)")
+		}
+		return nil, nil, unsafeErr("gzip header: %v", err)
+	}
+	return zr, &countingReader{r: zr, max: max}, nil
 }
 
 // walkTar reads the decompressed tar stream src, and drains it after the end marker so that a

@@ -3,7 +3,6 @@ package bundle
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -81,15 +80,11 @@ func (a *analysis) analyzeStream(r io.Reader, name string) error {
 		}
 		return a.readJournal(name, &countingReader{r: br, max: limits.MaxMemberSize})
 	}
-	zr, err := gzip.NewReader(br)
+	zr, cr, err := gunzip(br, limits.MaxTotalSize)
 	if err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			return unsafeErr("the bundle is truncated: it ends before the first member (copy the whole file again)")
-		}
-		return unsafeErr("gzip header: %v", err)
+		return err
 	}
 	defer zr.Close()
-	cr := &countingReader{r: zr, max: limits.MaxTotalSize}
 	zbr := bufio.NewReader(cr)
 	block, perr := zbr.Peek(512)
 	if !isTarHeader(block) {
