@@ -44,6 +44,9 @@ type PodSpec struct {
 	ScheduledAt time.Time
 }
 
+// podImage is the image of the simulated pods' one container; nothing pulls it.
+const podImage = "public.ecr.aws/docker/library/busybox:1.36"
+
 func (p PodSpec) pod() *corev1.Pod {
 	no := false
 	return &corev1.Pod{
@@ -52,7 +55,7 @@ func (p PodSpec) pod() *corev1.Pod {
 			NodeName:                     p.Node,
 			HostNetwork:                  p.HostNetwork,
 			AutomountServiceAccountToken: &no,
-			Containers:                   []corev1.Container{{Name: "app", Image: "public.ecr.aws/docker/library/busybox:1.36"}},
+			Containers:                   []corev1.Container{{Name: "app", Image: podImage}},
 		},
 	}
 }
@@ -67,49 +70,52 @@ func (p PodSpec) scheduled() metav1.Time {
 // CreateRunningPod creates a pod on its node and reports it Running with address ip, as the
 // kubelet does once the sandbox and containers started.
 func CreateRunningPod(ctx context.Context, c kubernetes.Interface, p PodSpec, ip string) (*corev1.Pod, error) {
-	created, err := c.CoreV1().Pods(p.Namespace).Create(ctx, p.pod(), metav1.CreateOptions{FieldManager: PodFieldManager})
-	if err != nil {
-		return nil, err
-	}
-	at := p.scheduled()
-	created.Status = corev1.PodStatus{
-		Phase:     corev1.PodRunning,
-		PodIP:     ip,
-		PodIPs:    []corev1.PodIP{{IP: ip}},
-		StartTime: &at,
-		Conditions: []corev1.PodCondition{
-			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: at},
-			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: at},
-		},
-		ContainerStatuses: []corev1.ContainerStatus{{
-			Name: "app", Image: "public.ecr.aws/docker/library/busybox:1.36", Ready: true,
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at}},
-		}},
-	}
-	return c.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{FieldManager: PodFieldManager})
+	return createReporting(ctx, c, p, func(at metav1.Time) corev1.PodStatus {
+		return corev1.PodStatus{
+			Phase:     corev1.PodRunning,
+			PodIP:     ip,
+			PodIPs:    []corev1.PodIP{{IP: ip}},
+			StartTime: &at,
+			Conditions: []corev1.PodCondition{
+				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: at},
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: at},
+			},
+			ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "app", Image: podImage, Ready: true,
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at}},
+			}},
+		}
+	})
 }
 
 // CreateStuckPod creates a pod on its node and reports it the way the kubelet does while the
 // sandbox cannot be created: phase Pending, no address, every container waiting with reason
 // ContainerCreating.
 func CreateStuckPod(ctx context.Context, c kubernetes.Interface, p PodSpec) (*corev1.Pod, error) {
+	return createReporting(ctx, c, p, func(at metav1.Time) corev1.PodStatus {
+		return corev1.PodStatus{
+			Phase:     corev1.PodPending,
+			StartTime: &at,
+			Conditions: []corev1.PodCondition{
+				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: at},
+				{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", LastTransitionTime: at},
+			},
+			ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "app", Image: podImage,
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}},
+			}},
+		}
+	})
+}
+
+// createReporting creates p's pod, then writes the status the kubelet reports for it; status gets
+// the time the pod was scheduled.
+func createReporting(ctx context.Context, c kubernetes.Interface, p PodSpec, status func(scheduled metav1.Time) corev1.PodStatus) (*corev1.Pod, error) {
 	created, err := c.CoreV1().Pods(p.Namespace).Create(ctx, p.pod(), metav1.CreateOptions{FieldManager: PodFieldManager})
 	if err != nil {
 		return nil, err
 	}
-	at := p.scheduled()
-	created.Status = corev1.PodStatus{
-		Phase:     corev1.PodPending,
-		StartTime: &at,
-		Conditions: []corev1.PodCondition{
-			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: at},
-			{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", LastTransitionTime: at},
-		},
-		ContainerStatuses: []corev1.ContainerStatus{{
-			Name: "app", Image: "public.ecr.aws/docker/library/busybox:1.36",
-			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}},
-		}},
-	}
+	created.Status = status(p.scheduled())
 	return c.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{FieldManager: PodFieldManager})
 }
 
