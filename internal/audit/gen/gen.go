@@ -374,6 +374,18 @@ type ev struct {
 	apfWait                     time.Duration
 }
 
+// appendOptional appends the string member key of objectRef when value is set; b is inside
+// the previous member's open string, and so is the result.
+func appendOptional(b []byte, key, value string) []byte {
+	if value == "" {
+		return b
+	}
+	b = append(b, `","`...)
+	b = append(b, key...)
+	b = append(b, `":"`...)
+	return append(b, value...)
+}
+
 func (g *generator) emit(e ev) {
 	if e.verb2 != "" {
 		e.verb = e.verb2
@@ -404,32 +416,17 @@ func (g *generator) emit(e ev) {
 	b = append(b, e.ua...)
 	b = append(b, `","objectRef":{"resource":"`...)
 	b = append(b, e.res...)
-	if e.ns != "" {
-		b = append(b, `","namespace":"`...)
-		b = append(b, e.ns...)
-	}
-	if e.name != "" {
-		b = append(b, `","name":"`...)
-		b = append(b, e.name...)
-	}
-	if e.uid != "" {
-		b = append(b, `","uid":"`...)
-		b = append(b, e.uid...)
-	}
-	if e.group != "" {
-		b = append(b, `","apiGroup":"`...)
-		b = append(b, e.group...)
-	}
+	b = appendOptional(b, "namespace", e.ns)
+	b = appendOptional(b, "name", e.name)
+	b = appendOptional(b, "uid", e.uid)
+	b = appendOptional(b, "apiGroup", e.group)
 	b = append(b, `","apiVersion":"v1`...)
 	if e.rv {
 		g.rv++
 		b = append(b, `","resourceVersion":"`...)
 		b = strconv.AppendInt(b, 1000000+g.rv, 10)
 	}
-	if e.sub != "" {
-		b = append(b, `","subresource":"`...)
-		b = append(b, e.sub...)
-	}
+	b = appendOptional(b, "subresource", e.sub)
 	b = append(b, `"},"responseStatus":{"metadata":{}`...)
 	switch {
 	case e.code == 404:
