@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -72,18 +73,14 @@ func (r *runner) checkPodNetworking(ctx context.Context, nodes []corev1.Node, in
 	var listed int64
 	for _, phase := range []corev1.PodPhase{corev1.PodPending, corev1.PodRunning} {
 		opts := metav1.ListOptions{Limit: r.o.ChunkSize, FieldSelector: fields.OneTermEqualSelector("status.phase", string(phase)).String()}
-		n, err := kube.Pages(ctx, "pods "+string(phase), opts, func(ctx context.Context, o metav1.ListOptions) (string, error) {
-			l, err := r.bulk.CoreV1().Pods("").List(ctx, o)
-			if err != nil {
-				return "", err
-			}
+		err := kube.List(ctx, "pods "+string(phase), opts, r.bulk.CoreV1().Pods("").List, func(l *corev1.PodList) error {
+			pages++
 			for i := range l.Items {
 				st.addPod(&l.Items[i])
 			}
 			listed += int64(len(l.Items))
-			return l.Continue, nil
+			return nil
 		})
-		pages += n
 		if apierrors.IsForbidden(err) {
 			r.rep.Add(RuleSandboxNoAddress.Skip("pods", "needs list on pods"))
 			return nil
@@ -96,21 +93,18 @@ func (r *runner) checkPodNetworking(ctx context.Context, nodes []corev1.Node, in
 	r.rep.AddStat(StatPodListPages, int64(pages))
 	r.rep.AddStat(StatStuckPods, int64(len(st.stuck)))
 
-	var events int64
+	var events, eventPages int64
 	if len(st.stuck) > 0 {
 		opts := metav1.ListOptions{Limit: r.o.ChunkSize, FieldSelector: fields.OneTermEqualSelector("reason", reasonSandboxFailed).String()}
-		n, err := kube.Pages(ctx, reasonSandboxFailed+" events", opts, func(ctx context.Context, o metav1.ListOptions) (string, error) {
-			l, err := r.bulk.CoreV1().Events("").List(ctx, o)
-			if err != nil {
-				return "", err
-			}
+		err := kube.List(ctx, reasonSandboxFailed+" events", opts, r.bulk.CoreV1().Events("").List, func(l *corev1.EventList) error {
+			eventPages++
 			for i := range l.Items {
 				st.addEvent(&l.Items[i])
 			}
 			events += int64(len(l.Items))
-			return l.Continue, nil
+			return nil
 		})
-		r.rep.AddStat(StatEventListPages, int64(n))
+		r.rep.AddStat(StatEventListPages, eventPages)
 		switch {
 		case apierrors.IsForbidden(err):
 			r.rep.Add(RuleSandboxOther.Skip("events", "needs list on events: stuck pods are reported without their cause"))
@@ -144,11 +138,7 @@ func (r *runner) checkServingCSRs(ctx context.Context, nodes []corev1.Node) erro
 	byNode := map[string]*pending{}
 	opts := metav1.ListOptions{Limit: r.o.ChunkSize, FieldSelector: fields.OneTermEqualSelector("spec.signerName", kubeletServingSigner).String()}
 	now := r.o.Now()
-	_, err := kube.Pages(ctx, "certificatesigningrequests", opts, func(ctx context.Context, o metav1.ListOptions) (string, error) {
-		l, err := r.client.CertificatesV1().CertificateSigningRequests().List(ctx, o)
-		if err != nil {
-			return "", err
-		}
+	err := kube.List(ctx, "certificatesigningrequests", opts, r.client.CertificatesV1().CertificateSigningRequests().List, func(l *certificatesv1.CertificateSigningRequestList) error {
 		for i := range l.Items {
 			c := &l.Items[i]
 			if c.Spec.SignerName != kubeletServingSigner || csrSettled(c) || now.Sub(c.CreationTimestamp.Time) < r.o.CSRPendingAfter {
@@ -168,7 +158,7 @@ func (r *runner) checkServingCSRs(ctx context.Context, nodes []corev1.Node) erro
 				p.oldest = c.CreationTimestamp.Time
 			}
 		}
-		return l.Continue, nil
+		return nil
 	})
 	if apierrors.IsForbidden(err) {
 		r.rep.Add(RuleServingCSRPending.Skip("certificatesigningrequests", "needs list on certificatesigningrequests"))
@@ -269,17 +259,12 @@ func (r *runner) servedResource(gvr schema.GroupVersionResource) (bool, error) {
 
 // listAll lists a dynamic resource page by page, handing each item to fn.
 func (r *runner) listAll(ctx context.Context, gvr schema.GroupVersionResource, fn func(*unstructured.Unstructured)) error {
-	_, err := kube.Pages(ctx, gvr.Resource, metav1.ListOptions{Limit: r.o.ChunkSize}, func(ctx context.Context, o metav1.ListOptions) (string, error) {
-		l, err := r.dynamic.Resource(gvr).List(ctx, o)
-		if err != nil {
-			return "", err
-		}
+	return kube.List(ctx, gvr.Resource, metav1.ListOptions{Limit: r.o.ChunkSize}, r.dynamic.Resource(gvr).List, func(l *unstructured.UnstructuredList) error {
 		for i := range l.Items {
 			fn(&l.Items[i])
 		}
-		return l.GetContinue(), nil
+		return nil
 	})
-	return err
 }
 
 // checkENIConfigs checks the custom networking objects: ENIConfigs with a subnet and security
@@ -442,17 +427,13 @@ func (r *runner) checkNodeScopedObjects(ctx context.Context, nodes []corev1.Node
 		return "unowned and leaked: nothing will remove it", findings.Warning, true
 	}
 	var csi []findings.Finding
-	_, err := kube.Pages(ctx, "csinodes", metav1.ListOptions{Limit: r.o.ChunkSize}, func(ctx context.Context, o metav1.ListOptions) (string, error) {
-		l, err := r.client.StorageV1().CSINodes().List(ctx, o)
-		if err != nil {
-			return "", err
-		}
+	err := kube.List(ctx, "csinodes", metav1.ListOptions{Limit: r.o.ChunkSize}, r.client.StorageV1().CSINodes().List, func(l *storagev1.CSINodeList) error {
 		for _, c := range l.Items {
 			if class, sev, orphan := classify(c.Name, c.OwnerReferences); orphan {
 				csi = append(csi, RuleCSINodeOrphaned.At(sev, "csinode/"+textsafe.Escape(c.Name), "no Node %s; %s", textsafe.Escape(c.Name), class))
 			}
 		}
-		return l.Continue, nil
+		return nil
 	})
 	switch {
 	case apierrors.IsForbidden(err):
