@@ -70,15 +70,28 @@ func str(p *string) string {
 	return *p
 }
 
-// selectResources keeps the resources whose ID is in ids (every one when ids is empty) and that
-// match filters; attribute gives the values a filter name sees on a resource.
-func selectResources[T any](all []T, ids []string, filters []ec2types.Filter, id func(T) string, attribute func(r T, filter string) ([]string, bool)) ([]T, error) {
+// resourceKind is what the fake's Describe calls know of one kind of EC2 resource: its ID, its
+// tags (the filters tag:KEY and tag-key) and the other filters it supports, by name.
+type resourceKind[T any] struct {
+	id      func(T) string
+	tags    func(T) []ec2types.Tag
+	filters map[string]func(T) []string
+}
+
+// selectFrom keeps the resources whose ID is in ids (every one when ids is empty) and that
+// match filters.
+func (k resourceKind[T]) selectFrom(all []T, ids []string, filters []ec2types.Filter) ([]T, error) {
 	var match []T
 	for _, r := range all {
-		if len(ids) > 0 && !slices.Contains(ids, id(r)) {
+		if len(ids) > 0 && !slices.Contains(ids, k.id(r)) {
 			continue
 		}
-		ok, err := matchFilters(filters, func(name string) ([]string, bool) { return attribute(r, name) })
+		ok, err := matchFilters(filters, func(name string) ([]string, bool) {
+			if get, ok := k.filters[name]; ok {
+				return get(r), true
+			}
+			return tagValues(k.tags(r), name)
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -89,37 +102,35 @@ func selectResources[T any](all []T, ids []string, filters []ec2types.Filter, id
 	return match, nil
 }
 
-func instanceID(inst ec2types.Instance) string { return str(inst.InstanceId) }
+func instanceID(i ec2types.Instance) string { return str(i.InstanceId) }
 
-// instanceAttribute is what the filters DescribeInstances supports see on an instance.
-func instanceAttribute(inst ec2types.Instance, filter string) ([]string, bool) {
-	switch filter {
-	case "instance-id":
-		return []string{str(inst.InstanceId)}, true
-	case "instance-type":
-		return []string{string(inst.InstanceType)}, true
-	case "private-dns-name":
-		return []string{str(inst.PrivateDnsName)}, true
-	case "instance-state-name":
-		if inst.State == nil {
-			return nil, true
-		}
-		return []string{string(inst.State.Name)}, true
-	}
-	return tagValues(inst.Tags, filter)
+// instances are what DescribeInstances filters.
+var instances = resourceKind[ec2types.Instance]{
+	id:   instanceID,
+	tags: func(i ec2types.Instance) []ec2types.Tag { return i.Tags },
+	filters: map[string]func(ec2types.Instance) []string{
+		"instance-id":      func(i ec2types.Instance) []string { return []string{instanceID(i)} },
+		"instance-type":    func(i ec2types.Instance) []string { return []string{string(i.InstanceType)} },
+		"private-dns-name": func(i ec2types.Instance) []string { return []string{str(i.PrivateDnsName)} },
+		"instance-state-name": func(i ec2types.Instance) []string {
+			if i.State == nil {
+				return nil
+			}
+			return []string{string(i.State.Name)}
+		},
+	},
 }
 
 func subnetID(s ec2types.Subnet) string { return str(s.SubnetId) }
 
-// subnetAttribute is what the filters DescribeSubnets supports see on a subnet.
-func subnetAttribute(s ec2types.Subnet, filter string) ([]string, bool) {
-	switch filter {
-	case "subnet-id":
-		return []string{str(s.SubnetId)}, true
-	case "vpc-id":
-		return []string{str(s.VpcId)}, true
-	}
-	return tagValues(s.Tags, filter)
+// subnets are what DescribeSubnets filters.
+var subnets = resourceKind[ec2types.Subnet]{
+	id:   subnetID,
+	tags: func(s ec2types.Subnet) []ec2types.Tag { return s.Tags },
+	filters: map[string]func(ec2types.Subnet) []string{
+		"subnet-id": func(s ec2types.Subnet) []string { return []string{subnetID(s)} },
+		"vpc-id":    func(s ec2types.Subnet) []string { return []string{str(s.VpcId)} },
+	},
 }
 
 // DescribeInstances implements EC2API: InstanceIds, and the filters instance-id,
@@ -130,7 +141,7 @@ func (c *Cloud) DescribeInstances(_ context.Context, in *ec2.DescribeInstancesIn
 	if err := c.call(nkaws.PermDescribeInstances); err != nil {
 		return nil, err
 	}
-	match, err := selectResources(c.Instances, in.InstanceIds, in.Filters, instanceID, instanceAttribute)
+	match, err := instances.selectFrom(c.Instances, in.InstanceIds, in.Filters)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +163,7 @@ func (c *Cloud) DescribeSubnets(_ context.Context, in *ec2.DescribeSubnetsInput,
 	if err := c.call(nkaws.PermDescribeSubnets); err != nil {
 		return nil, err
 	}
-	match, err := selectResources(c.Subnets, in.SubnetIds, in.Filters, subnetID, subnetAttribute)
+	match, err := subnets.selectFrom(c.Subnets, in.SubnetIds, in.Filters)
 	if err != nil {
 		return nil, err
 	}
