@@ -29,34 +29,6 @@ const SectionEC2 = "ec2"
 
 var sectionEC2 = [2]string{SectionEC2, "EC2: instances without Nodes, Nodes without instances, subnet addresses"}
 
-// NK8xx: EC2.
-var (
-	RuleInstanceWithoutNode = findings.Define(findings.Rule{
-		Code: "NK801", Name: "instance-without-node", Section: SectionEC2, Severity: findings.Warning,
-		Title:       "EC2 instance of the cluster running without a Node",
-		Remediation: "find out whether it is a zombie kubelet (nodekeeper audit --cloudwatch names kubelets calling after their Node's deletion) or a node that never joined (bootstrap, IAM role, aws-auth/access entry), then terminate it or let it join; it is billed either way",
-		DocURL:      findings.DocNodeLifecycle,
-	})
-	RuleNodeInstanceGone = findings.Define(findings.Rule{
-		Code: "NK802", Name: "node-instance-gone", Section: SectionEC2, Severity: findings.Warning,
-		Title:       "Node whose EC2 instance is terminated, stopped or missing",
-		Remediation: "the cloud node lifecycle controller should delete such Nodes: check the cloud controller manager (EKS: the control plane) and its permissions; delete the Node once you are sure the machine is gone",
-		DocURL:      findings.DocNodeLifecycle,
-	})
-	RuleSubnetAddressesLow = findings.Define(findings.Rule{
-		Code: "NK803", Name: "subnet-addresses-low", Section: SectionEC2, Severity: findings.Warning,
-		Title:       "subnet of the nodes (or of their pods, with custom networking) with fewer free addresses than a node needs",
-		Remediation: "add subnets (or a secondary CIDR with custom networking) for nodes and pods, lower WARM_IP_TARGET/WARM_ENI_TARGET, or move pods to prefix delegation in a subnet with free /28s",
-		DocURL:      findings.DocIPOptimization,
-	})
-	RuleSubnetPrefixFragmented = findings.Define(findings.Rule{
-		Code: "NK804", Name: "subnet-prefix-fragmentation", Section: SectionEC2, Severity: findings.Warning,
-		Title:       "prefix delegation in a subnet where a free /28 is unlikely",
-		Remediation: "prefix delegation needs 16 contiguous, aligned free addresses per prefix: reserve a CIDR block for prefixes (subnet CIDR reservation) or use a new subnet for nodes",
-		DocURL:      findings.DocPrefixDelegation,
-	})
-)
-
 // clusterTagFilters are the three ways a cluster's instances are tagged: the cloud provider's
 // kubernetes.io/cluster/NAME (managed node groups, Karpenter, self-managed), EKS's
 // eks:cluster-name (managed node groups) and Karpenter's eks:eks-cluster-name beside

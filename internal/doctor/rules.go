@@ -25,8 +25,9 @@ var Sections = [][2]string{
 }
 
 // The doctor's rules. Codes are stable; docs/doctor.md lists them. NK1xx nodes, NK2xx kubelet
-// configuration, NK3xx versions and heartbeats, NK4xx aws-node, NK5xx APF, NK7xx pod networking. The bundle command
-// reuses the kubelet and aws-node rules for the same settings read from files.
+// configuration, NK3xx versions and heartbeats, NK4xx aws-node, NK5xx APF, NK7xx pod networking,
+// NK8xx EC2. The bundle command reuses the kubelet and aws-node rules for the same settings read
+// from files.
 var (
 	RuleMaxPodsAboveIPs = findings.Define(findings.Rule{
 		Code: "NK101", Name: "max-pods-above-ip-capacity", Section: SectionNodes, Severity: findings.Error,
@@ -306,5 +307,31 @@ var (
 		Title:       "CNINode (vpcresources.k8s.aws) whose Node is gone",
 		Remediation: "owned: the garbage collector removes it with its Node; unowned or leaked: the VPC resource controller left it - delete it by hand after checking no instance of that name runs; nodekeeper never deletes it",
 		DocURL:      findings.DocCNITroubleshooting,
+	})
+
+	// NK8xx: EC2 (doctor --aws, the section in ec2.go).
+	RuleInstanceWithoutNode = findings.Define(findings.Rule{
+		Code: "NK801", Name: "instance-without-node", Section: SectionEC2, Severity: findings.Warning,
+		Title:       "EC2 instance of the cluster running without a Node",
+		Remediation: "find out whether it is a zombie kubelet (nodekeeper audit --cloudwatch names kubelets calling after their Node's deletion) or a node that never joined (bootstrap, IAM role, aws-auth/access entry), then terminate it or let it join; it is billed either way",
+		DocURL:      findings.DocNodeLifecycle,
+	})
+	RuleNodeInstanceGone = findings.Define(findings.Rule{
+		Code: "NK802", Name: "node-instance-gone", Section: SectionEC2, Severity: findings.Warning,
+		Title:       "Node whose EC2 instance is terminated, stopped or missing",
+		Remediation: "the cloud node lifecycle controller should delete such Nodes: check the cloud controller manager (EKS: the control plane) and its permissions; delete the Node once you are sure the machine is gone",
+		DocURL:      findings.DocNodeLifecycle,
+	})
+	RuleSubnetAddressesLow = findings.Define(findings.Rule{
+		Code: "NK803", Name: "subnet-addresses-low", Section: SectionEC2, Severity: findings.Warning,
+		Title:       "subnet of the nodes (or of their pods, with custom networking) with fewer free addresses than a node needs",
+		Remediation: "add subnets (or a secondary CIDR with custom networking) for nodes and pods, lower WARM_IP_TARGET/WARM_ENI_TARGET, or move pods to prefix delegation in a subnet with free /28s",
+		DocURL:      findings.DocIPOptimization,
+	})
+	RuleSubnetPrefixFragmented = findings.Define(findings.Rule{
+		Code: "NK804", Name: "subnet-prefix-fragmentation", Section: SectionEC2, Severity: findings.Warning,
+		Title:       "prefix delegation in a subnet where a free /28 is unlikely",
+		Remediation: "prefix delegation needs 16 contiguous, aligned free addresses per prefix: reserve a CIDR block for prefixes (subnet CIDR reservation) or use a new subnet for nodes",
+		DocURL:      findings.DocPrefixDelegation,
 	})
 )
