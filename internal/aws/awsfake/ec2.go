@@ -70,87 +70,98 @@ func str(p *string) string {
 	return *p
 }
 
-// resourceKind is what the fake's Describe calls know of one kind of EC2 resource: its ID, its
-// tags (the filters tag:KEY and tag-key) and the other filters it supports, by name.
+// resourceKind is what the fake's Describe calls know of one kind of EC2 resource.
 type resourceKind[T any] struct {
-	id      func(T) string
-	tags    func(T) []ec2types.Tag
-	filters map[string]func(T) []string
+	// values gives a resource's tags (the filters tag:KEY and tag-key) and the values the other
+	// filters it supports see, by filter name.
+	values func(T) ([]ec2types.Tag, map[string][]string)
+	// idFilter is the filter that holds a resource's ID.
+	idFilter string
+	// unknownID, when set, is the error for an asked-for ID that no resource has (EC2 then fails
+	// the whole call).
+	unknownID func(id string) error
 }
 
-// selectFrom keeps the resources whose ID is in ids (every one when ids is empty) and that
-// match filters.
-func (k resourceKind[T]) selectFrom(all []T, ids []string, filters []ec2types.Filter) ([]T, error) {
+var (
+	instanceKind = resourceKind[ec2types.Instance]{values: instanceValues, idFilter: "instance-id"}
+	subnetKind   = resourceKind[ec2types.Subnet]{values: subnetValues, idFilter: "subnet-id", unknownID: unknownSubnet}
+)
+
+func unknownSubnet(id string) error {
+	return apiError("InvalidSubnetID.NotFound", "The subnet ID '%s' does not exist", id)
+}
+
+// describe answers a Describe call: under the fake's lock it counts the call (and applies Deny),
+// keeps the resources of *all whose ID is in ids (every one when ids is empty) and that match
+// filters, and returns the page token and max ask for with the next token.
+func (k resourceKind[T]) describe(c *Cloud, permission string, all *[]T, ids []string, filters []ec2types.Filter, token *string, max *int32) ([]T, *string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.call(permission); err != nil {
+		return nil, nil, err
+	}
 	var match []T
-	for _, r := range all {
-		if len(ids) > 0 && !slices.Contains(ids, k.id(r)) {
+	known := map[string]bool{}
+	for _, r := range *all {
+		tags, attrs := k.values(r)
+		id := attrs[k.idFilter][0]
+		known[id] = true
+		if len(ids) > 0 && !slices.Contains(ids, id) {
 			continue
 		}
 		ok, err := matchFilters(filters, func(name string) ([]string, bool) {
-			if get, ok := k.filters[name]; ok {
-				return get(r), true
+			if v, ok := attrs[name]; ok {
+				return v, true
 			}
-			return tagValues(k.tags(r), name)
+			return tagValues(tags, name)
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if ok {
 			match = append(match, r)
 		}
 	}
-	return match, nil
+	for _, id := range ids {
+		if !known[id] && k.unknownID != nil {
+			return nil, nil, k.unknownID(id)
+		}
+	}
+	from, to, next, err := page(token, len(match), c.pageSize(max))
+	if err != nil {
+		return nil, nil, err
+	}
+	return match[from:to], next, nil
 }
 
-func instanceID(i ec2types.Instance) string { return str(i.InstanceId) }
-
-// instances are what DescribeInstances filters.
-var instances = resourceKind[ec2types.Instance]{
-	id:   instanceID,
-	tags: func(i ec2types.Instance) []ec2types.Tag { return i.Tags },
-	filters: map[string]func(ec2types.Instance) []string{
-		"instance-id":      func(i ec2types.Instance) []string { return []string{instanceID(i)} },
-		"instance-type":    func(i ec2types.Instance) []string { return []string{string(i.InstanceType)} },
-		"private-dns-name": func(i ec2types.Instance) []string { return []string{str(i.PrivateDnsName)} },
-		"instance-state-name": func(i ec2types.Instance) []string {
-			if i.State == nil {
-				return nil
-			}
-			return []string{string(i.State.Name)}
-		},
-	},
+// instanceValues is what DescribeInstances filters see on an instance.
+func instanceValues(inst ec2types.Instance) ([]ec2types.Tag, map[string][]string) {
+	var state []string
+	if inst.State != nil {
+		state = []string{string(inst.State.Name)}
+	}
+	return inst.Tags, map[string][]string{
+		"instance-id":         {str(inst.InstanceId)},
+		"instance-type":       {string(inst.InstanceType)},
+		"private-dns-name":    {str(inst.PrivateDnsName)},
+		"instance-state-name": state,
+	}
 }
 
-func subnetID(s ec2types.Subnet) string { return str(s.SubnetId) }
-
-// subnets are what DescribeSubnets filters.
-var subnets = resourceKind[ec2types.Subnet]{
-	id:   subnetID,
-	tags: func(s ec2types.Subnet) []ec2types.Tag { return s.Tags },
-	filters: map[string]func(ec2types.Subnet) []string{
-		"subnet-id": func(s ec2types.Subnet) []string { return []string{subnetID(s)} },
-		"vpc-id":    func(s ec2types.Subnet) []string { return []string{str(s.VpcId)} },
-	},
+// subnetValues is what DescribeSubnets filters see on a subnet.
+func subnetValues(s ec2types.Subnet) ([]ec2types.Tag, map[string][]string) {
+	return s.Tags, map[string][]string{"subnet-id": {str(s.SubnetId)}, "vpc-id": {str(s.VpcId)}}
 }
 
 // DescribeInstances implements EC2API: InstanceIds, and the filters instance-id,
 // instance-state-name, instance-type, private-dns-name, tag:KEY and tag-key.
 func (c *Cloud) DescribeInstances(_ context.Context, in *ec2.DescribeInstancesInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.call(nkaws.PermDescribeInstances); err != nil {
-		return nil, err
-	}
-	match, err := instances.selectFrom(c.Instances, in.InstanceIds, in.Filters)
-	if err != nil {
-		return nil, err
-	}
-	from, to, next, err := page(in.NextToken, len(match), c.pageSize(in.MaxResults))
+	instances, next, err := instanceKind.describe(c, nkaws.PermDescribeInstances, &c.Instances, in.InstanceIds, in.Filters, in.NextToken, in.MaxResults)
 	if err != nil {
 		return nil, err
 	}
 	out := &ec2.DescribeInstancesOutput{NextToken: next}
-	for _, inst := range match[from:to] {
+	for _, inst := range instances {
 		out.Reservations = append(out.Reservations, ec2types.Reservation{Instances: []ec2types.Instance{inst}})
 	}
 	return out, nil
@@ -158,25 +169,11 @@ func (c *Cloud) DescribeInstances(_ context.Context, in *ec2.DescribeInstancesIn
 
 // DescribeSubnets implements EC2API: SubnetIds, and the filters subnet-id, vpc-id, tag:KEY.
 func (c *Cloud) DescribeSubnets(_ context.Context, in *ec2.DescribeSubnetsInput, _ ...func(*ec2.Options)) (*ec2.DescribeSubnetsOutput, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.call(nkaws.PermDescribeSubnets); err != nil {
-		return nil, err
-	}
-	match, err := subnets.selectFrom(c.Subnets, in.SubnetIds, in.Filters)
+	subnets, next, err := subnetKind.describe(c, nkaws.PermDescribeSubnets, &c.Subnets, in.SubnetIds, in.Filters, in.NextToken, in.MaxResults)
 	if err != nil {
 		return nil, err
 	}
-	for _, id := range in.SubnetIds {
-		if !slices.ContainsFunc(c.Subnets, func(s ec2types.Subnet) bool { return subnetID(s) == id }) {
-			return nil, apiError("InvalidSubnetID.NotFound", "The subnet ID '%s' does not exist", id)
-		}
-	}
-	from, to, next, err := page(in.NextToken, len(match), c.pageSize(in.MaxResults))
-	if err != nil {
-		return nil, err
-	}
-	return &ec2.DescribeSubnetsOutput{Subnets: match[from:to], NextToken: next}, nil
+	return &ec2.DescribeSubnetsOutput{Subnets: subnets, NextToken: next}, nil
 }
 
 // DescribeInstanceTypes implements EC2API: InstanceTypes, at most 100 of them as in EC2, where

@@ -1,0 +1,125 @@
+package awsfake
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/smithy-go"
+
+	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
+)
+
+func filter(name string, values ...string) ec2types.Filter {
+	return ec2types.Filter{Name: aws.String(name), Values: values}
+}
+
+func testCloud() *Cloud {
+	tag := func(k, v string) []ec2types.Tag { return []ec2types.Tag{{Key: aws.String(k), Value: aws.String(v)}} }
+	return &Cloud{
+		Instances: []ec2types.Instance{
+			{InstanceId: aws.String("i-1"), InstanceType: "m5.large", State: &ec2types.InstanceState{Name: ec2types.InstanceStateNameRunning}, Tags: tag("team", "a")},
+			{InstanceId: aws.String("i-2"), InstanceType: "m5.xlarge", State: &ec2types.InstanceState{Name: ec2types.InstanceStateNameStopped}, Tags: tag("team", "b")},
+			{InstanceId: aws.String("i-3"), InstanceType: "c5.large", Tags: tag("team", "a")},
+		},
+		Subnets: []ec2types.Subnet{
+			{SubnetId: aws.String("subnet-1"), VpcId: aws.String("vpc-1")},
+			{SubnetId: aws.String("subnet-2"), VpcId: aws.String("vpc-2")},
+		},
+		PageSize: 2,
+	}
+}
+
+func apiCode(err error) string {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		return api.ErrorCode()
+	}
+	return ""
+}
+
+// The Describe calls select by ID and filters and page the way EC2 does, and fail as EC2 does.
+func TestDescribeSelectsAndPages(t *testing.T) {
+	ctx := context.Background()
+	instances := func(in *ec2.DescribeInstancesInput) ([]string, string, error) {
+		var ids []string
+		for {
+			out, err := testCloud().DescribeInstances(ctx, in)
+			if err != nil {
+				return nil, apiCode(err), err
+			}
+			for _, r := range out.Reservations {
+				ids = append(ids, *r.Instances[0].InstanceId)
+			}
+			if out.NextToken == nil {
+				return ids, "", nil
+			}
+			in.NextToken = out.NextToken
+		}
+	}
+	subnets := func(in *ec2.DescribeSubnetsInput) ([]string, string, error) {
+		out, err := testCloud().DescribeSubnets(ctx, in)
+		if err != nil {
+			return nil, apiCode(err), err
+		}
+		var ids []string
+		for _, s := range out.Subnets {
+			ids = append(ids, *s.SubnetId)
+		}
+		return ids, "", nil
+	}
+	tests := []struct {
+		name     string
+		call     func() ([]string, string, error)
+		want     []string
+		wantCode string
+	}{
+		{"every instance over two pages", func() ([]string, string, error) { return instances(&ec2.DescribeInstancesInput{}) }, []string{"i-1", "i-2", "i-3"}, ""},
+		{"instances by ID", func() ([]string, string, error) {
+			return instances(&ec2.DescribeInstancesInput{InstanceIds: []string{"i-3", "i-1"}})
+		}, []string{"i-1", "i-3"}, ""},
+		{"an unknown instance ID selects nothing", func() ([]string, string, error) {
+			return instances(&ec2.DescribeInstancesInput{InstanceIds: []string{"i-9"}})
+		}, nil, ""},
+		{"state and tag filters are ANDed", func() ([]string, string, error) {
+			return instances(&ec2.DescribeInstancesInput{Filters: []ec2types.Filter{filter("instance-state-name", "running", "stopped"), filter("tag:team", "a")}})
+		}, []string{"i-1"}, ""},
+		{"wildcards and tag-key", func() ([]string, string, error) {
+			return instances(&ec2.DescribeInstancesInput{Filters: []ec2types.Filter{filter("instance-type", "m5.*"), filter("tag-key", "team")}})
+		}, []string{"i-1", "i-2"}, ""},
+		{"an unsupported filter fails", func() ([]string, string, error) {
+			return instances(&ec2.DescribeInstancesInput{Filters: []ec2types.Filter{filter("vpc-id", "vpc-1")}})
+		}, nil, "InvalidParameterValue"},
+		{"subnets by VPC", func() ([]string, string, error) {
+			return subnets(&ec2.DescribeSubnetsInput{Filters: []ec2types.Filter{filter("vpc-id", "vpc-2")}})
+		}, []string{"subnet-2"}, ""},
+		{"an unknown subnet ID fails the call", func() ([]string, string, error) {
+			return subnets(&ec2.DescribeSubnetsInput{SubnetIds: []string{"subnet-1", "subnet-9"}})
+		}, nil, "InvalidSubnetID.NotFound"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, code, err := tt.call()
+			if code != tt.wantCode {
+				t.Fatalf("error code %q (%v), want %q", code, err, tt.wantCode)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// A denied Describe call is counted and fails before anything is selected.
+func TestDescribeDenied(t *testing.T) {
+	c := testCloud()
+	c.Deny = map[string]bool{nkaws.PermDescribeSubnets: true}
+	_, err := c.DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{SubnetIds: []string{"subnet-9"}})
+	if code := apiCode(err); code != "UnauthorizedOperation" {
+		t.Fatalf("error code %q (%v), want UnauthorizedOperation", code, err)
+	}
+}
