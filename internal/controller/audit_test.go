@@ -2,7 +2,6 @@ package controller
 
 import (
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,92 +10,26 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodekeeper/nodekeeper/internal/lease"
+	"github.com/nodekeeper/nodekeeper/internal/testenv"
 )
 
-// auditEvent is the part of an audit.k8s.io/v1 Event the assertions read. It is decoded here
-// rather than with the API types so that the test depends only on the log's documented fields.
-type auditEvent struct {
-	Stage      string `json:"stage"`
-	Verb       string `json:"verb"`
-	RequestURI string `json:"requestURI"`
-	User       struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ObjectRef *struct {
-		Resource  string `json:"resource"`
-		Namespace string `json:"namespace"`
-		Name      string `json:"name"`
-		APIGroup  string `json:"apiGroup"`
-	} `json:"objectRef"`
-	ResponseStatus *struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-	RequestObject  json.RawMessage `json:"requestObject"`
-	ResponseObject json.RawMessage `json:"responseObject"`
-	Received       time.Time       `json:"requestReceivedTimestamp"`
-	Completed      time.Time       `json:"stageTimestamp"`
-}
-
-func (e auditEvent) code() int {
-	if e.ResponseStatus == nil {
-		return 0
-	}
-	return e.ResponseStatus.Code
-}
-
-func (e auditEvent) resource() string {
-	if e.ObjectRef == nil {
-		return ""
-	}
-	return e.ObjectRef.Resource
-}
-
-func (e auditEvent) name() string {
-	if e.ObjectRef == nil {
-		return ""
-	}
-	return e.ObjectRef.Name
-}
-
 // readAudit returns every completed request in the test API server's audit log.
-func readAudit(t testing.TB) []auditEvent {
+func readAudit(t testing.TB) []testenv.AuditEvent {
 	t.Helper()
-	return readAuditFile(t, env.AuditLogPath())
+	return env.AuditEvents(t, "", nil)
 }
 
 // readAuditFile returns every completed request in the audit log at path.
-func readAuditFile(t testing.TB, path string) []auditEvent {
+func readAuditFile(t testing.TB, path string) []testenv.AuditEvent {
 	t.Helper()
-	return scanAudit(t, path, func(e auditEvent) bool { return e.Stage == "ResponseComplete" || e.Stage == "Panic" })
-}
-
-// scanAudit returns the events of the audit log at path that keep accepts.
-func scanAudit(t testing.TB, path string, keep func(auditEvent) bool) []auditEvent {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []auditEvent
-	dec := json.NewDecoder(f)
-	for {
-		var e auditEvent
-		if err := dec.Decode(&e); err != nil {
-			break // io.EOF, or the API server is mid-line on the last event: everything before it counts
-		}
-		if keep(e) {
-			out = append(out, e)
-		}
-	}
-	return out
+	return testenv.ReadAudit(t, path, "", testenv.AuditEvent.Done)
 }
 
 // auditDeletes returns the lease DELETEs (any outcome) user sent.
-func auditDeletes(events []auditEvent, user string) []auditEvent {
-	var out []auditEvent
+func auditDeletes(events []testenv.AuditEvent, user string) []testenv.AuditEvent {
+	var out []testenv.AuditEvent
 	for _, e := range events {
-		if e.User.Username == user && e.Verb == "delete" && e.resource() == "leases" {
+		if e.User.Username == user && e.Verb == "delete" && e.Resource() == "leases" {
 			out = append(out, e)
 		}
 	}
@@ -114,7 +47,7 @@ func assertDeletesWereLeaked(t testing.TB, user string, grace time.Duration) int
 	events := readAudit(t)
 	versions := map[string]*coordinationv1.Lease{} // uid/resourceVersion → lease as written
 	for _, e := range events {
-		if e.resource() != "leases" || e.Verb == "delete" || len(e.ResponseObject) == 0 {
+		if e.Resource() != "leases" || e.Verb == "delete" || len(e.ResponseObject) == 0 {
 			continue
 		}
 		var l coordinationv1.Lease
@@ -124,11 +57,11 @@ func assertDeletesWereLeaked(t testing.TB, user string, grace time.Duration) int
 	}
 	checked := 0
 	for _, d := range auditDeletes(events, user) {
-		if d.code() != 200 {
+		if d.Code() != 200 {
 			continue // refused by a precondition or gone: nothing was deleted
 		}
 		checked++
-		name := d.name()
+		name := d.Name()
 		if d.ObjectRef.Namespace != lease.NodeLeaseNamespace {
 			t.Errorf("audit: %s deleted lease %s/%s outside %s", user, d.ObjectRef.Namespace, name, lease.NodeLeaseNamespace)
 			continue
@@ -156,18 +89,18 @@ func assertDeletesWereLeaked(t testing.TB, user string, grace time.Duration) int
 // nodeAt says whether a Node named name existed at time at, by the last audited create or delete
 // of that Node (or of all Nodes) completed before it. The returned UID is not known from
 // metadata-level events, so a placeholder stands in.
-func nodeAt(events []auditEvent, name string, at time.Time) *lease.NodeRef {
+func nodeAt(events []testenv.AuditEvent, name string, at time.Time) *lease.NodeRef {
 	exists := false
 	for _, e := range events {
-		if e.resource() != "nodes" || !e.Completed.Before(at) {
+		if e.Resource() != "nodes" || !e.Completed.Before(at) {
 			continue
 		}
 		switch {
-		case e.Verb == "create" && e.code() == 201 && e.name() == name:
+		case e.Verb == "create" && e.Code() == 201 && e.Name() == name:
 			exists = true
-		case e.Verb == "delete" && e.code() == 200 && e.name() == name:
+		case e.Verb == "delete" && e.Code() == 200 && e.Name() == name:
 			exists = false
-		case e.Verb == "deletecollection" && e.code() == 200:
+		case e.Verb == "deletecollection" && e.Code() == 200:
 			exists = false
 		}
 	}
@@ -179,24 +112,24 @@ func nodeAt(events []auditEvent, name string, at time.Time) *lease.NodeRef {
 
 // readAuditStarted returns every request once: a watch at its start (stage ResponseStarted), any
 // other request at its completion.
-func readAuditStarted(t testing.TB) []auditEvent {
+func readAuditStarted(t testing.TB) []testenv.AuditEvent {
 	t.Helper()
-	return scanAudit(t, env.AuditLogPath(), func(e auditEvent) bool {
+	return testenv.ReadAudit(t, env.AuditLogPath(), "", func(e testenv.AuditEvent) bool {
 		return (e.Verb == "watch" && e.Stage == "ResponseStarted") || (e.Verb != "watch" && e.Stage == "ResponseComplete")
 	})
 }
 
 // isList reports a list: a LIST, or a streaming list (a WATCH with sendInitialEvents=true).
-func (e auditEvent) isList() bool {
+func isList(e testenv.AuditEvent) bool {
 	return e.Verb == "list" || (e.Verb == "watch" && strings.Contains(e.RequestURI, "sendInitialEvents=true"))
 }
 
 // firstRequest is the earliest request (by arrival) of user on resource, or nil.
-func firstRequest(events []auditEvent, user, resource string) *auditEvent {
-	var first *auditEvent
+func firstRequest(events []testenv.AuditEvent, user, resource string) *testenv.AuditEvent {
+	var first *testenv.AuditEvent
 	for i := range events {
 		e := &events[i]
-		if e.User.Username == user && e.resource() == resource && (first == nil || e.Received.Before(first.Received)) {
+		if e.User.Username == user && e.Resource() == resource && (first == nil || e.Received.Before(first.Received)) {
 			first = e
 		}
 	}
@@ -204,10 +137,10 @@ func firstRequest(events []auditEvent, user, resource string) *auditEvent {
 }
 
 // countRequests counts user's completed requests of verb on resource at or after since.
-func countRequests(events []auditEvent, user, verb, resource string, since time.Time) int {
+func countRequests(events []testenv.AuditEvent, user, verb, resource string, since time.Time) int {
 	n := 0
 	for _, e := range events {
-		if e.User.Username == user && e.Verb == verb && e.resource() == resource && !e.Received.Before(since) {
+		if e.User.Username == user && e.Verb == verb && e.Resource() == resource && !e.Received.Before(since) {
 			n++
 		}
 	}

@@ -18,7 +18,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
@@ -119,7 +118,7 @@ func auditCounts(b *testing.B, since time.Time) map[string]int {
 	out := map[string]int{}
 	for _, e := range readAudit(b) {
 		if e.User.Username == "nodekeeper-replica" && !e.Received.Before(since) {
-			out[e.Verb+" "+e.resource()]++
+			out[e.Verb+" "+e.Resource()]++
 		}
 	}
 	return out
@@ -165,17 +164,8 @@ func BenchmarkControllerConverge(b *testing.B) {
 	qps, workers := envInt("NODEKEEPER_BENCH_QPS", 0), envInt("NODEKEEPER_BENCH_WORKERS", 16)
 	for range b.N {
 		benchEnv(b)
-		ctx := context.Background()
-		fleet := kubeletsim.NewFleet(func(node string) *rest.Config { return env.UserConfig("system:node:"+node, "system:nodes") })
-		cfgs := make([]kubeletsim.Config, nodes)
-		for i := range cfgs {
-			cfgs[i] = kubeletsim.Config{Name: kubeletsim.NodeName(i)}
-		}
 		start := time.Now()
-		if _, err := fleet.StartAll(ctx, cfgs, 32); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(fleet.StopAll)
+		startKubelets(b, nodes)
 		benchLog(b, "%d kubelets started in %s", nodes, time.Since(start).Round(time.Second))
 		names := seedLeaked(b, "ip-10-250-0", leaked, 2*time.Hour)
 		benchLog(b, "%d leaked leases seeded", len(names))
@@ -199,7 +189,7 @@ func BenchmarkControllerConverge(b *testing.B) {
 
 		// No other lease touched: every live node's lease is still there, owned, and the only
 		// writes the controller sent were the DELETEs of the leaked ones.
-		list, err := adminClient().CoordinationV1().Leases(lease.NodeLeaseNamespace).List(ctx, metav1.ListOptions{})
+		list, err := adminClient().CoordinationV1().Leases(lease.NodeLeaseNamespace).List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -220,13 +210,28 @@ func BenchmarkControllerConverge(b *testing.B) {
 	}
 }
 
+// startKubelets starts n simulated kubelets with the default configuration, 32 at a time; they
+// stop when the benchmark ends.
+func startKubelets(b *testing.B, n int) {
+	b.Helper()
+	fleet := kubeletsim.NewFleet(env.NodeConfig)
+	b.Cleanup(fleet.StopAll)
+	cfgs := make([]kubeletsim.Config, n)
+	for i := range cfgs {
+		cfgs[i] = kubeletsim.Config{Name: kubeletsim.NodeName(i)}
+	}
+	if _, err := fleet.StartAll(context.Background(), cfgs, 32); err != nil {
+		b.Fatal(err)
+	}
+}
+
 // realisticNodes creates n Nodes shaped like EKS nodes registered by a kubelet (labels,
 // annotations, capacity, conditions, addresses, node info and 50 images: 10–20 KB each), by
 // registering one simulated kubelet and cloning its Node under n names.
 func realisticNodes(b *testing.B, n int) []*corev1.Node {
 	b.Helper()
 	ctx := context.Background()
-	fleet := kubeletsim.NewFleet(func(node string) *rest.Config { return env.UserConfig("system:node:"+node, "system:nodes") })
+	fleet := kubeletsim.NewFleet(env.NodeConfig)
 	tmplName := "ip-10-255-255-254.us-west-2.compute.internal"
 	k, err := fleet.Start(ctx, kubeletsim.Config{Name: tmplName})
 	if err != nil {
@@ -340,16 +345,7 @@ func BenchmarkIdleListRequests(b *testing.B) {
 	nodes := envInt("NODEKEEPER_BENCH_NODES", 100)
 	for range b.N {
 		benchEnv(b)
-		ctx := context.Background()
-		fleet := kubeletsim.NewFleet(func(node string) *rest.Config { return env.UserConfig("system:node:"+node, "system:nodes") })
-		cfgs := make([]kubeletsim.Config, nodes)
-		for i := range cfgs {
-			cfgs[i] = kubeletsim.Config{Name: kubeletsim.NodeName(i)}
-		}
-		if _, err := fleet.StartAll(ctx, cfgs, 32); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(fleet.StopAll)
+		startKubelets(b, nodes)
 		seedLeaked(b, "ip-10-251-0", 10, 2*time.Hour)
 		addr := freeAddr(b)
 		start := time.Now()

@@ -228,7 +228,7 @@ func TestRaces(t *testing.T) {
 		assertDeletesWereLeaked(t, h.user, time.Hour)
 		conflicts := 0
 		for _, e := range auditDeletes(readAudit(t), h.user) {
-			if e.name() == name && e.code() == 409 {
+			if e.Name() == name && e.Code() == 409 {
 				conflicts++
 			}
 		}
@@ -483,7 +483,7 @@ func TestAdoptionThenGarbageCollection(t *testing.T) {
 	}
 	gc := 0
 	for _, e := range events {
-		if e.Verb == "delete" && e.resource() == "leases" && e.name() == name && e.code() == 200 &&
+		if e.Verb == "delete" && e.Resource() == "leases" && e.Name() == name && e.Code() == 200 &&
 			e.User.Username == "system:serviceaccount:kube-system:generic-garbage-collector" {
 			gc++
 		}
@@ -620,14 +620,14 @@ func TestNoPeriodicList(t *testing.T) {
 		switch {
 		case first == nil:
 			t.Fatalf("the audit log has no %s request by %s: the filter matches nothing", res, h.user)
-		case !first.isList() || !first.Received.Before(synced):
+		case !isList(*first) || !first.Received.Before(synced):
 			t.Fatalf("the first %s request by %s is %s %s at %s, want the initial list before the sync at %s",
 				res, h.user, first.Verb, first.RequestURI, first.Received.Format(time.RFC3339Nano), synced.Format(time.RFC3339Nano))
 		}
 	}
 	lists := 0
 	for _, e := range events {
-		if e.User.Username == h.user && e.isList() && !e.Received.Before(synced) && (e.resource() == "leases" || e.resource() == "nodes") {
+		if e.User.Username == h.user && isList(e) && !e.Received.Before(synced) && (e.Resource() == "leases" || e.Resource() == "nodes") {
 			lists++
 		}
 	}

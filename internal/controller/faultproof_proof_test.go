@@ -38,7 +38,7 @@ func (r *errorRecorder) Helper() {}
 // from etcd, and still fails the zombie delete; it never skips either.
 func TestFaultProofSurvivesLostAuditEvents(t *testing.T) {
 	ctx := context.Background()
-	e, err := testenv.Start(ctx, testenv.Options{AuditPolicy: auditPolicy, KeepHistory: true})
+	e, err := testenv.Start(ctx, testenv.Options{AuditPolicy: testenv.AuditNodeLeaseWrites, KeepHistory: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,8 +74,8 @@ func TestFaultProofSurvivesLostAuditEvents(t *testing.T) {
 	events := readAuditFile(t, e.AuditLogPath())
 
 	// without drops the audit events the benchmark would have lost.
-	without := func(drop func(ev auditEvent) bool) []auditEvent {
-		var out []auditEvent
+	without := func(drop func(ev testenv.AuditEvent) bool) []testenv.AuditEvent {
+		var out []testenv.AuditEvent
 		for _, ev := range events {
 			if !drop(ev) {
 				out = append(out, ev)
@@ -83,18 +83,18 @@ func TestFaultProofSurvivesLostAuditEvents(t *testing.T) {
 		}
 		return out
 	}
-	wroteVersion := func(l *coordinationv1.Lease) func(auditEvent) bool {
-		return func(ev auditEvent) bool {
+	wroteVersion := func(l *coordinationv1.Lease) func(testenv.AuditEvent) bool {
+		return func(ev testenv.AuditEvent) bool {
 			var got coordinationv1.Lease
 			return ev.Verb != "delete" && json.Unmarshal(ev.ResponseObject, &got) == nil && got.UID == l.UID && got.ResourceVersion == l.ResourceVersion
 		}
 	}
-	deleteOf := func(name string) func(auditEvent) bool {
-		return func(ev auditEvent) bool { return ev.Verb == "delete" && ev.name() == name }
+	deleteOf := func(name string) func(testenv.AuditEvent) bool {
+		return func(ev testenv.AuditEvent) bool { return ev.Verb == "delete" && ev.Name() == name }
 	}
 	for _, tc := range []struct {
 		name                           string
-		events                         []auditEvent
+		events                         []testenv.AuditEvent
 		fromAudit, fromEtcd, unaudited int
 	}{
 		{"audit log complete", events, 2, 0, 0},

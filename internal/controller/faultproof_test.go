@@ -54,14 +54,14 @@ type revisionClock struct {
 	latestEnd []time.Time // latestEnd[i]: the earliest completion among writes at revs[i..]
 }
 
-func newRevisionClock(events []auditEvent) *revisionClock {
+func newRevisionClock(events []testenv.AuditEvent) *revisionClock {
 	type write struct {
 		rev                 int64
 		received, completed time.Time
 	}
 	var writes []write
 	for _, e := range events {
-		if e.Verb == "delete" || len(e.ResponseObject) == 0 || e.code() >= 300 {
+		if e.Verb == "delete" || len(e.ResponseObject) == 0 || e.Code() >= 300 {
 			continue // a delete's response is the removed version, not the revision of the delete
 		}
 		var m struct {
@@ -122,7 +122,7 @@ func (rc *revisionClock) bounds(rev int64) (from, to time.Time) {
 //   - every audited DELETE by user that succeeded must match a deletion in etcd.
 //
 // The API server must be stopped (testenv.Env.Deletions reads etcd's history to its end).
-func proveDeletes(b testing.TB, e *testenv.Env, events []auditEvent, user string, grace time.Duration) deleteProof {
+func proveDeletes(b testing.TB, e *testenv.Env, events []testenv.AuditEvent, user string, grace time.Duration) deleteProof {
 	b.Helper()
 	ctx := context.Background()
 	dels, err := e.Deletions(ctx, testenv.LeasePrefix(lease.NodeLeaseNamespace))
@@ -131,7 +131,7 @@ func proveDeletes(b testing.TB, e *testenv.Env, events []auditEvent, user string
 	}
 	audited := map[string]*coordinationv1.Lease{} // uid/resourceVersion → lease as written
 	for _, ev := range events {
-		if ev.resource() != "leases" || ev.Verb == "delete" || len(ev.ResponseObject) == 0 {
+		if ev.Resource() != "leases" || ev.Verb == "delete" || len(ev.ResponseObject) == 0 {
 			continue
 		}
 		var l coordinationv1.Lease
@@ -141,18 +141,18 @@ func proveDeletes(b testing.TB, e *testenv.Env, events []auditEvent, user string
 	}
 	// user's successful DELETEs by the version their preconditions named.
 	type auditedDelete struct {
-		ev      auditEvent
+		ev      testenv.AuditEvent
 		matched bool
 	}
 	deletes := map[string]*auditedDelete{}
 	for _, d := range auditDeletes(events, user) {
-		if d.code() != 200 {
+		if d.Code() != 200 {
 			continue // refused by a precondition, or gone: nothing was deleted
 		}
 		var opts metav1.DeleteOptions
 		if err := json.Unmarshal(d.RequestObject, &opts); err != nil || opts.Preconditions == nil ||
 			opts.Preconditions.UID == nil || opts.Preconditions.ResourceVersion == nil {
-			b.Errorf("audit: DELETE of lease %s without UID and resourceVersion preconditions (%s)", d.name(), d.RequestObject)
+			b.Errorf("audit: DELETE of lease %s without UID and resourceVersion preconditions (%s)", d.Name(), d.RequestObject)
 			continue
 		}
 		deletes[string(*opts.Preconditions.UID)+"/"+*opts.Preconditions.ResourceVersion] = &auditedDelete{ev: d}
@@ -220,7 +220,7 @@ func proveDeletes(b testing.TB, e *testenv.Env, events []auditEvent, user string
 	}
 	for version, d := range deletes {
 		if !d.matched {
-			b.Errorf("audit: %s's DELETE of lease %s (version %s) succeeded, but etcd recorded no deletion of that version", user, d.ev.name(), version)
+			b.Errorf("audit: %s's DELETE of lease %s (version %s) succeeded, but etcd recorded no deletion of that version", user, d.ev.Name(), version)
 		}
 	}
 	return p

@@ -14,7 +14,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
@@ -44,7 +43,7 @@ func BenchmarkControllerFaults(b *testing.B) {
 	pass := envDuration(b, "NODEKEEPER_FAULT_PASS", time.Minute)
 	const grace = 45 * time.Second // at least the 40 s lease duration
 
-	e, err := testenv.Start(context.Background(), testenv.Options{ControllerManager: true, AuditPolicy: auditPolicy, KeepHistory: true, StartTimeout: 5 * time.Minute})
+	e, err := testenv.Start(context.Background(), testenv.Options{ControllerManager: true, AuditPolicy: testenv.AuditNodeLeaseWrites, KeepHistory: true, StartTimeout: 5 * time.Minute})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -58,7 +57,7 @@ func BenchmarkControllerFaults(b *testing.B) {
 	}
 
 	// The fleet: 80% 1.29+ kubelets, 20% pre-1.29 (the ones that become zombies).
-	fleet := kubeletsim.NewFleet(func(node string) *rest.Config { return env.UserConfig("system:node:"+node, "system:nodes") })
+	fleet := kubeletsim.NewFleet(env.NodeConfig)
 	b.Cleanup(fleet.StopAll)
 	var cfgs []kubeletsim.Config
 	for i := range kubelets {

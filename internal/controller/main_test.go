@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -30,39 +29,16 @@ import (
 
 var env *testenv.Env
 
-// auditPolicy records what the audit assertions need: every write to a node lease with its
-// request and response (so the exact lease version a DELETE's preconditions named can be found),
-// and the metadata of every other lease and Node request (who, what, when, result) for Node
-// timelines and LIST counts.
-const auditPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived"]
-rules:
-- level: RequestResponse
-  verbs: ["create", "update", "patch", "delete"]
-  namespaces: ["kube-node-lease"]
-  resources:
-  - group: coordination.k8s.io
-    resources: ["leases"]
-- level: Metadata
-  resources:
-  - group: coordination.k8s.io
-    resources: ["leases"]
-  - group: ""
-    resources: ["nodes"]
-- level: None
-`
-
 func TestMain(m *testing.M) {
 	if os.Getenv(replicaEnv) != "" {
 		os.Exit(replicaMain())
 	}
-	flag.Parse() // testenv.Main consults testing.Verbose before m.Run parses flags
-	if f := flag.Lookup("test.run"); f != nil && f.Value.String() == "^$" {
-		// Benchmarks only (-run '^$'): each starts a control plane of its own.
-		os.Exit(m.Run())
-	}
-	testenv.Main(m, testenv.Options{ControllerManager: true, AuditPolicy: auditPolicy}, &env)
+	// The audit assertions read every write to a node lease with its bodies (the exact lease
+	// version a DELETE's preconditions named) and the metadata of every lease and Node request.
+	testenv.RunMain(m, testenv.MainOptions{
+		Options:                 testenv.Options{ControllerManager: true, AuditPolicy: testenv.AuditNodeLeaseWrites},
+		BenchmarksStartTheirOwn: true,
+	}, &env)
 }
 
 var userSeq atomic.Int64
@@ -78,17 +54,7 @@ func controllerUser(t *testing.T) (string, *rest.Config) {
 }
 
 // reset removes every Node and node lease so each test starts from an empty kube-node-lease.
-func reset(t *testing.T) {
-	t.Helper()
-	ctx := context.Background()
-	admin := env.AdminClient()
-	if err := admin.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := admin.CoordinationV1().Leases(lease.NodeLeaseNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
+func reset(t *testing.T) { env.DeleteNodesAndLeases(t) }
 
 // harness runs one controller in-process for a test.
 type harness struct {
@@ -271,28 +237,7 @@ func leaseGone(name string) func() (bool, error) {
 // seedLeaked creates n leaked leases (no Node, no owner, renewed `idle` ago).
 func seedLeaked(t testing.TB, prefix string, n int, idle time.Duration) []string {
 	t.Helper()
-	admin := env.AdminClient()
-	names := make([]string, n)
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	sem := make(chan struct{}, 32)
-	for i := range n {
-		names[i] = fmt.Sprintf("%s-%d.ec2.internal", prefix, i)
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if _, err := kubeletsim.SeedOldLeakedLease(context.Background(), admin, env, names[i], time.Now().Add(-idle)); err != nil {
-				errs <- err
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	return names
+	return env.SeedLeakedLeases(t, prefix, n, time.Now().Add(-idle))
 }
 
 // createLease writes a kubelet-shaped lease (holder = name) renewed at renewTime
@@ -327,9 +272,7 @@ func renewLease(t *testing.T, name string) {
 }
 
 func newFleet(t *testing.T) *kubeletsim.Fleet {
-	f := kubeletsim.NewFleet(func(node string) *rest.Config {
-		return env.UserConfig("system:node:"+node, "system:nodes")
-	})
+	f := kubeletsim.NewFleet(env.NodeConfig)
 	t.Cleanup(f.StopAll)
 	return f
 }

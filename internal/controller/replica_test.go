@@ -334,8 +334,8 @@ func TestTwoReplicasOneLeaderAndTakeover(t *testing.T) {
 	// The audit log has the last word: each lease was deleted by exactly one request.
 	perLease := map[string]int{}
 	for _, e := range auditDeletes(readAudit(t), "nodekeeper-replica") {
-		if e.code() == 200 {
-			perLease[e.name()]++
+		if e.Code() == 200 {
+			perLease[e.Name()]++
 		}
 	}
 	for _, name := range names {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,16 +26,12 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) {
-	testenv.Main(m, testenv.Options{}, &env)
-}
-
-var seq atomic.Int64
+// The deleter's tests need etcd and kube-apiserver only: without kube-controller-manager no
+// garbage collector races the deleter for a lease whose Node is gone.
+func TestMain(m *testing.M) { testenv.Main(m, testenv.Options{}, &env) }
 
 // uniqueName returns a node-like name unique within this test binary.
-func uniqueName(t *testing.T) string {
-	return fmt.Sprintf("ip-10-9-%d-%d.ec2.internal", seq.Add(1), time.Now().UnixNano()%250+1)
-}
+func uniqueName() string { return testenv.UniqueNodeName(9, "ec2.internal") }
 
 // createLease writes a kubelet-shaped lease last renewed `idle` ago (testenv.CreateNodeLease).
 func createLease(t *testing.T, _ kubernetes.Interface, name string, idle time.Duration, owners ...metav1.OwnerReference) *coordinationv1.Lease {
@@ -54,31 +49,15 @@ func createNode(t *testing.T, c kubernetes.Interface, name string) *corev1.Node 
 
 func newDeleter(t *testing.T, cfg *rest.Config, dryRun bool) *Deleter {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(kube.Protobuf(cfg))
+	c, err := kube.NewClients(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, err := metadata.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := New(cs.CoordinationV1(), md, Options{Classify: lease.Options{GracePeriod: time.Hour}, DryRun: dryRun})
+	d, err := New(c.Kube.CoordinationV1(), c.Metadata, Options{Classify: lease.Options{GracePeriod: time.Hour}, DryRun: dryRun})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return d
-}
-
-func leaseExists(t *testing.T, c kubernetes.Interface, name string) bool {
-	t.Helper()
-	_, err := c.CoordinationV1().Leases(lease.NodeLeaseNamespace).Get(context.Background(), name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return false
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return true
 }
 
 func TestDelete(t *testing.T) {
@@ -191,7 +170,7 @@ func TestDelete(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			name := uniqueName(t)
+			name := uniqueName()
 			l, node := tt.setup(t, name)
 			dd := d
 			if tt.dryRun {
@@ -207,7 +186,7 @@ func TestDelete(t *testing.T) {
 			if r.Reason == "" {
 				t.Error("empty reason")
 			}
-			if got := leaseExists(t, admin, name); got != tt.wantSurvive {
+			if got := env.NodeLeaseExists(t, name); got != tt.wantSurvive {
 				t.Errorf("lease exists = %v, want %v", got, tt.wantSurvive)
 			}
 		})
@@ -216,14 +195,14 @@ func TestDelete(t *testing.T) {
 
 func TestDeleteRefusesWithoutPreconditions(t *testing.T) {
 	d := newDeleter(t, env.AdminConfig(), false)
-	name := uniqueName(t)
+	name := uniqueName()
 	l := createLease(t, env.AdminClient(), name, 2*time.Hour)
 	l.ResourceVersion = ""
 	r := d.Delete(context.Background(), l, nil)
 	if r.Outcome != Failed || r.Err == nil || r.Requests != 0 {
 		t.Fatalf("got %s %v after %d requests, want a refusal", r.Outcome, r.Err, r.Requests)
 	}
-	if !leaseExists(t, env.AdminClient(), name) {
+	if !env.NodeLeaseExists(t, name) {
 		t.Fatal("lease deleted")
 	}
 }
@@ -232,7 +211,7 @@ func TestDeleteRefusesWithoutPreconditions(t *testing.T) {
 func TestDeleteForbidden(t *testing.T) {
 	ctx := context.Background()
 	admin := env.AdminClient()
-	user := "reader-" + fmt.Sprint(seq.Add(1))
+	user := "reader-" + uniqueName()
 	_, err := admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: user},
 		Rules: []rbacv1.PolicyRule{
@@ -252,7 +231,7 @@ func TestDeleteForbidden(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := newDeleter(t, env.UserConfig(user), false)
-	name := uniqueName(t)
+	name := uniqueName()
 	l := createLease(t, admin, name, 2*time.Hour)
 	var r Result
 	// RBAC caches converge within a moment of the binding's creation.
@@ -265,7 +244,7 @@ func TestDeleteForbidden(t *testing.T) {
 	if r.Outcome != Failed || r.Step != "delete lease" || !apierrors.IsForbidden(r.Err) {
 		t.Fatalf("got %s step %q err %v, want a forbidden delete", r.Outcome, r.Step, r.Err)
 	}
-	if !leaseExists(t, admin, name) {
+	if !env.NodeLeaseExists(t, name) {
 		t.Fatal("lease deleted")
 	}
 }
@@ -276,7 +255,7 @@ func TestAdopt(t *testing.T) {
 	d := newDeleter(t, env.AdminConfig(), false)
 
 	t.Run("unowned lease gets the live Node UID", func(t *testing.T) {
-		name := uniqueName(t)
+		name := uniqueName()
 		n := createNode(t, admin, name)
 		l := createLease(t, admin, name, 5*time.Second)
 		// The caller's cached UID is stale (a re-created Node); the live one must win.
@@ -303,7 +282,7 @@ func TestAdopt(t *testing.T) {
 		}
 	})
 	t.Run("lease renewed in between: conflict, not overwritten", func(t *testing.T) {
-		name := uniqueName(t)
+		name := uniqueName()
 		n := createNode(t, admin, name)
 		l := createLease(t, admin, name, 5*time.Second)
 		fresh := l.DeepCopy()
@@ -316,14 +295,14 @@ func TestAdopt(t *testing.T) {
 		}
 	})
 	t.Run("Node gone by the live GET", func(t *testing.T) {
-		name := uniqueName(t)
+		name := uniqueName()
 		l := createLease(t, admin, name, 5*time.Second)
 		if r := d.Adopt(ctx, l, &lease.NodeRef{Name: name, UID: "cached"}); r.Outcome != NodeMissing {
 			t.Fatalf("outcome %s: %s %v", r.Outcome, r.Reason, r.Err)
 		}
 	})
 	t.Run("dry run", func(t *testing.T) {
-		name := uniqueName(t)
+		name := uniqueName()
 		n := createNode(t, admin, name)
 		l := createLease(t, admin, name, 5*time.Second)
 		if r := newDeleter(t, env.AdminConfig(), true).Adopt(ctx, l, &lease.NodeRef{Name: name, UID: n.UID}); r.Outcome != WouldAdopt {
@@ -335,7 +314,7 @@ func TestAdopt(t *testing.T) {
 		}
 	})
 	t.Run("not unowned", func(t *testing.T) {
-		name := uniqueName(t)
+		name := uniqueName()
 		l := createLease(t, admin, name, 2*time.Hour)
 		if r := d.Adopt(ctx, l, nil); r.Outcome != NotUnowned || r.Requests != 0 {
 			t.Fatalf("outcome %s after %d requests", r.Outcome, r.Requests)
@@ -378,7 +357,7 @@ func TestBatchNodeChecker(t *testing.T) {
 	}
 	var present []string
 	for range 5 {
-		n := uniqueName(t)
+		n := uniqueName()
 		createNode(t, admin, n)
 		present = append(present, n)
 	}
@@ -428,7 +407,7 @@ func TestBatchNodeChecker(t *testing.T) {
 			})
 		}
 		for range 30 {
-			name := uniqueName(t)
+			name := uniqueName()
 			createNode(t, admin, name)
 			if got, _, err := b.NodeExists(ctx, name); err != nil || !got {
 				t.Errorf("node %s created before the check: exists=%v err=%v", name, got, err)
@@ -468,13 +447,13 @@ func TestBatchNodeChecker(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		name := uniqueName(t)
+		name := uniqueName()
 		l := createLease(t, admin, name, 2*time.Hour)
 		createNode(t, admin, name)
 		if r := d.Delete(ctx, l, nil); r.Outcome != NodeExists {
 			t.Fatalf("outcome %s: %s", r.Outcome, r.Reason)
 		}
-		other := uniqueName(t)
+		other := uniqueName()
 		l2 := createLease(t, admin, other, 2*time.Hour)
 		if r := d.Delete(ctx, l2, nil); r.Outcome != Deleted || r.Requests != 1 {
 			t.Fatalf("outcome %s with %d requests: %s", r.Outcome, r.Requests, r.Reason)

@@ -15,8 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
 	"github.com/nodekeeper/nodekeeper/internal/kube"
@@ -132,7 +130,7 @@ func TestProxy404IsNotAbsence(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			name := uniqueName(t)
+			name := uniqueName()
 			var intercepted atomic.Int32
 			cfg := interceptingProxy(t, func(w http.ResponseWriter, r *http.Request) bool {
 				if tc.path == nil || r.Method != http.MethodGet || r.URL.Path != tc.path(name) {
@@ -143,24 +141,20 @@ func TestProxy404IsNotAbsence(t *testing.T) {
 				return true
 			})
 			l := createLease(t, admin, name, 2*time.Hour)
-			cs, err := kubernetes.NewForConfig(kube.Protobuf(cfg))
-			if err != nil {
-				t.Fatal(err)
-			}
-			md, err := metadata.NewForConfig(cfg)
+			c, err := kube.NewClients(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			opts := Options{Classify: lease.Options{GracePeriod: time.Hour}}
 			switch tc.checker {
 			case batchList:
-				opts.NodeChecker = NewBatchNodeChecker(md)
+				opts.NodeChecker = NewBatchNodeChecker(c.Metadata)
 			case batchGet:
-				b := NewBatchNodeChecker(md)
+				b := NewBatchNodeChecker(c.Metadata)
 				b.lastSize = 10 * listWorthIt // as if a LIST had found many Nodes: GETs, not a LIST
 				opts.NodeChecker = b
 			}
-			d, err := New(cs.CoordinationV1(), md, opts)
+			d, err := New(c.Kube.CoordinationV1(), c.Metadata, opts)
 			if err != nil {
 				t.Fatal(err)
 			}

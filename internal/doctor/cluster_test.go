@@ -28,9 +28,9 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) {
-	testenv.Main(m, testenv.Options{}, &env)
-}
+// doctor reads the cluster and the kubelets through the API server's node proxy; it needs no
+// controller, so none runs.
+func TestMain(m *testing.M) { testenv.Main(m, testenv.Options{}, &env) }
 
 // newStub creates the network namespace and n kubelet endpoints; both go away when the test ends,
 // also when it fails. Without root or iproute2 the test fails with the reason: the node proxy path

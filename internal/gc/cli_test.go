@@ -60,7 +60,7 @@ func TestCLI(t *testing.T) {
 			t.Errorf("summary missing:\n%s", stdout)
 		}
 		for _, n := range leaked {
-			if !gc.LeaseExists(t, n) {
+			if !gc.TestEnv().NodeLeaseExists(t, n) {
 				t.Fatalf("%s deleted without confirmation", n)
 			}
 		}
@@ -107,7 +107,7 @@ func TestCLI(t *testing.T) {
 		}
 		for class, names := range byClass {
 			for _, n := range names {
-				if gone := !gc.LeaseExists(t, n); gone != (n == name) {
+				if gone := !gc.TestEnv().NodeLeaseExists(t, n); gone != (n == name) {
 					t.Errorf("%s lease %s: gone=%v, only %s should be", class, n, gone, name)
 				}
 			}
@@ -127,7 +127,7 @@ func TestCLI(t *testing.T) {
 		}
 		for class, names := range byClass {
 			for _, n := range names {
-				if gone := !gc.LeaseExists(t, n); gone != (class == lease.Leaked) {
+				if gone := !gc.TestEnv().NodeLeaseExists(t, n); gone != (class == lease.Leaked) {
 					t.Errorf("%s lease %s: gone=%v", class, n, gone)
 				}
 			}

@@ -7,7 +7,6 @@ import "github.com/nodekeeper/nodekeeper/internal/testenv"
 var (
 	TestEnv       = func() *testenv.Env { return env }
 	MixedCluster  = mixedCluster
-	LeaseExists   = exists
 	GrantReadOnly = grantReadOnly
 	ParseReport   = parseReport
 )

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,76 +18,33 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/deleter"
 	"github.com/nodekeeper/nodekeeper/internal/kube"
-	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 	"github.com/nodekeeper/nodekeeper/internal/testenv"
 )
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) {
-	testenv.Main(m, testenv.Options{}, &env)
-}
+// gc's tests run without kube-controller-manager: every lease they seed stays until gc itself
+// removes it, so each deletion counted is gc's.
+func TestMain(m *testing.M) { testenv.Main(m, testenv.Options{}, &env) }
 
 // reset empties kube-node-lease and removes every Node.
-func reset(t testing.TB) {
-	t.Helper()
-	ctx := context.Background()
-	admin := env.AdminClient()
-	if err := admin.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := admin.CoordinationV1().Leases(lease.NodeLeaseNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
+func reset(t testing.TB) { env.DeleteNodesAndLeases(t) }
 
+// clients are the typed (protobuf) and metadata clients gc is given, built as the command does.
 func clients(t testing.TB, cfg *rest.Config) (kubernetes.Interface, metadata.Interface) {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(kube.Protobuf(cfg))
+	c, err := kube.NewClients(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, err := metadata.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs, md
+	return c.Kube, c.Metadata
 }
 
-func exists(t testing.TB, name string) bool {
-	t.Helper()
-	_, err := env.AdminClient().CoordinationV1().Leases(lease.NodeLeaseNamespace).Get(context.Background(), name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return false
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return true
-}
-
-// seed creates n leaked leases named prefix-i, with up to 64 creates in flight.
+// seed creates n leases leaked two hours ago, named prefix-i.
 func seed(t testing.TB, prefix string, n int) []string {
 	t.Helper()
-	admin := env.AdminClient()
-	names := make([]string, n)
-	errs := make([]error, n)
-	sem := make(chan struct{}, 64)
-	var wg sync.WaitGroup
-	for i := range n {
-		names[i] = fmt.Sprintf("%s-%d.ec2.internal", prefix, i)
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			_, errs[i] = kubeletsim.SeedOldLeakedLease(context.Background(), admin, env, names[i], time.Now().Add(-2*time.Hour))
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
-	return names
+	return env.SeedLeakedLeases(t, prefix, n, time.Now().Add(-2*time.Hour))
 }
 
 // mixedCluster sets up one lease of each node class gc can see.
@@ -189,7 +145,7 @@ func TestListAndCollect(t *testing.T) {
 	}
 	for class, names := range byClass {
 		for _, n := range names {
-			gone := !exists(t, n)
+			gone := !env.NodeLeaseExists(t, n)
 			wantGone := n == leaked[2] || n == leaked[3] || n == leaked[4]
 			if gone != wantGone {
 				t.Errorf("%s lease %s: gone=%v, want %v", class, n, gone, wantGone)
@@ -219,7 +175,7 @@ func TestCollectDryRunAndCancel(t *testing.T) {
 		t.Errorf("dry run counts %v", report.Counts)
 	}
 	for _, n := range names {
-		if !exists(t, n) {
+		if !env.NodeLeaseExists(t, n) {
 			t.Fatalf("dry run deleted %s", n)
 		}
 	}

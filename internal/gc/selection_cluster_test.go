@@ -126,8 +126,8 @@ func TestLimitNeverDeletesMoreThanN(t *testing.T) {
 	}
 	for class, names := range byClass {
 		for _, n := range names {
-			if exists(t, n) == (class == lease.Leaked) {
-				t.Errorf("%s lease %s: exists=%v after collecting every leaked lease", class, n, !exists(t, n))
+			if env.NodeLeaseExists(t, n) == (class == lease.Leaked) {
+				t.Errorf("%s lease %s: exists=%v after collecting every leaked lease", class, n, !env.NodeLeaseExists(t, n))
 			}
 		}
 	}
@@ -150,18 +150,18 @@ func TestNameRegexpNeverDeletesANonMatchingLease(t *testing.T) {
 		t.Errorf("outcomes %v over %d results, want %d deleted", r.Counts, len(r.Results), len(match))
 	}
 	for _, n := range match {
-		if exists(t, n) {
+		if env.NodeLeaseExists(t, n) {
 			t.Errorf("matching leaked lease %s not deleted", n)
 		}
 	}
 	for _, n := range similar {
-		if !exists(t, n) {
+		if !env.NodeLeaseExists(t, n) {
 			t.Errorf("non-matching lease %s deleted", n)
 		}
 	}
 	for class, names := range byClass {
 		for _, n := range names {
-			if !exists(t, n) {
+			if !env.NodeLeaseExists(t, n) {
 				t.Errorf("%s lease %s deleted by a name selection", class, n)
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
+	"github.com/nodekeeper/nodekeeper/internal/testenv"
 )
 
 // (a) Deleting a Node makes the real garbage collector delete its lease (seed 001, "Node Delete
@@ -25,7 +26,7 @@ func TestNodeDeletionGarbageCollectsLease(t *testing.T) {
 	t0 := time.Now()
 	deleteNode(t, name)
 	waitLease(t, name, 30*time.Second, "garbage collection", absent)
-	events := waitAudit(t, name, t0, "lease delete by the garbage collector", func(ev []auditEvent) bool {
+	events := waitAudit(t, name, t0, "lease delete by the garbage collector", func(ev []testenv.AuditEvent) bool {
 		return len(match(ev, "delete", "leases", garbageCollector, 200)) == 1
 	})
 	if del := match(events, "delete", "leases", "", 0); len(del) != 1 || del[0].ObjectRef.Namespace != kubeletsim.NodeLeaseNamespace {
@@ -63,13 +64,13 @@ func TestModernZombieKeepsGettingButNeverRecreates(t *testing.T) {
 	// The audit log shows the zombie signature of DESIGN.md: GET lease 404 and GET node 404 by
 	// system:node:<name>, no create, no successful write.
 	user := "system:node:" + name
-	events := waitAudit(t, name, t0, "zombie GETs", func(ev []auditEvent) bool {
+	events := waitAudit(t, name, t0, "zombie GETs", func(ev []testenv.AuditEvent) bool {
 		return len(match(ev, "get", "leases", user, 404)) >= renewals-2 && len(match(ev, "get", "nodes", user, 404)) >= renewals-2
 	})
 	// Its only write attempts are PUTs of the lease it cached before the deletion, which the
 	// UID precondition rejects (409); nothing it sends is ever accepted as a write.
 	for _, e := range match(events, "", "leases", user, 0) {
-		if e.Verb != "get" && e.ResponseStatus.Code < 300 {
+		if e.Verb != "get" && e.Code() < 300 {
 			t.Errorf("zombie kubelet wrote its lease: %s", e)
 		}
 	}
@@ -91,7 +92,7 @@ func TestLegacyKubeletLeaksLease(t *testing.T) {
 	ok := t.Run("c: re-created ownerless and renewed", func(t *testing.T) {
 		t0 := time.Now()
 		deleteNode(t, name)
-		waitAudit(t, name, t0, "lease delete by the garbage collector", func(ev []auditEvent) bool {
+		waitAudit(t, name, t0, "lease delete by the garbage collector", func(ev []testenv.AuditEvent) bool {
 			return len(match(ev, "delete", "leases", garbageCollector, 200)) == 1
 		})
 		leaked = waitLease(t, name, 10*time.Second, "re-created lease", func(l *coordinationv1.Lease) bool {
@@ -104,13 +105,13 @@ func TestLegacyKubeletLeaksLease(t *testing.T) {
 		r0 := leaked.Spec.RenewTime.Time
 		l := waitLease(t, name, 5*time.Second, "renewal", renewedAfter(r0))
 		if l.UID != leaked.UID || !ownerless(l) {
-			t.Fatalf("renewed lease changed: %s", describe(l))
+			t.Fatalf("renewed lease changed: %s", testenv.DescribeLease(l))
 		}
 		if s := k.Stats(); s.LeaseUpdateCreated != 1 || s.LeaseCreate != 1 {
 			t.Errorf("want one POST (registration) and one PUT answered 201 (the leak), got %+v", s)
 		}
 		// The audit log: the kubelet's update answered 201 created it.
-		events := waitAudit(t, name, t0, "update answered 201", func(ev []auditEvent) bool {
+		events := waitAudit(t, name, t0, "update answered 201", func(ev []testenv.AuditEvent) bool {
 			return len(match(ev, "update", "leases", user, 201)) == 1
 		})
 		if c := match(events, "create", "leases", user, 0); len(c) != 0 {
@@ -123,7 +124,7 @@ func TestLegacyKubeletLeaksLease(t *testing.T) {
 
 	t.Run("d: survives the kubelet and the garbage collector", func(t *testing.T) {
 		k.Stop() // the machine dies
-		last, err := getLease(ctx, env.AdminClient(), name)
+		last, err := env.NodeLease(ctx, name)
 		if err != nil || last == nil {
 			t.Fatalf("leaked lease gone at machine death: %v", err)
 		}
@@ -140,16 +141,16 @@ func TestLegacyKubeletLeaksLease(t *testing.T) {
 			ok.Stop()
 			deleteNode(t, other)
 			waitLease(t, other, 30*time.Second, "garbage collection of another node's lease", absent)
-			l, err := getLease(ctx, env.AdminClient(), name)
+			l, err := env.NodeLease(ctx, name)
 			if err != nil || l == nil {
 				t.Fatalf("pass %d: leaked lease gone: %v", pass, err)
 			}
 			if l.UID != leaked.UID || l.ResourceVersion != last.ResourceVersion || !ownerless(l) {
-				t.Fatalf("pass %d: leaked lease changed: %s", pass, describe(l))
+				t.Fatalf("pass %d: leaked lease changed: %s", pass, testenv.DescribeLease(l))
 			}
 		}
 		// It has expired and nobody will ever renew or collect it.
-		l, _ := getLease(ctx, env.AdminClient(), name)
+		l, _ := env.NodeLease(ctx, name)
 		if age := time.Since(l.Spec.RenewTime.Time); age < time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second {
 			t.Errorf("leaked lease renewed %s ago; expected it expired after the passes", age)
 		}
@@ -179,9 +180,9 @@ func TestLeaseDeletedKubeletRecreatesOwned(t *testing.T) {
 				return l != nil && l.UID != old.UID
 			})
 			if !ownedBy(string(k.NodeUID()))(l) {
-				t.Fatalf("re-created lease must be owned by the live Node %s: %s", k.NodeUID(), describe(l))
+				t.Fatalf("re-created lease must be owned by the live Node %s: %s", k.NodeUID(), testenv.DescribeLease(l))
 			}
-			waitAudit(t, name, t0, "lease create by the kubelet", func(ev []auditEvent) bool {
+			waitAudit(t, name, t0, "lease create by the kubelet", func(ev []testenv.AuditEvent) bool {
 				return len(match(ev, "create", "leases", "system:node:"+name, 201)) == 1
 			})
 		})
@@ -229,11 +230,11 @@ func TestRestartAfterNodeDeletion(t *testing.T) {
 				if l.UID != before.UID {
 					t.Errorf("legacy kubelet should adopt its leaked lease %s, got %s", before.UID, l.UID)
 				}
-				waitAudit(t, name, t0, "adoption by update", func(ev []auditEvent) bool {
+				waitAudit(t, name, t0, "adoption by update", func(ev []testenv.AuditEvent) bool {
 					return len(match(ev, "update", "leases", user, 200)) >= 1 && len(match(ev, "create", "leases", user, 0)) == 0
 				})
 			} else {
-				waitAudit(t, name, t0, "node and lease creates by the kubelet", func(ev []auditEvent) bool {
+				waitAudit(t, name, t0, "node and lease creates by the kubelet", func(ev []testenv.AuditEvent) bool {
 					return len(match(ev, "create", "nodes", user, 201)) == 1 && len(match(ev, "create", "leases", user, 201)) == 1
 				})
 			}

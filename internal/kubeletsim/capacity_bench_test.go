@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -49,7 +48,7 @@ func BenchmarkCapacity(b *testing.B) {
 	admin := kubernetes.NewForConfigOrDie(adminCfg)
 	w := newWatcher(ctx, admin)
 
-	fleet := newFleetB(b)
+	fleet := newFleet(b)
 	var names []string
 	best := 0
 	var lastGood stepResult
@@ -91,12 +90,6 @@ func BenchmarkCapacity(b *testing.B) {
 	}
 	fmt.Printf("kubeletsim capacity: %d kubelets kept every node Ready (ramp %d+%d..%d, %s observation)\n",
 		best, *capStart, *capStep, *capMax, *capObserve)
-}
-
-func newFleetB(b *testing.B) *Fleet {
-	f := NewFleet(func(node string) *rest.Config { return env.UserConfig("system:node:"+node, "system:nodes") })
-	b.Cleanup(f.StopAll)
-	return f
 }
 
 // stepResult is what one observation window saw.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,49 +28,19 @@ func TestMain(m *testing.M) {
 	testenv.Main(m, testenv.Options{ControllerManager: true}, &env)
 }
 
-var nameSeq atomic.Int64
-
 // uniqueName gives each test its own node so tests never see each other's objects.
-func uniqueName(t *testing.T) string {
-	return fmt.Sprintf("ip-10-200-%d-%d.us-west-2.compute.internal", nameSeq.Add(1), time.Now().Nanosecond()%250+1)
+func uniqueName() string {
+	return testenv.UniqueNodeName(200, "us-west-2.compute.internal")
 }
 
-func newFleet(t *testing.T) *Fleet {
-	f := NewFleet(func(node string) *rest.Config { return env.UserConfig("system:node:"+node, "system:nodes") })
+func newFleet(t testing.TB) *Fleet {
+	f := NewFleet(env.NodeConfig)
 	t.Cleanup(f.StopAll)
 	return f
 }
 
 func getLease(ctx context.Context, c kubernetes.Interface, name string) (*coordinationv1.Lease, error) {
 	return c.CoordinationV1().Leases(NodeLeaseNamespace).Get(ctx, name, metav1.GetOptions{})
-}
-
-// waitLease polls until cond holds for the lease (nil when absent) or the timeout passes.
-func waitLease(t *testing.T, c kubernetes.Interface, name string, timeout time.Duration, what string, cond func(*coordinationv1.Lease) bool) *coordinationv1.Lease {
-	t.Helper()
-	var last *coordinationv1.Lease
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		l, err := getLease(ctx, c, name)
-		if apierrors.IsNotFound(err) {
-			l, err = nil, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		last = l
-		return cond(l), nil
-	})
-	if err != nil {
-		t.Fatalf("lease %s: waiting %s for %s: %v (last: %s)", name, timeout, what, err, describeLease(last))
-	}
-	return last
-}
-
-func describeLease(l *coordinationv1.Lease) string {
-	if l == nil {
-		return "absent"
-	}
-	return fmt.Sprintf("uid=%s owners=%v renew=%v", l.UID, l.OwnerReferences, l.Spec.RenewTime)
 }
 
 func ownedBy(uid string) func(*coordinationv1.Lease) bool {
@@ -83,7 +52,7 @@ func ownedBy(uid string) func(*coordinationv1.Lease) bool {
 func TestRegistrationAndLease(t *testing.T) {
 	ctx := context.Background()
 	admin := env.AdminClient()
-	name := uniqueName(t)
+	name := uniqueName()
 	k, err := newFleet(t).Start(ctx, Config{Name: name, LeaseDurationSeconds: 8})
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +79,7 @@ func TestRegistrationAndLease(t *testing.T) {
 	}
 	t.Logf("stored node: %d bytes", len(raw))
 
-	l := waitLease(t, admin, name, 10*time.Second, "owner = node", ownedBy(string(node.UID)))
+	l := env.WaitNodeLease(t, name, 10*time.Second, "owner = node", ownedBy(string(node.UID)))
 	ref := l.OwnerReferences[0]
 	if ref.APIVersion != "v1" || ref.Kind != "Node" || ref.Name != name || ref.Controller != nil || ref.BlockOwnerDeletion != nil {
 		t.Errorf("ownerReference %+v, want exactly {v1 Node %s uid} like the kubelet's", ref, name)
@@ -120,7 +89,7 @@ func TestRegistrationAndLease(t *testing.T) {
 	}
 	// It renews every 2 s (a quarter of 8 s).
 	first := l.Spec.RenewTime.Time
-	waitLease(t, admin, name, 6*time.Second, "renewal", func(l *coordinationv1.Lease) bool {
+	env.WaitNodeLease(t, name, 6*time.Second, "renewal", func(l *coordinationv1.Lease) bool {
 		return l != nil && l.Spec.RenewTime.Time.After(first)
 	})
 
@@ -183,16 +152,16 @@ func TestNodeGoneRequestSequence(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			admin := env.AdminClient()
-			name := uniqueName(t)
+			name := uniqueName()
 			// Node status syncs only at start, so that only lease traffic follows; 3 s renewals
 			// leave room to delete both objects between two of them.
 			k, err := newFleet(t).Start(ctx, Config{Name: name, Mode: tt.mode, LeaseDurationSeconds: 12, NodeStatusUpdateFrequency: time.Hour})
 			if err != nil {
 				t.Fatal(err)
 			}
-			l := waitLease(t, admin, name, 10*time.Second, "owned lease", ownedBy(string(k.NodeUID())))
+			l := env.WaitNodeLease(t, name, 10*time.Second, "owned lease", ownedBy(string(k.NodeUID())))
 			prev := l.Spec.RenewTime.Time
-			waitLease(t, admin, name, 10*time.Second, "a renewal", func(l *coordinationv1.Lease) bool {
+			env.WaitNodeLease(t, name, 10*time.Second, "a renewal", func(l *coordinationv1.Lease) bool {
 				return l != nil && l.Spec.RenewTime.Time.After(prev)
 			})
 			// Right after a renewal: delete the lease, then the Node (nothing left for the GC).
@@ -224,7 +193,7 @@ func TestNodeGoneRequestSequence(t *testing.T) {
 			case tt.leaseBack && len(l.OwnerReferences) != 0:
 				t.Fatalf("re-created lease has owners %v; the pre-1.29 leak has none", l.OwnerReferences)
 			case !tt.leaseBack && !apierrors.IsNotFound(err):
-				t.Fatalf("modern kubelet must not re-create its lease: %v %s", err, describeLease(l))
+				t.Fatalf("modern kubelet must not re-create its lease: %v %s", err, testenv.DescribeLease(l))
 			}
 		})
 	}
@@ -233,13 +202,13 @@ func TestNodeGoneRequestSequence(t *testing.T) {
 func TestStopAndRestart(t *testing.T) {
 	ctx := context.Background()
 	admin := env.AdminClient()
-	name := uniqueName(t)
+	name := uniqueName()
 	k, err := newFleet(t).Start(ctx, Config{Name: name, Mode: Legacy, LeaseDurationSeconds: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
 	oldUID := k.NodeUID()
-	waitLease(t, admin, name, 10*time.Second, "owned lease", ownedBy(string(oldUID)))
+	env.WaitNodeLease(t, name, 10*time.Second, "owned lease", ownedBy(string(oldUID)))
 
 	k.Stop()
 	k.Stop() // idempotent
@@ -271,7 +240,7 @@ func TestStopAndRestart(t *testing.T) {
 	if err := admin.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitLease(t, admin, name, 30*time.Second, "GC deletes the lease", func(l *coordinationv1.Lease) bool { return l == nil })
+	env.WaitNodeLease(t, name, 30*time.Second, "GC deletes the lease", func(l *coordinationv1.Lease) bool { return l == nil })
 	seeded, err := SeedLeakedLease(ctx, admin, name, time.Now().Add(-time.Hour))
 	if err != nil {
 		t.Fatal(err)
@@ -282,7 +251,7 @@ func TestStopAndRestart(t *testing.T) {
 	if k.NodeUID() == oldUID || k.NodeUID() == "" {
 		t.Fatalf("restart should register a new Node, UID %q (old %q)", k.NodeUID(), oldUID)
 	}
-	l = waitLease(t, admin, name, 10*time.Second, "adopted by the new Node", ownedBy(string(k.NodeUID())))
+	l = env.WaitNodeLease(t, name, 10*time.Second, "adopted by the new Node", ownedBy(string(k.NodeUID())))
 	if l.UID != seeded.UID {
 		t.Errorf("the kubelet should adopt the existing lease %s, got a new one %s", seeded.UID, l.UID)
 	}
@@ -297,12 +266,12 @@ func TestStopAndRestart(t *testing.T) {
 func TestRecreateNode(t *testing.T) {
 	ctx := context.Background()
 	admin := env.AdminClient()
-	name := uniqueName(t)
+	name := uniqueName()
 	k, err := newFleet(t).Start(ctx, Config{Name: name, LeaseDurationSeconds: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitLease(t, admin, name, 10*time.Second, "owned lease", ownedBy(string(k.NodeUID())))
+	env.WaitNodeLease(t, name, 10*time.Second, "owned lease", ownedBy(string(k.NodeUID())))
 	newUID, err := k.RecreateNode(ctx, admin)
 	if err != nil {
 		t.Fatal(err)
@@ -312,13 +281,13 @@ func TestRecreateNode(t *testing.T) {
 	}
 	// The GC deletes the lease that names the old UID; the running kubelet creates a new one
 	// owned by the new Node.
-	waitLease(t, admin, name, 30*time.Second, "owner = re-created node", ownedBy(string(newUID)))
+	env.WaitNodeLease(t, name, 30*time.Second, "owner = re-created node", ownedBy(string(newUID)))
 }
 
 func TestSeedLeakedLease(t *testing.T) {
 	ctx := context.Background()
 	admin := env.AdminClient()
-	name := uniqueName(t)
+	name := uniqueName()
 	renew := time.Now().Add(-72 * time.Hour).Truncate(time.Microsecond)
 	l, err := SeedLeakedLease(ctx, admin, name, renew)
 	if err != nil {
@@ -348,7 +317,7 @@ func TestSeedLeakedLease(t *testing.T) {
 func TestStartErrors(t *testing.T) {
 	ctx := context.Background()
 	f := newFleet(t)
-	name := uniqueName(t)
+	name := uniqueName()
 	if _, err := f.Start(ctx, Config{Name: name, LeaseDurationSeconds: 4}); err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +335,7 @@ func TestStartErrors(t *testing.T) {
 	wrong := NewFleet(func(string) *rest.Config { return env.UserConfig("system:node:someone-else", "system:nodes") })
 	short, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	_, err := wrong.Start(short, Config{Name: uniqueName(t)})
+	_, err := wrong.Start(short, Config{Name: uniqueName()})
 	if err == nil || !strings.Contains(err.Error(), "forbidden") {
 		t.Errorf("wrong identity: %v", err)
 	}
@@ -380,7 +349,7 @@ func TestStartErrors(t *testing.T) {
 func TestNodeStatusReports(t *testing.T) {
 	ctx := context.Background()
 	admin := env.AdminClient()
-	name := uniqueName(t)
+	name := uniqueName()
 	k, err := newFleet(t).Start(ctx, Config{Name: name, LeaseDurationSeconds: 40, NodeStatusUpdateFrequency: 500 * time.Millisecond, NodeStatusReportFrequency: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -436,7 +405,7 @@ func TestNodeStatusReports(t *testing.T) {
 func TestSeedOldLeakedLease(t *testing.T) {
 	ctx := context.Background()
 	admin := env.AdminClient()
-	name := uniqueName(t)
+	name := uniqueName()
 	renew := time.Now().Add(-72 * time.Hour).Truncate(time.Microsecond)
 	l, err := SeedOldLeakedLease(ctx, admin, env, name, renew)
 	if err != nil {

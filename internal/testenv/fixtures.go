@@ -2,23 +2,38 @@ package testenv
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 )
 
-// The fixtures the control-plane tests share: a Node, and a node lease shaped as a kubelet
-// writes it. They fail the test on error.
+// The fixtures the control-plane tests share: Nodes, node leases shaped as a kubelet writes them,
+// names no other test uses, and waiting on a lease. They fail the test on error.
 
 // CreateNodeLease writes a kubelet-shaped lease in kube-node-lease (holder = name, 40 s
 // duration) renewed at renew, with the given owners; a lease meant to be old gets the creation
 // time a kubelet's first renewal would have given it (BackdateIfOld).
 func (e *Env) CreateNodeLease(t testing.TB, name string, renew time.Time, owners ...metav1.OwnerReference) *coordinationv1.Lease {
 	t.Helper()
+	l, err := e.createNodeLease(name, renew, owners...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func (e *Env) createNodeLease(name string, renew time.Time, owners ...metav1.OwnerReference) (*coordinationv1.Lease, error) {
 	l, err := e.AdminClient().CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(context.Background(), &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: owners},
 		Spec: coordinationv1.LeaseSpec{
@@ -28,12 +43,9 @@ func (e *Env) CreateNodeLease(t testing.TB, name string, renew time.Time, owners
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	if l, err = e.BackdateIfOld(context.Background(), l); err != nil {
-		t.Fatal(err)
-	}
-	return l
+	return e.BackdateIfOld(context.Background(), l)
 }
 
 // CreateNode creates an empty Node named name. It is not deleted when the test ends: a test that
@@ -46,4 +58,104 @@ func (e *Env) CreateNode(t testing.TB, name string) *corev1.Node {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// DeleteNodesAndLeases deletes every Node and every lease in kube-node-lease, so that a test that
+// counts them starts from an empty cluster.
+func (e *Env) DeleteNodesAndLeases(t testing.TB) {
+	t.Helper()
+	ctx := context.Background()
+	admin := e.AdminClient()
+	if err := admin.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.CoordinationV1().Leases(corev1.NamespaceNodeLease).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// SeedLeakedLeases creates n leases leaked long ago, named prefix-<i>.ec2.internal and last
+// renewed at renew (CreateNodeLease without owners, so backdated), with up to 32 creates in
+// flight, and returns their names.
+func (e *Env) SeedLeakedLeases(t testing.TB, prefix string, n int, renew time.Time) []string {
+	t.Helper()
+	names := make([]string, n)
+	errs := make([]error, n)
+	sem := make(chan struct{}, 32)
+	var wg sync.WaitGroup
+	for i := range n {
+		names[i] = fmt.Sprintf("%s-%d.ec2.internal", prefix, i)
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			_, errs[i] = e.createNodeLease(names[i], renew)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// NodeConfig is the client configuration of the kubelet of node: user system:node:<node> in
+// group system:nodes, as the Node authorizer and NodeRestriction expect (kubeletsim.NewFleet).
+func (e *Env) NodeConfig(node string) *rest.Config {
+	return e.UserConfig("system:node:"+node, "system:nodes")
+}
+
+// NodeLease reads kube-node-lease/name; it is nil, without error, when there is no such lease.
+func (e *Env) NodeLease(ctx context.Context, name string) (*coordinationv1.Lease, error) {
+	l, err := e.AdminClient().CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return l, err
+}
+
+// NodeLeaseExists reports whether kube-node-lease/name exists.
+func (e *Env) NodeLeaseExists(t testing.TB, name string) bool {
+	t.Helper()
+	l, err := e.NodeLease(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l != nil
+}
+
+// WaitNodeLease polls kube-node-lease/name until cond holds for it (nil when absent) and returns
+// it; after timeout it fails the test with what it waited for and the lease as last seen.
+func (e *Env) WaitNodeLease(t testing.TB, name string, timeout time.Duration, what string, cond func(*coordinationv1.Lease) bool) *coordinationv1.Lease {
+	t.Helper()
+	var last *coordinationv1.Lease
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		l, err := e.NodeLease(ctx, name)
+		if err != nil {
+			return false, err
+		}
+		last = l
+		return cond(l), nil
+	})
+	if err != nil {
+		t.Fatalf("lease %s: waiting %s for %s: %v (last: %s)", name, timeout, what, err, DescribeLease(last))
+	}
+	return last
+}
+
+// DescribeLease is what a failing test says about a lease: its UID, owners and last renewal.
+func DescribeLease(l *coordinationv1.Lease) string {
+	if l == nil {
+		return "absent"
+	}
+	return fmt.Sprintf("uid=%s owners=%v renew=%v", l.UID, l.OwnerReferences, l.Spec.RenewTime)
+}
+
+var nameSeq atomic.Int64
+
+// UniqueNodeName returns an EC2-style node name (ip-10-<a>-<b>-<c>.<domain>) that no other call
+// in this test binary returns, also across -count passes, so that each test's Nodes, leases and
+// audit events are its own.
+func UniqueNodeName(a int, domain string) string {
+	n := nameSeq.Add(1)
+	return fmt.Sprintf("ip-10-%d-%d-%d.%s", a, n/250, n%250+1, domain)
 }

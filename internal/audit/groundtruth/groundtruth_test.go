@@ -8,9 +8,7 @@ package groundtruth
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"sort"
@@ -26,8 +24,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
 
 	"github.com/nodekeeper/nodekeeper/internal/audit"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
@@ -36,33 +32,15 @@ import (
 
 var env *testenv.Env
 
-// The policy logs node-lease writes with their bodies (so ownerReferences are visible), Node
-// creates and deletes with their requests, and everything else at Metadata, as EKS does.
-const auditPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived"]
-rules:
-- level: RequestResponse
-  namespaces: ["kube-node-lease"]
-  verbs: ["create", "update", "patch", "delete"]
-  resources: [{group: "coordination.k8s.io", resources: ["leases"]}]
-- level: Request
-  verbs: ["create", "delete"]
-  resources: [{group: "", resources: ["nodes"]}]
-- level: Metadata
-`
-
 func TestMain(m *testing.M) {
-	flag.Parse() // testing.Verbose below needs the flags before m.Run parses them
-	if !testing.Verbose() {
+	testenv.RunMain(m, testenv.MainOptions{
+		Options: testenv.Options{ControllerManager: true, AuditPolicy: testenv.AuditLikeEKS,
+			// Few seats in all, so that a priority level of one share gets one seat and a burst
+			// of 32 concurrent requests is mostly rejected.
+			APIServerArgs: []string{"--max-requests-inflight=30", "--max-mutating-requests-inflight=10"}},
 		// The simulated kubelets log every 404 their zombies get; that is the point here.
-		klog.LogToStderr(false)
-		klog.SetOutput(io.Discard)
-	}
-	testenv.Main(m, testenv.Options{ControllerManager: true, AuditPolicy: auditPolicy,
-		// Few seats in all, so that a priority level of one share gets one seat and a burst
-		// of 32 concurrent requests is mostly rejected.
-		APIServerArgs: []string{"--max-requests-inflight=30", "--max-mutating-requests-inflight=10"}}, &env)
+		QuietKlog: true,
+	}, &env)
 }
 
 const (
@@ -78,9 +56,7 @@ func TestAuditLogGroundTruth(t *testing.T) {
 	defer cancel()
 	adminClient := kubernetes.NewForConfigOrDie(env.UserConfig(admin, "system:masters"))
 
-	fleet := kubeletsim.NewFleet(func(node string) *rest.Config {
-		return env.UserConfig("system:node:"+node, "system:nodes")
-	})
+	fleet := kubeletsim.NewFleet(env.NodeConfig)
 	defer fleet.StopAll()
 	names := map[string]string{
 		"modern":      "ip-10-0-1-1.us-west-2.compute.internal",
