@@ -232,11 +232,50 @@ func TestKrewManifestTemplate(t *testing.T) {
 			t.Errorf("%s: bin %q is not installed by files %+v (the binary must be named kubectl-nodekeeper*)", osArch, p.Bin, p.Files)
 		}
 	}
-	for _, want := range []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64", "windows/amd64"} {
-		if !seen[want] {
-			t.Errorf("no %s platform", want)
+	// Exactly the platforms GoReleaser builds archives for: one without an archive would point
+	// krew at a download that does not exist, and a missing one leaves its users without the plugin.
+	want := releasedPlatforms(t)
+	for osArch := range seen {
+		if !want[osArch] {
+			t.Errorf("platform %s has no archive in .goreleaser.yaml", osArch)
 		}
 	}
+	for osArch := range want {
+		if !seen[osArch] {
+			t.Errorf("no %s platform, though .goreleaser.yaml builds an archive for it", osArch)
+		}
+	}
+}
+
+// releasedPlatforms is the set of os/arch pairs .goreleaser.yaml builds (every goos with every
+// goarch of each build).
+func releasedPlatforms(t *testing.T) map[string]bool {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(moduleRoot(t), ".goreleaser.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Builds []struct {
+			Goos   []string `json:"goos"`
+			Goarch []string `json:"goarch"`
+		} `json:"builds"`
+	}
+	if err := yaml.Unmarshal(raw, &cfg); err != nil {
+		t.Fatalf(".goreleaser.yaml: %v", err)
+	}
+	out := map[string]bool{}
+	for _, b := range cfg.Builds {
+		for _, goos := range b.Goos {
+			for _, goarch := range b.Goarch {
+				out[goos+"/"+goarch] = true
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal(".goreleaser.yaml builds no platform")
+	}
+	return out
 }
 
 func firstLines(s string, n int) string {
