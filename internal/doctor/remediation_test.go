@@ -3,6 +3,8 @@ package doctor
 import (
 	"strings"
 	"testing"
+
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/textcheck"
 )
 
 func TestDetectNodeOS(t *testing.T) {
@@ -81,16 +83,7 @@ func TestMaxPodsFix(t *testing.T) {
 			if strings.Contains(got, "\n") {
 				t.Errorf("fix has a newline: %q", got)
 			}
-			for _, w := range tc.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("fix %q\nlacks %q", got, w)
-				}
-			}
-			for _, w := range tc.wantNot {
-				if strings.Contains(got, w) {
-					t.Errorf("fix %q\nshould not contain %q", got, w)
-				}
-			}
+			textcheck.Contains(t, "fix", got, tc.want, tc.wantNot)
 		})
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/textcheck"
 )
 
 // TestCompletion runs cobra's __complete in-process, as the shell scripts do.
@@ -56,16 +58,7 @@ current-context: prod
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
-			for _, w := range tc.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("lacks %q:\n%s", w, out)
-				}
-			}
-			for _, w := range tc.not {
-				if strings.Contains(out, w) {
-					t.Errorf("has %q:\n%s", w, out)
-				}
-			}
+			textcheck.Contains(t, "completions", out, tc.want, tc.not)
 		})
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/textcheck"
+
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
@@ -53,16 +55,7 @@ func TestRootCommand(t *testing.T) {
 			if code != tc.wantCode {
 				t.Errorf("exit %d, want %d\nstderr: %s", code, tc.wantCode, errOut)
 			}
-			for _, w := range tc.wantOut {
-				if !strings.Contains(out, w) {
-					t.Errorf("stdout lacks %q:\n%s", w, out)
-				}
-			}
-			for _, w := range tc.notOut {
-				if strings.Contains(out, w) {
-					t.Errorf("stdout has %q:\n%s", w, out)
-				}
-			}
+			textcheck.Contains(t, "stdout", out, tc.wantOut, tc.notOut)
 			if tc.wantError != "" && !strings.Contains(errOut, "error: "+tc.wantError) {
 				t.Errorf("stderr lacks %q:\n%s", tc.wantError, errOut)
 			}
