@@ -1,8 +1,6 @@
 package audit
 
 import (
-	"github.com/nodekeeper/nodekeeper/internal/schematest"
-
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nodekeeper/nodekeeper/internal/audit/gen"
+	"github.com/nodekeeper/nodekeeper/internal/schematest"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/golden"
 )
 

@@ -1,12 +1,10 @@
 package controller
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -23,6 +21,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 	"github.com/nodekeeper/nodekeeper/internal/testenv"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/promscrape"
 )
 
 // The benchmarks run on a control plane of their own whose audit log records only the
@@ -65,37 +64,17 @@ func envInt(name string, def int) int {
 	return def
 }
 
-func freeAddr(b *testing.B) string {
-	b.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// scrape returns the samples of a Prometheus text endpoint as name{labels} → value.
+// scrape returns the samples of the replica's /metrics at addr by series: name{labels} → value.
 func scrape(addr string) (map[string]float64, error) {
-	resp, err := http.Get("http://" + addr + "/metrics")
+	samples, err := promscrape.Get("http://" + addr + "/metrics")
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
-			out[line[:i]] = v
-		}
+	out := make(map[string]float64, len(samples))
+	for _, s := range samples {
+		out[s.Series()] = s.Value
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 func waitMetric(b *testing.B, addr, series string, timeout time.Duration, ok func(float64) bool) {
@@ -170,7 +149,7 @@ func BenchmarkControllerConverge(b *testing.B) {
 		names := seedLeaked(b, "ip-10-250-0", leaked, 2*time.Hour)
 		benchLog(b, "%d leaked leases seeded", len(names))
 
-		addr := freeAddr(b)
+		addr := testenv.FreeAddr(b)
 		start = time.Now()
 		r := startReplica(b, replicaConfig{Identity: "converge", Grace: time.Hour, Workers: workers, QPS: float32(qps), Burst: max(qps, 1), MetricsAddr: addr})
 		waitMetric(b, addr, "nodekeeper_cache_synced", 10*time.Minute, func(v float64) bool { return v == 1 })
@@ -296,7 +275,7 @@ func BenchmarkControllerMemory(b *testing.B) {
 		benchLog(b, "%d realistic Nodes and %d leases created", nodes, leases)
 
 		measure := func(full bool) (rssKiB, anonKiB, peakKiB int, heap float64) {
-			addr := freeAddr(b)
+			addr := testenv.FreeAddr(b)
 			// A grace period of a year: the ownerless leases are zombies of stopped kubelets, so
 			// neither controller deletes anything while it is measured.
 			r := startReplica(b, replicaConfig{Identity: fmt.Sprintf("memory-full-%v", full), Grace: 365 * 24 * time.Hour,
@@ -347,7 +326,7 @@ func BenchmarkIdleListRequests(b *testing.B) {
 		benchEnv(b)
 		startKubelets(b, nodes)
 		seedLeaked(b, "ip-10-251-0", 10, 2*time.Hour)
-		addr := freeAddr(b)
+		addr := testenv.FreeAddr(b)
 		start := time.Now()
 		r := startReplica(b, replicaConfig{Identity: "idle", Grace: time.Hour, Workers: 4, QPS: 20, Burst: 50, MetricsAddr: addr})
 		waitMetric(b, addr, "nodekeeper_cache_synced", 5*time.Minute, func(v float64) bool { return v == 1 })

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -208,12 +207,7 @@ func TestRaces(t *testing.T) {
 		reset(t)
 		name := "ip-10-2-1-1.race-renewed-0.ec2.internal"
 		h := startController(t, opts)
-		var once sync.Once
-		h.setHook(func(l *coordinationv1.Lease) {
-			if l.Name == name {
-				once.Do(func() { renewLease(t, name) })
-			}
-		})
+		h.beforeActionOnce(name, func() { renewLease(t, name) })
 		seedLeaked(t, "ip-10-2-1-1.race-renewed", 1, 2*time.Hour)
 		eventually(t, 30*time.Second, "a precondition failure", func() (bool, error) {
 			return slices.Contains(h.outcomes(name), deleter.PreconditionFailed), nil
@@ -241,17 +235,12 @@ func TestRaces(t *testing.T) {
 		reset(t)
 		name := "ip-10-2-2-2.race-adopted.internal"
 		h := startController(t, opts)
-		var once sync.Once
-		h.setHook(func(l *coordinationv1.Lease) {
-			if l.Name == name {
-				once.Do(func() {
-					// The kubelet came back: its Node registers and it owns its lease.
-					n := createNode(t, name)
-					p := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"Node","name":%q,"uid":%q}]}}`, name, n.UID)
-					if _, err := adminClient().CoordinationV1().Leases(lease.NodeLeaseNamespace).Patch(context.Background(), name, types.MergePatchType, []byte(p), metav1.PatchOptions{}); err != nil {
-						t.Error(err)
-					}
-				})
+		h.beforeActionOnce(name, func() {
+			// The kubelet came back: its Node registers and it owns its lease.
+			n := createNode(t, name)
+			p := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"Node","name":%q,"uid":%q}]}}`, name, n.UID)
+			if _, err := adminClient().CoordinationV1().Leases(lease.NodeLeaseNamespace).Patch(context.Background(), name, types.MergePatchType, []byte(p), metav1.PatchOptions{}); err != nil {
+				t.Error(err)
 			}
 		})
 		createLease(t, name, time.Now().Add(-2*time.Hour))
@@ -270,12 +259,7 @@ func TestRaces(t *testing.T) {
 		reset(t)
 		name := "ip-10-2-3-3.race-node.internal"
 		h := startController(t, opts)
-		var once sync.Once
-		h.setHook(func(l *coordinationv1.Lease) {
-			if l.Name == name {
-				once.Do(func() { createNode(t, name) })
-			}
-		})
+		h.beforeActionOnce(name, func() { createNode(t, name) })
 		createLease(t, name, time.Now().Add(-2*time.Hour))
 		eventually(t, 30*time.Second, "the lease to be adopted", func() (bool, error) {
 			l, err := getLease(name)
@@ -359,13 +343,7 @@ func TestGracePeriodWithInjectedClock(t *testing.T) {
 		return err == nil && len(l.OwnerReferences) == 1, err
 	})
 
-	clk.SetTime(leakAt.Add(-time.Millisecond))
-	time.Sleep(time.Second)
-	if _, err := getLease(doomed); err != nil {
-		t.Fatalf("lease deleted before its grace period ended: %v", err)
-	}
-	clk.SetTime(leakAt)
-	eventually(t, 10*time.Second, "the lease to be deleted the moment it is leaked", leaseGone(doomed))
+	deletedAtLeak(t, clk, doomed, leakAt)
 	clk.Step(24 * time.Hour)
 	time.Sleep(time.Second)
 	if _, err := getLease(saved); err != nil {
@@ -377,6 +355,19 @@ func TestGracePeriodWithInjectedClock(t *testing.T) {
 	if got := h.outcomes(saved); !slices.Equal(got, []deleter.Outcome{deleter.Adopted}) {
 		t.Errorf("saved lease decisions %v", got)
 	}
+}
+
+// deletedAtLeak moves clk to a millisecond before leakAt, checks that lease name survives that
+// moment, then moves it to leakAt and waits for the controller to delete the lease.
+func deletedAtLeak(t *testing.T, clk *clocktesting.FakeClock, name string, leakAt time.Time) {
+	t.Helper()
+	clk.SetTime(leakAt.Add(-time.Millisecond))
+	time.Sleep(time.Second) // room for a wrong early delete
+	if _, err := getLease(name); err != nil {
+		t.Fatalf("lease %s deleted before it was leaked at %s: %v", name, leakAt.Format(time.RFC3339Nano), err)
+	}
+	clk.SetTime(leakAt)
+	eventually(t, 10*time.Second, "lease "+name+" to be deleted the moment it is leaked", leaseGone(name))
 }
 
 // TestClockSkewedKubeletWaitsForGraceSinceCreation (issue 10, item 8): a pre-1.29 zombie whose
@@ -410,13 +401,7 @@ func TestClockSkewedKubeletWaitsForGraceSinceCreation(t *testing.T) {
 		t.Fatalf("recheck at %s, want creation + grace %s", got, leakAt)
 	}
 
-	clk.SetTime(leakAt.Add(-time.Millisecond))
-	time.Sleep(time.Second)
-	if _, err := getLease(skewed); err != nil {
-		t.Fatalf("lease of a kubelet with a lagging clock deleted before grace had passed since its creation: %v", err)
-	}
-	clk.SetTime(leakAt)
-	eventually(t, 10*time.Second, "the skewed lease to be deleted once grace has passed since its creation", leaseGone(skewed))
+	deletedAtLeak(t, clk, skewed, leakAt)
 	// The decision is recorded just after the DELETE returns.
 	eventually(t, 10*time.Second, "the delete decision", func() (bool, error) { return len(h.outcomes(skewed)) > 0, nil })
 	if got := h.outcomes(skewed); !slices.Equal(got, []deleter.Outcome{deleter.Deleted}) {

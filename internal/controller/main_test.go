@@ -25,6 +25,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 	"github.com/nodekeeper/nodekeeper/internal/testenv"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/promscrape"
 )
 
 var env *testenv.Env
@@ -136,6 +137,17 @@ func (h *harness) setHook(f func(l *coordinationv1.Lease)) {
 	h.hookMu.Unlock()
 }
 
+// beforeActionOnce runs f the first time the controller is about to act on lease name, between
+// the classification from its cache and its request: the moment the races are staged at.
+func (h *harness) beforeActionOnce(name string, f func()) {
+	var once sync.Once
+	h.setHook(func(l *coordinationv1.Lease) {
+		if l.Name == name {
+			once.Do(f)
+		}
+	})
+}
+
 func (h *harness) runHook(l *coordinationv1.Lease) {
 	h.hookMu.Lock()
 	f := h.hook
@@ -169,39 +181,15 @@ func (h *harness) count(o deleter.Outcome) int {
 	return n
 }
 
-// metric reads one sample of the controller's registry, e.g. ("nodekeeper_leases", "class", "zombie").
+// metric reads one series of the controller's registry, e.g. ("nodekeeper_leases", "class",
+// "zombie"); 0 when it is not served.
 func (h *harness) metric(name string, labels ...string) float64 {
 	h.t.Helper()
-	mfs, err := h.c.Registry().Gather()
+	samples, err := promscrape.Gather(h.c.Registry())
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.Metric {
-			for i := 0; i+1 < len(labels); i += 2 {
-				found := false
-				for _, lp := range m.Label {
-					if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
-						found = true
-					}
-				}
-				if !found {
-					continue next
-				}
-			}
-			switch {
-			case m.Gauge != nil:
-				return m.Gauge.GetValue()
-			case m.Counter != nil:
-				return m.Counter.GetValue()
-			}
-		}
-	}
-	return 0
+	return promscrape.Sum(samples, name, labels...)
 }
 
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {

@@ -66,17 +66,13 @@ func loadRBAC(t *testing.T) shippedRBAC {
 		case "ServiceAccount":
 			target = &out.sa
 		case "Role":
-			out.roles = append(out.roles, rbacv1.Role{})
-			target = &out.roles[len(out.roles)-1]
+			target = appendZero(&out.roles)
 		case "ClusterRole":
-			out.clusterRoles = append(out.clusterRoles, rbacv1.ClusterRole{})
-			target = &out.clusterRoles[len(out.clusterRoles)-1]
+			target = appendZero(&out.clusterRoles)
 		case "RoleBinding":
-			out.bindings = append(out.bindings, rbacv1.RoleBinding{})
-			target = &out.bindings[len(out.bindings)-1]
+			target = appendZero(&out.bindings)
 		case "ClusterRoleBinding":
-			out.crBindings = append(out.crBindings, rbacv1.ClusterRoleBinding{})
-			target = &out.crBindings[len(out.crBindings)-1]
+			target = appendZero(&out.crBindings)
 		default:
 			t.Fatalf("%s: unexpected kind %q", rbacFile, tm.Kind)
 		}
@@ -88,6 +84,12 @@ func loadRBAC(t *testing.T) shippedRBAC {
 		t.Fatalf("%s has no ServiceAccount or no roles", rbacFile)
 	}
 	return out
+}
+
+// appendZero appends a zero T to *s and returns it, for the document to be decoded into.
+func appendZero[T any](s *[]T) *T {
+	*s = append(*s, *new(T))
+	return &(*s)[len(*s)-1]
 }
 
 // apply creates or replaces every object.

@@ -264,6 +264,26 @@ func leaderOf(t testing.TB) (string, time.Time) {
 	return *l.Spec.HolderIdentity, renewed
 }
 
+// leaderAndStandby starts replica leader with cfg and, once it leads (so the roles are known),
+// replica standby with the same cfg.
+func leaderAndStandby(t *testing.T, cfg replicaConfig, leader, standby string) (*replica, *replica) {
+	t.Helper()
+	a, b := cfg, cfg
+	a.Identity, b.Identity = leader, standby
+	ra := startReplica(t, a)
+	waitLeader(t, leader)
+	return ra, startReplica(t, b)
+}
+
+// waitLeader waits until replica id holds the leader election lease.
+func waitLeader(t *testing.T, id string) {
+	t.Helper()
+	eventually(t, 30*time.Second, id+" to lead", func() (bool, error) {
+		holder, _ := leaderOf(t)
+		return holder == id, nil
+	})
+}
+
 func TestTwoReplicasOneLeaderAndTakeover(t *testing.T) {
 	reset(t)
 	ctx := context.Background()
@@ -275,15 +295,7 @@ func TestTwoReplicasOneLeaderAndTakeover(t *testing.T) {
 		// Short election timings so the test is quick; the ratios are the production ones.
 		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
 	}
-	a, b := base, base
-	a.Identity, b.Identity = "replica-a", "replica-b"
-	ra := startReplica(t, a)
-	// Let a win, so the roles are known; then start b as the standby.
-	eventually(t, 30*time.Second, "replica-a to lead", func() (bool, error) {
-		id, _ := leaderOf(t)
-		return id == "replica-a", nil
-	})
-	rb := startReplica(t, b)
+	ra, rb := leaderAndStandby(t, base, "replica-a", "replica-b")
 
 	// Let a delete some, then kill it without any chance to release its lease.
 	eventually(t, 60*time.Second, "replica-a to delete 50 leases", func() (bool, error) {
@@ -295,10 +307,7 @@ func TestTwoReplicasOneLeaderAndTakeover(t *testing.T) {
 	_, lastRenew := leaderOf(t)
 	ra.kill()
 	killedAt := time.Now()
-	eventually(t, 30*time.Second, "replica-b to take over", func() (bool, error) {
-		id, _ := leaderOf(t)
-		return id == "replica-b", nil
-	})
+	waitLeader(t, "replica-b")
 	takeover := time.Since(killedAt)
 	sinceRenew := time.Since(lastRenew)
 	t.Logf("takeover %s after the kill, %s after the killed leader's last renewal (lease duration %s, retry period %s)",
@@ -360,24 +369,14 @@ func TestGracefulHandover(t *testing.T) {
 		Grace: time.Hour, Workers: 2, QPS: 20, Burst: 20, LeaderElect: true,
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 500 * time.Millisecond,
 	}
-	a, b := base, base
-	a.Identity, b.Identity = "graceful-a", "graceful-b"
-	ra := startReplica(t, a)
-	eventually(t, 30*time.Second, "graceful-a to lead", func() (bool, error) {
-		id, _ := leaderOf(t)
-		return id == "graceful-a", nil
-	})
-	rb := startReplica(t, b)
+	ra, rb := leaderAndStandby(t, base, "graceful-a", "graceful-b")
 	time.Sleep(2 * time.Second) // b is a warm standby now
 	start := time.Now()
 	ra.terminate(t)
 	if ra.cmd.ProcessState.ExitCode() != 0 {
 		t.Errorf("graceful-a exited with %d:\n%s", ra.cmd.ProcessState.ExitCode(), ra.tail(t))
 	}
-	eventually(t, 30*time.Second, "graceful-b to take over", func() (bool, error) {
-		id, _ := leaderOf(t)
-		return id == "graceful-b", nil
-	})
+	waitLeader(t, "graceful-b")
 	if took := time.Since(start); took > base.LeaseDuration/2 {
 		t.Errorf("handover after SIGTERM took %s; a released lease should be taken within a few retry periods", took)
 	}

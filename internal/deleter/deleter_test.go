@@ -60,6 +60,14 @@ func newDeleter(t *testing.T, cfg *rest.Config, dryRun bool) *Deleter {
 	return d
 }
 
+// requireLease fails the test at once if the lease name is gone.
+func requireLease(t *testing.T, name string) {
+	t.Helper()
+	if !env.NodeLeaseExists(t, name) {
+		t.Fatalf("lease %s deleted", name)
+	}
+}
+
 func TestDelete(t *testing.T) {
 	ctx := context.Background()
 	admin := env.AdminClient()
@@ -202,9 +210,7 @@ func TestDeleteRefusesWithoutPreconditions(t *testing.T) {
 	if r.Outcome != Failed || r.Err == nil || r.Requests != 0 {
 		t.Fatalf("got %s %v after %d requests, want a refusal", r.Outcome, r.Err, r.Requests)
 	}
-	if !env.NodeLeaseExists(t, name) {
-		t.Fatal("lease deleted")
-	}
+	requireLease(t, name)
 }
 
 // TestDeleteForbidden: an identity without the delete verb gets a Failed outcome naming the step.
@@ -244,9 +250,7 @@ func TestDeleteForbidden(t *testing.T) {
 	if r.Outcome != Failed || r.Step != "delete lease" || !apierrors.IsForbidden(r.Err) {
 		t.Fatalf("got %s step %q err %v, want a forbidden delete", r.Outcome, r.Step, r.Err)
 	}
-	if !env.NodeLeaseExists(t, name) {
-		t.Fatal("lease deleted")
-	}
+	requireLease(t, name)
 }
 
 func TestAdopt(t *testing.T) {

@@ -1,17 +1,14 @@
 package deploytest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +23,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekeeper/nodekeeper/cmd/nodekeeper/app"
+	"github.com/nodekeeper/nodekeeper/internal/testenv"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/promscrape"
 )
 
 // TestControllerWithManifests runs `nodekeeper controller` (the command tree, in-process) the way the kustomize
@@ -50,7 +49,7 @@ func TestControllerWithManifests(t *testing.T) {
 
 	d := mustTyped[*appsv1.Deployment](t, ofKind(in.objs, "Deployment")[0])
 	c := controllerContainer(t, d)
-	metricsAddr, probeAddr := freeAddr(t), freeAddr(t)
+	metricsAddr, probeAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	args := []string{"--kubeconfig=" + kubeconfig}
 	for _, a := range c.Args {
 		switch {
@@ -146,16 +145,16 @@ func TestControllerWithManifests(t *testing.T) {
 	// reporting what is missing.
 	var problems []string
 	_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		series, err := scrape("http://" + metricsAddr + "/metrics")
+		series, err := promscrape.Get("http://" + metricsAddr + "/metrics")
 		if err != nil {
 			problems = []string{err.Error()}
 			return false, nil
 		}
 		problems = scrapeContractViolations(series)
-		if sampleValue(series, "nodekeeper_is_leader") != 1 {
+		if promscrape.Sum(series, "nodekeeper_is_leader") != 1 {
 			problems = append(problems, "nodekeeper_is_leader is not 1 on the only replica")
 		}
-		if sampleValue(series, "nodekeeper_lease_deletions_total", "result", "deleted") < 1 {
+		if promscrape.Sum(series, "nodekeeper_lease_deletions_total", "result", "deleted") < 1 {
 			problems = append(problems, `nodekeeper_lease_deletions_total{result="deleted"} did not count the deletion`)
 		}
 		return len(problems) == 0, nil
@@ -171,31 +170,31 @@ func TestControllerWithManifests(t *testing.T) {
 // increase() and rate() count the first event instead of starting from it. A metric with a
 // free-form label (nodekeeper_errors_total{reason}) appears with its first observation.
 // Metrics outside the contract (Go runtime, extra controller counters) are allowed.
-func scrapeContractViolations(series []sample) []string {
+func scrapeContractViolations(series []promscrape.Sample) []string {
 	var problems []string
 	seen := map[string]bool{}
 	served := map[string]bool{} // metric\x00label\x00value
 	for _, s := range series {
-		base, spec, extra, ok := lookupSeries(s.name)
+		base, spec, extra, ok := lookupSeries(s.Name)
 		if !ok {
 			continue
 		}
-		seen[s.name] = true
-		for name, value := range s.labels {
+		seen[s.Name] = true
+		for name, value := range s.Labels {
 			values, known := spec.labels[name]
 			switch {
 			case extra[name]:
 			case !known:
-				problems = append(problems, fmt.Sprintf("%s has label %s, which the contract does not list", s.name, name))
+				problems = append(problems, fmt.Sprintf("%s has label %s, which the contract does not list", s.Name, name))
 			case values != nil && !slices.Contains(values, value):
-				problems = append(problems, fmt.Sprintf("%s{%s=%q}: value not in the contract %v", s.name, name, value, values))
+				problems = append(problems, fmt.Sprintf("%s{%s=%q}: value not in the contract %v", s.Name, name, value, values))
 			default:
 				served[base+"\x00"+name+"\x00"+value] = true
 			}
 		}
 		for name := range spec.labels {
-			if _, ok := s.labels[name]; !ok {
-				problems = append(problems, fmt.Sprintf("%s lacks the label %s", s.name, name))
+			if _, ok := s.Labels[name]; !ok {
+				problems = append(problems, fmt.Sprintf("%s lacks the label %s", s.Name, name))
 			}
 		}
 	}
@@ -230,119 +229,6 @@ func scrapeContractViolations(series []sample) []string {
 	return problems
 }
 
-// sample is one line of the Prometheus text exposition format.
-type sample struct {
-	name   string
-	labels map[string]string
-	value  float64
-}
-
-// parseExposition reads the Prometheus text format (comments skipped, label values unescaped).
-func parseExposition(r io.Reader) ([]sample, error) {
-	var out []sample
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		s := sample{labels: map[string]string{}}
-		rest := line
-		if i := strings.IndexAny(line, "{ "); i >= 0 && line[i] == '{' {
-			s.name = line[:i]
-			var err error
-			if rest, err = parseLabels(line[i+1:], s.labels); err != nil {
-				return nil, fmt.Errorf("%q: %w", line, err)
-			}
-		} else if i >= 0 {
-			s.name, rest = line[:i], line[i:]
-		}
-		fields := strings.Fields(rest)
-		if s.name == "" || len(fields) == 0 {
-			return nil, fmt.Errorf("cannot read %q", line)
-		}
-		v, err := strconv.ParseFloat(fields[0], 64)
-		if err != nil {
-			return nil, fmt.Errorf("%q: %w", line, err)
-		}
-		s.value = v
-		out = append(out, s)
-	}
-	return out, sc.Err()
-}
-
-// parseLabels reads `a="x",b="y"}` into labels and returns what follows the closing brace.
-func parseLabels(s string, labels map[string]string) (string, error) {
-	for {
-		s = strings.TrimLeft(s, ", ")
-		if strings.HasPrefix(s, "}") {
-			return s[1:], nil
-		}
-		eq := strings.Index(s, `="`)
-		if eq < 0 {
-			return "", fmt.Errorf("bad label list")
-		}
-		name := s[:eq]
-		s = s[eq+2:]
-		var v strings.Builder
-		for i := 0; ; i++ {
-			if i >= len(s) {
-				return "", fmt.Errorf("unterminated value of label %s", name)
-			}
-			switch c := s[i]; {
-			case c == '\\' && i+1 < len(s):
-				i++
-				switch s[i] {
-				case 'n':
-					v.WriteByte('\n')
-				default:
-					v.WriteByte(s[i])
-				}
-			case c == '"':
-				labels[name] = v.String()
-				s = s[i+1:]
-				goto next
-			default:
-				v.WriteByte(c)
-			}
-		}
-	next:
-	}
-}
-
-func scrape(url string) ([]sample, error) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	return parseExposition(resp.Body)
-}
-
-// sampleValue sums the samples of a series whose labels match the given name/value pairs.
-func sampleValue(series []sample, name string, labelPairs ...string) float64 {
-	var sum float64
-	for _, s := range series {
-		if s.name != name {
-			continue
-		}
-		match := true
-		for i := 0; i+1 < len(labelPairs); i += 2 {
-			if s.labels[labelPairs[i]] != labelPairs[i+1] {
-				match = false
-			}
-		}
-		if match {
-			sum += s.value
-		}
-	}
-	return sum
-}
-
 func get(url string) (int, string) {
 	resp, err := http.Get(url)
 	if err != nil {
@@ -351,16 +237,6 @@ func get(url string) (int, string) {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body)
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // lockedBuffer collects the controller's output from two streams written concurrently.

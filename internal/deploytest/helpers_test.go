@@ -24,39 +24,41 @@ import (
 
 const modulePath = "github.com/nodekeeper/nodekeeper"
 
-var (
-	rootOnce sync.Once
-	rootDir  string
-	rootErr  error
-)
+// findRepoRoot is the directory of nodekeeper's go.mod, found once, upwards from the test's
+// directory.
+var findRepoRoot = sync.OnceValues(func() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && bytes.HasPrefix(data, []byte("module "+modulePath+"\n")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod of module %s above the test directory", modulePath)
+		}
+		dir = parent
+	}
+})
 
-// repoRoot is the directory of nodekeeper's go.mod, found upwards from the test's directory.
+// mustGet returns what get returns, or fails the test with its error: for the values the package
+// computes once (sync.OnceValues) for every test that needs them.
+func mustGet[T any](t testing.TB, get func() (T, error)) T {
+	t.Helper()
+	v, err := get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// repoRoot is the directory of nodekeeper's go.mod.
 func repoRoot(t testing.TB) string {
 	t.Helper()
-	rootOnce.Do(func() {
-		dir, err := os.Getwd()
-		if err != nil {
-			rootErr = err
-			return
-		}
-		for {
-			data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-			if err == nil && bytes.HasPrefix(data, []byte("module "+modulePath+"\n")) {
-				rootDir = dir
-				return
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				rootErr = fmt.Errorf("no go.mod of module %s above the test directory", modulePath)
-				return
-			}
-			dir = parent
-		}
-	})
-	if rootErr != nil {
-		t.Fatal(rootErr)
-	}
-	return rootDir
+	return mustGet(t, findRepoRoot)
 }
 
 // repoPath joins a slash-separated path inside the repository.
@@ -87,29 +89,24 @@ func run(dir string, stdin io.Reader, name string, args ...string) ([]byte, erro
 	return stdout.Bytes(), nil
 }
 
-var (
-	helmOnce sync.Once
-	helmPath string
-	helmErr  error
-)
-
-// helm returns bin/helm, built once per test binary by hack/build-helm.sh from the Helm version
+// buildHelm builds bin/helm once per test binary by hack/build-helm.sh from the Helm version
 // pinned in tools/helm/go.mod (a warm run only checks the stamp).
+var buildHelm = sync.OnceValues(func() (string, error) {
+	root, err := findRepoRoot()
+	if err != nil {
+		return "", err
+	}
+	if _, err := run(root, nil, "bash", "hack/build-helm.sh"); err != nil {
+		return "", fmt.Errorf("building helm: %w", err)
+	}
+	return filepath.Join(root, "bin", "helm"), nil
+})
+
+// helm returns bin/helm (buildHelm).
 func helm(t testing.TB) string {
 	t.Helper()
 	trackInputs(t, "tools/helm", "hack/build-helm.sh")
-	helmOnce.Do(func() {
-		root := repoRoot(t)
-		if _, err := run(root, nil, "bash", "hack/build-helm.sh"); err != nil {
-			helmErr = fmt.Errorf("building helm: %w", err)
-			return
-		}
-		helmPath = filepath.Join(root, "bin", "helm")
-	})
-	if helmErr != nil {
-		t.Fatal(helmErr)
-	}
-	return helmPath
+	return mustGet(t, buildHelm)
 }
 
 // kubectl returns the kubectl on PATH, else the one hack/build-controlplane.sh builds.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -231,24 +232,25 @@ type promqlResult struct {
 	Grouping []string `json:"grouping"`
 }
 
-var (
-	promqlOnce sync.Once
-	promqlBin  string
-	promqlErr  error
-)
+// buildPromQLCheck builds bin/promqlcheck (its own module, with the Prometheus parser) once.
+var buildPromQLCheck = sync.OnceValues(func() (string, error) {
+	root, err := findRepoRoot()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(root, "bin", "promqlcheck")
+	if _, err := run(filepath.Join(root, "internal", "deploytest", "promqlcheck"), nil, "go", "build", "-o", bin, "."); err != nil {
+		return "", fmt.Errorf("building promqlcheck: %w", err)
+	}
+	return bin, nil
+})
 
 // checkPromQL parses the expressions with the Prometheus parser (the promqlcheck module) and fails
 // the test for a parse error or any use of a series or label outside the metrics contract.
 func checkPromQL(t *testing.T, in []promqlInput) map[string]promqlResult {
 	t.Helper()
 	trackInputs(t, "internal/deploytest/promqlcheck")
-	promqlOnce.Do(func() {
-		promqlBin = repoPath(t, "bin/promqlcheck")
-		_, promqlErr = run(repoPath(t, "internal/deploytest/promqlcheck"), nil, "go", "build", "-o", promqlBin, ".")
-	})
-	if promqlErr != nil {
-		t.Fatalf("building promqlcheck: %v", promqlErr)
-	}
+	promqlBin := mustGet(t, buildPromQLCheck)
 	data, err := json.Marshal(in)
 	if err != nil {
 		t.Fatal(err)

@@ -1,8 +1,6 @@
 package eni
 
 import (
-	"github.com/nodekeeper/nodekeeper/internal/schematest"
-
 	"bufio"
 	"encoding/json"
 	"errors"
@@ -10,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/nodekeeper/nodekeeper/internal/schematest"
 )
 
 // TestReferenceAgreement compares the pinned instance table with the published max-pods table and

@@ -215,30 +215,26 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// binary builds cmd/nodekeeper once for the benchmark, which measures the real process (its
+// buildBinary builds cmd/nodekeeper once for the benchmark, which measures the real process (its
 // CPU time included) as a user runs it. The tests run the CLI in-process (cli_test.go).
+var buildBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "nodekeeper-gc-bin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "nodekeeper")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/nodekeeper").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// binary is the nodekeeper binary buildBinary built.
 func binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "nodekeeper-gc-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "nodekeeper")
-		out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/nodekeeper").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return binPath
+	return bin
 }

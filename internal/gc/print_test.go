@@ -1,8 +1,6 @@
 package gc
 
 import (
-	"github.com/nodekeeper/nodekeeper/internal/schematest"
-
 	"bytes"
 	"encoding/json"
 	"strings"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/deleter"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
+	"github.com/nodekeeper/nodekeeper/internal/schematest"
 )
 
 func testPlan(now time.Time) *Plan {

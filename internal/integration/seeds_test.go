@@ -164,29 +164,25 @@ func TestLegacyKubeletLeaksLease(t *testing.T) {
 // (seed 001, "Lease 만 삭제한다면?": a create by system:node:<name> right after the delete).
 // Both generations behave the same here, because their Node exists.
 func TestLeaseDeletedKubeletRecreatesOwned(t *testing.T) {
-	for _, mode := range []kubeletsim.Mode{kubeletsim.Modern, kubeletsim.Legacy} {
-		t.Run(string(mode), func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			name := nodeName()
-			k := startKubelet(t, newFleet(t), name, mode)
-			old := waitLease(t, name, 10*time.Second, "owned lease", ownedBy(string(k.NodeUID())))
+	eachMode(t, func(t *testing.T, mode kubeletsim.Mode, k *kubeletsim.Kubelet) {
+		ctx := context.Background()
+		name := k.Name()
+		old := waitLease(t, name, 10*time.Second, "owned lease", ownedBy(string(k.NodeUID())))
 
-			t0 := time.Now()
-			if err := env.AdminClient().CoordinationV1().Leases(kubeletsim.NodeLeaseNamespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			l := waitLease(t, name, 10*time.Second, "re-created lease", func(l *coordinationv1.Lease) bool {
-				return l != nil && l.UID != old.UID
-			})
-			if !ownedBy(string(k.NodeUID()))(l) {
-				t.Fatalf("re-created lease must be owned by the live Node %s: %s", k.NodeUID(), testenv.DescribeLease(l))
-			}
-			waitAudit(t, name, t0, "lease create by the kubelet", func(ev []testenv.AuditEvent) bool {
-				return len(match(ev, "create", "leases", "system:node:"+name, 201)) == 1
-			})
+		t0 := time.Now()
+		if err := env.AdminClient().CoordinationV1().Leases(kubeletsim.NodeLeaseNamespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		l := waitLease(t, name, 10*time.Second, "re-created lease", func(l *coordinationv1.Lease) bool {
+			return l != nil && l.UID != old.UID
 		})
-	}
+		if !ownedBy(string(k.NodeUID()))(l) {
+			t.Fatalf("re-created lease must be owned by the live Node %s: %s", k.NodeUID(), testenv.DescribeLease(l))
+		}
+		waitAudit(t, name, t0, "lease create by the kubelet", func(ev []testenv.AuditEvent) bool {
+			return len(match(ev, "create", "leases", "system:node:"+name, 201)) == 1
+		})
+	})
 }
 
 // (f) Restarting a kubelet whose Node was deleted re-registers the Node and the lease gets an
@@ -194,54 +190,61 @@ func TestLeaseDeletedKubeletRecreatesOwned(t *testing.T) {
 // a new owned lease; a legacy one adopts the ownerless lease it leaked. Either way the garbage
 // collector can clean it up later, and the node lifecycle controller sees the Node Ready.
 func TestRestartAfterNodeDeletion(t *testing.T) {
+	eachMode(t, func(t *testing.T, mode kubeletsim.Mode, k *kubeletsim.Kubelet) {
+		ctx := context.Background()
+		name := k.Name()
+		oldUID := k.NodeUID()
+		waitLease(t, name, 10*time.Second, "owned lease", ownedBy(string(oldUID)))
+
+		deleteNode(t, name)
+		var before *coordinationv1.Lease
+		if mode == kubeletsim.Legacy {
+			// The lease is leaked first (see TestLegacyKubeletLeaksLease).
+			before = waitLease(t, name, 30*time.Second, "ownerless lease", ownerless)
+		} else {
+			waitLease(t, name, 30*time.Second, "garbage collection", absent)
+		}
+
+		t0 := time.Now()
+		if err := k.Restart(ctx); err != nil {
+			t.Fatal(err)
+		}
+		newUID := k.NodeUID()
+		if newUID == oldUID {
+			t.Fatalf("restart kept the deleted Node's UID %s", oldUID)
+		}
+		node, err := env.AdminClient().CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil || node.UID != newUID {
+			t.Fatalf("re-registered node: %v (uid %v, kubelet says %s)", err, node.GetUID(), newUID)
+		}
+		l := waitLease(t, name, 10*time.Second, "owner = re-registered node", ownedBy(string(newUID)))
+		user := "system:node:" + name
+		if mode == kubeletsim.Legacy {
+			if l.UID != before.UID {
+				t.Errorf("legacy kubelet should adopt its leaked lease %s, got %s", before.UID, l.UID)
+			}
+			waitAudit(t, name, t0, "adoption by update", func(ev []testenv.AuditEvent) bool {
+				return len(match(ev, "update", "leases", user, 200)) >= 1 && len(match(ev, "create", "leases", user, 0)) == 0
+			})
+		} else {
+			waitAudit(t, name, t0, "node and lease creates by the kubelet", func(ev []testenv.AuditEvent) bool {
+				return len(match(ev, "create", "nodes", user, 201)) == 1 && len(match(ev, "create", "leases", user, 201)) == 1
+			})
+		}
+		// The lease now has an owner again: deleting the Node lets the GC collect it.
+		k.Stop()
+		deleteNode(t, name)
+		waitLease(t, name, 30*time.Second, "garbage collection after re-adoption", absent)
+	})
+}
+
+// eachMode runs test once per kubelet generation, in parallel subtests, each with a kubelet of
+// its own running on a new node.
+func eachMode(t *testing.T, test func(t *testing.T, mode kubeletsim.Mode, k *kubeletsim.Kubelet)) {
 	for _, mode := range []kubeletsim.Mode{kubeletsim.Modern, kubeletsim.Legacy} {
 		t.Run(string(mode), func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
-			name := nodeName()
-			k := startKubelet(t, newFleet(t), name, mode)
-			oldUID := k.NodeUID()
-			waitLease(t, name, 10*time.Second, "owned lease", ownedBy(string(oldUID)))
-
-			deleteNode(t, name)
-			var before *coordinationv1.Lease
-			if mode == kubeletsim.Legacy {
-				// The lease is leaked first (see TestLegacyKubeletLeaksLease).
-				before = waitLease(t, name, 30*time.Second, "ownerless lease", ownerless)
-			} else {
-				waitLease(t, name, 30*time.Second, "garbage collection", absent)
-			}
-
-			t0 := time.Now()
-			if err := k.Restart(ctx); err != nil {
-				t.Fatal(err)
-			}
-			newUID := k.NodeUID()
-			if newUID == oldUID {
-				t.Fatalf("restart kept the deleted Node's UID %s", oldUID)
-			}
-			node, err := env.AdminClient().CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-			if err != nil || node.UID != newUID {
-				t.Fatalf("re-registered node: %v (uid %v, kubelet says %s)", err, node.GetUID(), newUID)
-			}
-			l := waitLease(t, name, 10*time.Second, "owner = re-registered node", ownedBy(string(newUID)))
-			user := "system:node:" + name
-			if mode == kubeletsim.Legacy {
-				if l.UID != before.UID {
-					t.Errorf("legacy kubelet should adopt its leaked lease %s, got %s", before.UID, l.UID)
-				}
-				waitAudit(t, name, t0, "adoption by update", func(ev []testenv.AuditEvent) bool {
-					return len(match(ev, "update", "leases", user, 200)) >= 1 && len(match(ev, "create", "leases", user, 0)) == 0
-				})
-			} else {
-				waitAudit(t, name, t0, "node and lease creates by the kubelet", func(ev []testenv.AuditEvent) bool {
-					return len(match(ev, "create", "nodes", user, 201)) == 1 && len(match(ev, "create", "leases", user, 201)) == 1
-				})
-			}
-			// The lease now has an owner again: deleting the Node lets the GC collect it.
-			k.Stop()
-			deleteNode(t, name)
-			waitLease(t, name, 30*time.Second, "garbage collection after re-adoption", absent)
+			test(t, mode, startKubelet(t, newFleet(t), nodeName(), mode))
 		})
 	}
 }

@@ -43,6 +43,18 @@ func getLease(ctx context.Context, c kubernetes.Interface, name string) (*coordi
 	return c.CoordinationV1().Leases(NodeLeaseNamespace).Get(ctx, name, metav1.GetOptions{})
 }
 
+// startKubelet starts a simulated kubelet with cfg on a new node (cfg.Name is set here); it
+// stops when the test ends.
+func startKubelet(t *testing.T, cfg Config) *Kubelet {
+	t.Helper()
+	cfg.Name = uniqueName()
+	k, err := newFleet(t).Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
 func ownedBy(uid string) func(*coordinationv1.Lease) bool {
 	return func(l *coordinationv1.Lease) bool {
 		return l != nil && len(l.OwnerReferences) == 1 && string(l.OwnerReferences[0].UID) == uid
@@ -52,11 +64,8 @@ func ownedBy(uid string) func(*coordinationv1.Lease) bool {
 func TestRegistrationAndLease(t *testing.T) {
 	ctx := context.Background()
 	admin := env.AdminClient()
-	name := uniqueName()
-	k, err := newFleet(t).Start(ctx, Config{Name: name, LeaseDurationSeconds: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := startKubelet(t, Config{LeaseDurationSeconds: 8})
+	name := k.Name()
 	node, err := admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -202,11 +211,8 @@ func TestNodeGoneRequestSequence(t *testing.T) {
 func TestStopAndRestart(t *testing.T) {
 	ctx := context.Background()
 	admin := env.AdminClient()
-	name := uniqueName()
-	k, err := newFleet(t).Start(ctx, Config{Name: name, Mode: Legacy, LeaseDurationSeconds: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := startKubelet(t, Config{Mode: Legacy, LeaseDurationSeconds: 4})
+	name := k.Name()
 	oldUID := k.NodeUID()
 	env.WaitNodeLease(t, name, 10*time.Second, "owned lease", ownedBy(string(oldUID)))
 
@@ -266,11 +272,8 @@ func TestStopAndRestart(t *testing.T) {
 func TestRecreateNode(t *testing.T) {
 	ctx := context.Background()
 	admin := env.AdminClient()
-	name := uniqueName()
-	k, err := newFleet(t).Start(ctx, Config{Name: name, LeaseDurationSeconds: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := startKubelet(t, Config{LeaseDurationSeconds: 4})
+	name := k.Name()
 	env.WaitNodeLease(t, name, 10*time.Second, "owned lease", ownedBy(string(k.NodeUID())))
 	newUID, err := k.RecreateNode(ctx, admin)
 	if err != nil {
@@ -349,13 +352,10 @@ func TestStartErrors(t *testing.T) {
 func TestNodeStatusReports(t *testing.T) {
 	ctx := context.Background()
 	admin := env.AdminClient()
-	name := uniqueName()
-	k, err := newFleet(t).Start(ctx, Config{Name: name, LeaseDurationSeconds: 40, NodeStatusUpdateFrequency: 500 * time.Millisecond, NodeStatusReportFrequency: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := startKubelet(t, Config{LeaseDurationSeconds: 40, NodeStatusUpdateFrequency: 500 * time.Millisecond, NodeStatusReportFrequency: time.Hour})
+	name := k.Name()
 	// The first sync after start reports (lastStatusReport is zero), later ones do not.
-	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		return k.Stats().NodeStatusPatch == 1, nil
 	})
 	if err != nil {

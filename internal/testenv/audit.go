@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"testing"
 	"time"
@@ -116,10 +114,15 @@ func (e *Env) AuditEvents(t testing.TB, mentions string, keep func(AuditEvent) b
 	return ReadAudit(t, e.audit, mentions, func(ev AuditEvent) bool { return ev.Done() && (keep == nil || keep(ev)) })
 }
 
+// maxAuditLine bounds the memory one audit event may take; the API server's own limit on a
+// request body (3 MiB) keeps real events well below it.
+const maxAuditLine = 16 << 20
+
 // ReadAudit returns the events of the JSON-lines audit log at path that keep accepts (nil keeps
 // all). Only lines that contain mentions are decoded ("" decodes every line), which keeps polling
-// a long log cheap. A last line without its newline is one the API server is still writing and is
-// left for the next read; any other line that does not decode fails the test with its number.
+// a long log cheap. The last line may be one the API server is still writing: if it does not
+// decode it is left for the next read. Any other line that does not decode, or is longer than
+// maxAuditLine, fails the test with its number.
 func ReadAudit(t testing.TB, path, mentions string, keep func(AuditEvent) bool) []AuditEvent {
 	t.Helper()
 	f, err := os.Open(path)
@@ -127,25 +130,29 @@ func ReadAudit(t testing.TB, path, mentions string, keep func(AuditEvent) bool) 
 		t.Fatal(err)
 	}
 	defer f.Close()
-	r := bufio.NewReader(f)
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, maxAuditLine)
 	var out []AuditEvent
-	for n := 1; ; n++ {
-		line, err := r.ReadBytes('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			t.Fatalf("audit log %s: %v", path, err)
+	var undecoded error // the line before did not decode: fatal unless it was the last
+	for n := 1; sc.Scan(); n++ {
+		if undecoded != nil {
+			t.Fatal(undecoded)
 		}
-		if errors.Is(err, io.EOF) {
-			return out // and any partial line, still being written
-		}
+		line := sc.Bytes()
 		if mentions != "" && !bytes.Contains(line, []byte(mentions)) {
 			continue
 		}
 		var e AuditEvent
 		if err := json.Unmarshal(line, &e); err != nil {
-			t.Fatalf("audit log %s line %d: %v", path, n, err)
+			undecoded = fmt.Errorf("audit log %s line %d: %w", path, n, err)
+			continue
 		}
 		if keep == nil || keep(e) {
 			out = append(out, e)
 		}
 	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("audit log %s: %v", path, err)
+	}
+	return out
 }

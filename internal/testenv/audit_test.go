@@ -19,6 +19,10 @@ func (r *fatalRecorder) Fatalf(format string, args ...any) {
 	r.failure = fmt.Sprintf(format, args...)
 	panic(r)
 }
+func (r *fatalRecorder) Fatal(args ...any) {
+	r.failure = fmt.Sprint(args...)
+	panic(r)
+}
 
 // TestReadAudit: only lines that mention the string are decoded, the line being written is left
 // for the next read, and a line that does not decode fails the test with its number.
@@ -33,7 +37,8 @@ func TestReadAudit(t *testing.T) {
 		{name: "every line", log: get + "\n" + started + "\n", want: []string{"00:00:00.000 get leases/a 404 by u", "00:00:00.000 watch leases/b 0 by "}},
 		{name: "mentions filters before decoding", log: get + "\n{not json, about b}\n", mentions: `"a"`, want: []string{"00:00:00.000 get leases/a 404 by u"}},
 		{name: "a partial last line waits", log: get + "\n" + started[:20], want: []string{"00:00:00.000 get leases/a 404 by u"}},
-		{name: "a bad line fails with its number", log: get + "\n{oops\n", wantFailure: "line 2"},
+		{name: "a bad line fails with its number", log: get + "\n{oops\n" + get + "\n", wantFailure: "line 2"},
+		{name: "a line above the bound fails", log: get + "\n" + `{"verb":"` + strings.Repeat("x", maxAuditLine) + `"}` + "\n", wantFailure: "too long"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "audit.log")

@@ -53,6 +53,17 @@ func alive(pid int) bool {
 	return syscall.Kill(pid, 0) == nil
 }
 
+// startForTest starts a control plane of the test's own, stopped when the test ends.
+func startForTest(t *testing.T, opts Options) *Env {
+	t.Helper()
+	env, err := Start(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(env.Stop)
+	return env
+}
+
 const metadataPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 rules:
@@ -64,11 +75,7 @@ rules:
 // the audit log records them, and the API server survives a restart with its data.
 func TestIdentitiesAndAudit(t *testing.T) {
 	ctx := context.Background()
-	env, err := Start(ctx, Options{AuditPolicy: metadataPolicy})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Stop()
+	env := startForTest(t, Options{AuditPolicy: metadataPolicy})
 
 	// A kubelet identity may write its own lease (Node authorizer) but not another node's.
 	kubelet := kubernetes.NewForConfigOrDie(env.UserConfig("system:node:n1", "system:nodes"))
@@ -83,7 +90,7 @@ func TestIdentitiesAndAudit(t *testing.T) {
 
 	// An unprivileged user is forbidden; the error names the verb and the resource.
 	nobody := kubernetes.NewForConfigOrDie(env.UserConfig("jane"))
-	_, err = nobody.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	_, err := nobody.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `cannot list resource "nodes"`) {
 		t.Fatalf("jane listing nodes: want Forbidden naming the verb and resource, got %v", err)
 	}
@@ -124,14 +131,9 @@ func TestIdentitiesAndAudit(t *testing.T) {
 // cannot make the API server connect anywhere; the attempt is refused before any packet is sent.
 func TestNodeProxyNeverLeavesTheMachine(t *testing.T) {
 	ctx := context.Background()
-	env, err := Start(ctx, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Stop()
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ip-10-1-2-3.us-west-2.compute.internal"}}
+	env := startForTest(t, Options{})
 	admin := env.AdminClient()
-	node, err = admin.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	node, err := admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ip-10-1-2-3.us-west-2.compute.internal"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

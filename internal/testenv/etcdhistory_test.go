@@ -19,11 +19,7 @@ import (
 // fault proof reads etcd when the audit log has no event for a write.
 func TestHistoryReadsEveryVersionAndDeletion(t *testing.T) {
 	ctx := context.Background()
-	env, err := Start(ctx, Options{KeepHistory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Stop()
+	env := startForTest(t, Options{KeepHistory: true})
 	client := env.AdminClient()
 	const ns, name = corev1.NamespaceNodeLease, "ip-10-9-9-9.history.internal"
 	if _, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {

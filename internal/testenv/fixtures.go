@@ -159,3 +159,14 @@ func UniqueNodeName(a int, domain string) string {
 	n := nameSeq.Add(1)
 	return fmt.Sprintf("ip-10-%d-%d-%d.%s", a, n/250, n%250+1, domain)
 }
+
+// FreeAddr is a 127.0.0.1 address with a port no one listens on at the moment, for a server a
+// test starts (a metrics or health endpoint).
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ports, err := freePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", ports[0])
+}

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/textcheck"
-
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/textcheck"
 )
 
 // execute runs a fresh command tree in-process, as main does (as the kubectl plugin with
