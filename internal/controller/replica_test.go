@@ -27,6 +27,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodekeeper/nodekeeper/internal/deleter"
+	"github.com/nodekeeper/nodekeeper/internal/testenv"
 )
 
 // A replica is the controller in a child process (this test binary re-executed), so that a test
@@ -289,7 +290,8 @@ func TestTwoReplicasOneLeaderAndTakeover(t *testing.T) {
 	ctx := context.Background()
 	ensureNamespace(t, "nodekeeper-test")
 	const n = 600
-	names := seedLeaked(t, "ip-10-70-0", n, 2*time.Hour)
+	// A prefix of this run's own: with -count=2 the audit log still holds the last pass's deletes.
+	names := seedLeaked(t, testenv.UniqueNodeName(70, "replicas"), n, 2*time.Hour)
 	base := replicaConfig{
 		Grace: time.Hour, Workers: 2, QPS: 20, Burst: 20, LeaderElect: true,
 		// Short election timings so the test is quick; the ratios are the production ones.
@@ -355,9 +357,9 @@ func TestTwoReplicasOneLeaderAndTakeover(t *testing.T) {
 	if deleted > n {
 		t.Errorf("replicas report %d deletions of %d leases", deleted, n)
 	}
-	if checked := assertDeletesWereLeaked(t, "nodekeeper-replica", time.Hour); checked != n {
-		t.Errorf("audit shows %d successful deletes, want %d", checked, n)
-	}
+	// Every DELETE the replicas' identity sent removed a leaked lease (earlier passes' too); that
+	// each of this run's leases was deleted exactly once is checked above.
+	assertDeletesWereLeaked(t, "nodekeeper-replica", time.Hour)
 }
 
 // TestGracefulHandover: a SIGTERM'd leader stops its workers, releases the lease, and the standby
