@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -12,28 +11,10 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// syncBuffer is a log destination the logger may write from its own goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // With --logging-format json a klog call comes out as one JSON object with the message and its
 // key/value pairs, on the given stream.
 func TestLoggingFormatJSON(t *testing.T) {
-	var out syncBuffer
+	var out bytes.Buffer // the JSON logger writes on the caller's goroutine, unbuffered
 	l := newLoggingFlags()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	l.AddFlags(fs)

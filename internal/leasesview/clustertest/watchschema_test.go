@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,24 +16,6 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/leasesview"
 	"github.com/nodekeeper/nodekeeper/internal/schematest"
 )
-
-// lockedBuffer is the watch printer's output: written by the watch, read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) Bytes() []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]byte(nil), l.b.Bytes()...)
-}
 
 // printingSink prints as `leases --watch -o json` does and passes the changes on to the test.
 type printingSink struct {
@@ -65,7 +46,7 @@ func TestWatchJSONMatchesSchemas(t *testing.T) {
 	opts := leasesview.Options{Namespace: lease.NodeLeaseNamespace}
 	waitForClass(ctx, t, c, opts, map[string]lease.Class{"kube-node-lease/" + node: lease.Healthy}, time.Minute)
 
-	var out lockedBuffer
+	var out bytes.Buffer // written by the watch goroutine, read once Watch has returned
 	sink := &printingSink{WatchPrinter: leasesview.NewWatchPrinter(&out, leasesview.PrintOptions{Format: leasesview.FormatJSON}),
 		changes: make(chan leasesview.Change, 1000)}
 	wctx, stop := context.WithCancel(ctx)
