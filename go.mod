@@ -28,7 +28,17 @@ require (
 	k8s.io/component-helpers v0.37.2
 	k8s.io/klog/v2 v2.140.0
 	k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3
+	k8s.io/component-base v0.37.2
 	sigs.k8s.io/yaml v1.6.0
+)
+
+require (
+	github.com/go-logr/zapr v1.3.0 // indirect
+	go.opentelemetry.io/otel v1.44.0 // indirect
+	go.opentelemetry.io/otel/trace v1.44.0 // indirect
+	go.uber.org/multierr v1.11.0 // indirect
+	go.uber.org/zap v1.27.1 // indirect
+
 )
 
 require (

@@ -33,7 +33,14 @@ type (
 	BadSummary  = read.BadSummary
 	BadExample  = read.BadExample
 	Verb        = read.Verb
+	// Progress and ProgressFunc report how far Analyze has got (Options.Progress).
+	Progress     = read.Progress
+	ProgressFunc = read.ProgressFunc
 )
+
+// InputsSize is the total the progress' Bytes reaches, or 0 when it is not known in advance
+// (standard input, CloudWatch).
+func InputsSize(inputs []Input) int64 { return read.InputsSize(inputs) }
 
 // ExpandInputs turns command-line arguments (files, directories, globs, "-") into inputs.
 func ExpandInputs(args []string, stdin io.Reader) ([]Input, error) {

@@ -45,6 +45,11 @@ type Options struct {
 	Workers int
 	// ConfigzTimeout bounds one configz request (default 10 s).
 	ConfigzTimeout time.Duration
+	// ConfigzProgress, when set, is told how many of the Ready nodes' configz requests are
+	// done (answered or failed) out of how many: once with 0 before the first, then after each
+	// one, in order, never two at once; the last call has the final count. It must return
+	// quickly: the workers wait for it.
+	ConfigzProgress func(done, total int)
 	// Limit is the client-side rate limit; QPS 0 means no client-side limit, as everywhere in
 	// nodekeeper (the CLI's default is DefaultRateLimit).
 	Limit kube.RateLimit
@@ -363,10 +368,21 @@ func (r *runner) fetchConfigz(ctx context.Context, nodes []corev1.Node) map[stri
 		r.rep.Add(RuleConfigz.Skip("nodes/proxy", "needs get on nodes/proxy ("+reason+")"))
 		return out
 	}
-	var mu sync.Mutex
+	var mu sync.Mutex // guards out, done and the progress calls
 	work := make(chan string)
 	var wg sync.WaitGroup
 	var errs atomic.Int64
+	done, total := 0, 0
+	for i := range nodes {
+		if nodeReady(&nodes[i]) {
+			total++
+		}
+	}
+	progress := func() {}
+	if r.o.ConfigzProgress != nil {
+		progress = func() { r.o.ConfigzProgress(done, total) }
+	}
+	progress()
 	for i := 0; i < r.o.Workers; i++ {
 		wg.Add(1)
 		go func() {
@@ -378,6 +394,8 @@ func (r *runner) fetchConfigz(ctx context.Context, nodes []corev1.Node) map[stri
 				}
 				mu.Lock()
 				out[name] = res
+				done++
+				progress()
 				mu.Unlock()
 			}
 		}()

@@ -1,5 +1,5 @@
 // Package schematest checks nodekeeper's machine output against the JSON Schemas published in
-// docs/schemas (one per kind: LeaseReport, GCResult, DoctorReport, BundleReport, AuditReport,
+// docs/schemas (one per kind: LeaseReport, LeaseChange, GCResult, DoctorReport, BundleReport, AuditReport,
 // MaxPods, Version). Each package's JSON output test calls Validate on what it printed, so a
 // field added to an output struct without its schema, or a schema that no longer describes the
 // output, fails that package's tests.
@@ -21,9 +21,12 @@ import (
 // Dir is where the schemas live, relative to the module root.
 const Dir = "docs/schemas"
 
+// IDBase is the start of every schema's $id; the file name follows.
+const IDBase = "https://nodekeeper.io/schemas/"
+
 // Kinds lists every kind that has a schema; FileName gives its file.
 func Kinds() []string {
-	return []string{"LeaseReport", "GCResult", "DoctorReport", "BundleReport", "AuditReport", "MaxPods", "Version"}
+	return []string{"LeaseReport", "LeaseChange", "GCResult", "DoctorReport", "BundleReport", "AuditReport", "MaxPods", "Version"}
 }
 
 // FileName is the schema file of kind, e.g. leasereport.schema.json.
@@ -64,9 +67,26 @@ func Schemas() (map[string]*jsonschema.Schema, error) {
 		c := jsonschema.NewCompiler()
 		c.AssertFormat()
 		compiled = map[string]*jsonschema.Schema{}
+		// Every schema is added under its $id first, so that one may refer to another
+		// (LeaseChange's item is a LeaseReport item) without anything fetched from the network.
 		for _, kind := range Kinds() {
-			path := filepath.Join(root, Dir, FileName(kind))
-			s, err := c.Compile(path)
+			f, err := os.Open(filepath.Join(root, Dir, FileName(kind)))
+			if err != nil {
+				compileErr = err
+				return
+			}
+			doc, err := jsonschema.UnmarshalJSON(f)
+			f.Close()
+			if err == nil {
+				err = c.AddResource(IDBase+FileName(kind), doc)
+			}
+			if err != nil {
+				compileErr = fmt.Errorf("schema of %s: %w", kind, err)
+				return
+			}
+		}
+		for _, kind := range Kinds() {
+			s, err := c.Compile(IDBase + FileName(kind))
 			if err != nil {
 				compileErr = fmt.Errorf("schema of %s: %w", kind, err)
 				return

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/audit"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/progress"
 )
 
 // auditOptions are the settings of `nodekeeper audit`.
@@ -32,6 +33,7 @@ type auditOptions struct {
 	eventsPerL int
 	failOn     string
 	cw         cloudWatchFlags
+	progress   progressFlag
 
 	failOnSeverity findings.Severity // parsed by Validate
 	args           []string          // the inputs, set by Complete
@@ -93,6 +95,7 @@ the window before any analysis.`,
 	}
 	o.AddFlags(cmd.Flags())
 	o.output.RegisterCompletion(cmd)
+	o.progress.RegisterCompletion(cmd)
 	registerFailOnCompletion(cmd)
 	return cmd
 }
@@ -113,11 +116,15 @@ func (o *auditOptions) AddFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.eventsPerL, "events-per-lease", 40, "lifecycle events kept per lease (the first and the last half)")
 	addFailOnFlag(f, &o.failOn, "none")
 	o.cw.AddFlags(f)
+	o.progress.AddFlags(f)
 }
 
 // Complete takes the inputs, parses the time window and fills audit.Options.
 func (o *auditOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.args, o.flags = args, cmd.Flags()
+	if err := o.progress.Complete(o.g.streams.ErrOut); err != nil {
+		return err
+	}
 	var err error
 	if o.audit.Since, err = audit.ParseTimeFlag(o.since); err != nil {
 		return fmt.Errorf("--since: %w", err)
@@ -175,7 +182,13 @@ func (o *auditOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	rep, aerr := audit.Analyze(inputs, o.audit)
+	meter := o.progress.meter(o.g.streams.ErrOut, progress.Options{Bytes: true, Total: audit.InputsSize(inputs)})
+	opts := o.audit
+	if meter != nil {
+		opts.Progress = auditProgress(meter)
+	}
+	rep, aerr := audit.Analyze(inputs, opts)
+	meter.Finish() // the final line, ended before the report is written
 	if err := o.write(rep); err != nil {
 		return err
 	}
@@ -190,6 +203,12 @@ func (o *auditOptions) Run(ctx context.Context) error {
 			o.failOn, max, len(rep.Zombies), len(rep.Leaks), rep.Throttling.Throttled, rep.AccessDenied.Unauthorized+rep.AccessDenied.Forbidden))
 	}
 	return nil
+}
+
+// auditProgress draws the bytes read (against the inputs' size when known) and the events on
+// the meter.
+func auditProgress(m *progress.Meter) audit.ProgressFunc {
+	return func(p audit.Progress) { m.Set(p.Bytes, fmt.Sprintf("%d events", p.Events)) }
 }
 
 // auditSeverity grades a report for --fail-on: zombie kubelets and leaked leases are errors (they

@@ -13,6 +13,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
+	"github.com/nodekeeper/nodekeeper/internal/progress"
 )
 
 // defaultMinCNI is the oldest VPC CNI version doctor and bundle accept without a warning.
@@ -30,6 +31,7 @@ type doctorOptions struct {
 	client                             *kube.Options
 	configzTimeout, leaseGrace         time.Duration
 	aws                                doctorAWSFlags
+	progress                           progressFlag
 }
 
 func newDoctorCommand(g *globalOptions) *cobra.Command {
@@ -74,6 +76,7 @@ at or above it (default: warning), 2 bad usage, 1 the run failed.`,
 	}
 	o.AddFlags(cmd.Flags())
 	o.report.RegisterCompletion(cmd)
+	o.progress.RegisterCompletion(cmd)
 	g.addKubeFlags(cmd)
 	return cmd
 }
@@ -97,12 +100,16 @@ func (o *doctorOptions) AddFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.leaseGrace, "grace-period", lease.DefaultGracePeriod, "how long an ownerless lease without a Node must go unrenewed before it counts as leaked")
 	f.DurationVar(&o.leaseGrace, "lease-grace-period", lease.DefaultGracePeriod, "how long an ownerless lease without a Node must go unrenewed before it counts as leaked")
 	_ = f.MarkDeprecated("lease-grace-period", "use --grace-period, as gc and leases")
+	o.progress.AddFlags(f)
 }
 
 // Complete turns the flags into doctor.Options.
 func (o *doctorOptions) Complete(cmd *cobra.Command, _ []string) error {
 	f := cmd.Flags()
 	if err := o.report.Validate(); err != nil {
+		return err
+	}
+	if err := o.progress.Complete(o.g.streams.ErrOut); err != nil {
 		return err
 	}
 	if f.Changed("custom-networking") {
@@ -148,7 +155,20 @@ func (o *doctorOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var meter *progress.Meter // made by the first progress call, when progress is shown
+	if o.progress.show {
+		o.doctor.ConfigzProgress = func(done, total int) {
+			if meter == nil {
+				meter = o.progress.meter(o.g.streams.ErrOut, progress.Options{Unit: "nodes", Total: int64(total)})
+			}
+			meter.Set(int64(done), "kubelet configz read")
+			if done == total {
+				meter.Finish() // the other checks go on without a line to redraw
+			}
+		}
+	}
 	rep, err := doctor.Run(ctx, cfg, o.doctor)
+	meter.Finish() // interrupted part way: end the line before anything else is printed
 	if err != nil {
 		return err
 	}

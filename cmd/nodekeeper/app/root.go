@@ -44,6 +44,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 
 func newRootCommand(streams genericiooptions.IOStreams, loadAWS awsLoader) *cobra.Command {
 	g := &globalOptions{streams: streams, kube: genericclioptions.NewConfigFlags(true), loadAWS: loadAWS}
+	logging := newLoggingFlags()
 	cmd := &cobra.Command{
 		Use:   "nodekeeper",
 		Short: "Keep the node side of a Kubernetes cluster honest",
@@ -56,6 +57,13 @@ clusters at scale.`,
 		// Without Args, cobra reports an unknown command while looking for it, before any
 		// check of ours could give it the usage exit code; with them it comes here.
 		Args: cobra.ArbitraryArgs,
+		// Every command logs through klog in the --logging-format asked for.
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := logging.Validate(); err != nil {
+				return usageError(err)
+			}
+			return logging.Apply(cmd.Flags(), streams.ErrOut)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return cmd.Help()
@@ -73,6 +81,7 @@ clusters at scale.`,
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
 	addKlogFlags(cmd)
+	logging.AddFlags(cmd.PersistentFlags())
 
 	cmd.AddCommand(
 		newControllerCommand(g),

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -52,6 +53,8 @@ type Options struct {
 	Window      time.Duration // reorder window for events written out of order; 0 means 5 s
 	Since       time.Time     // drop events received before (zero: no bound)
 	Until       time.Time     // drop events received after (zero: no bound)
+	// Progress, when set, is told how far the reading has got (see ProgressFunc).
+	Progress ProgressFunc
 }
 
 func (o *Options) defaults() {
@@ -165,6 +168,9 @@ type Pipeline struct {
 	wg      sync.WaitGroup
 	late    int64
 	dups    int64
+
+	consumed atomic.Int64 // bytes taken from the inputs as stored, counted only with Options.Progress
+	ro       *reorder     // for the events handed on so far
 }
 
 // NewPipeline prepares the reading of inputs; strings are interned into in.
@@ -244,6 +250,7 @@ func (p *Pipeline) Run(process func(*Record)) {
 	// kubelets): sized up front, it never copies itself while growing to that; pages it does
 	// not use are never touched.
 	ro := &reorder{window: int64(p.opts.Window), out: process, p: p, q: make([]Record, 0, reorderInitial)}
+	p.ro = ro
 	var active []*cursor
 	window := int64(p.opts.Window)
 	for {
@@ -299,6 +306,7 @@ func (p *Pipeline) Run(process func(*Record)) {
 	p.wg.Wait()
 	p.late = ro.late
 	p.dups = ro.dups
+	p.reportProgress() // the final counts: every reader has finished
 }
 
 func minCursor(cs []*cursor) int {
@@ -361,6 +369,7 @@ func (c *cursor) account(j *job) {
 	st.Filtered += j.filtered
 	st.Blank += j.blank
 	st.Salvaged += j.salvaged
+	defer c.p.reportProgress()
 	for k := range j.bad {
 		c.s.bad[k] += j.bad[k]
 	}
@@ -438,7 +447,11 @@ func (p *Pipeline) start(s *sourceState) {
 	}
 	go func() {
 		defer close(s.fifo)
-		d, err := openDecoded(s.in)
+		in := s.in
+		if p.opts.Progress != nil {
+			in = countedInput(in, &p.consumed)
+		}
+		d, err := openDecoded(in)
 		if err != nil {
 			s.err = err
 			s.stats.Error = err.Error()
@@ -670,6 +683,7 @@ type reorder struct {
 	lastOut int64
 	late    int64
 	dups    int64
+	emitted int64 // records handed to out: duplicates are not
 	out     func(*Record)
 	// duplicates (the same event in two overlapping exports) share stageTimestamp, so they
 	// meet next to each other: remembering the IDs of the current timestamp is enough.
@@ -733,6 +747,7 @@ func (ro *reorder) emit(r *Record) {
 		}
 		ro.curIDs = append(ro.curIDs, r.ID)
 	}
+	ro.emitted++
 	ro.out(r)
 }
 
