@@ -18,6 +18,8 @@
 #   doctor     doctor on 2,000 simulated nodes through the real node proxy; then the pod
 #              networking section on 2,000 nodes, 20,000 pods (2,000 stuck), 50,000 events,
 #              next to the doctor without that section
+#   binary     size and median start-up (`nodekeeper version`) of the release-flags build of this tree
+#              (hack/bench-binary.sh; give it revisions to compare, e.g. hack/bench-binary.sh 186e385)
 #   aws        audit --cloudwatch against the in-memory CloudWatch (2 million events over 24 h)
 #              vs the same events from a local file, events per second through the same analysis
 set -euo pipefail
@@ -39,12 +41,17 @@ declare -A cmd=(
   [doctor]="./internal/doctor -bench Doctor2000|DoctorPodNetworking -timeout 60m"
   [aws]="./internal/aws/cwaudit -bench CloudWatchVsFile -timeout 30m"
 )
-order=(testenv gc controller faults leases audit audit-rss audit-worst audit-distinct doctor aws capacity)
+order=(binary testenv gc controller faults leases audit audit-rss audit-worst audit-distinct doctor aws capacity)
 # The audit RSS benchmark measures at 1 GB and 4 GB unless told otherwise.
 export NODEKEEPER_AUDIT_BENCH_RSS_SIZES=${NODEKEEPER_AUDIT_BENCH_RSS_SIZES:-1G,4G}
 selected=(${BENCH:-${order[*]}})
 
 for name in "${selected[@]}"; do
+  if [[ $name == binary ]]; then
+    echo "=== binary: hack/bench-binary.sh"
+    bash hack/bench-binary.sh 2>&1 | tee "bin/bench/$name.txt"
+    continue
+  fi
   [[ -n ${cmd[$name]:-} ]] || { echo "unknown benchmark $name (choose from: ${order[*]})" >&2; exit 2; }
   echo "=== $name: go test -run '^\$' -benchtime 1x ${cmd[$name]}"
   # shellcheck disable=SC2086

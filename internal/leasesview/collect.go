@@ -21,8 +21,13 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
-// DefaultChunkSize is the LIST page size, the same default as kubectl's --chunk-size.
-const DefaultChunkSize = kube.DefaultChunkSize
+// DefaultChunkSize is the LIST page size of `nodekeeper leases`: ten times kubectl's 500. The
+// listing reads every lease, and most of its time is spent waiting on the API server once per
+// page, not decoding: at 100,000 leases, pages of 5,000 made the whole command about three times
+// faster than pages of 500 while nodekeeper's own CPU time hardly changed (docs/leases.md).
+// Each page is classified and dropped before the next is read, so memory grows by one page of
+// protobuf (about 2 MB), not with the cluster.
+const DefaultChunkSize int64 = 5000
 
 // DefaultRateLimit is the client-side limit of `nodekeeper leases`: its requests are sequential
 // pages, so a limit only matters to --watch's relists; client-go's own default (5 QPS) would

@@ -33,6 +33,7 @@ type leasesOptions struct {
 func newLeasesCommand(g *globalOptions) *cobra.Command {
 	o := &leasesOptions{g: g, aws: leasesAWSFlags{aws: awsFlags{g: g}}, output: leasesview.NewOutputFlags(),
 		client: kube.NewOptions(g.kube, "leases", leasesview.DefaultRateLimit)}
+	o.client.ChunkSize = leasesview.DefaultChunkSize
 	cmd := &cobra.Command{
 		Use:   "leases",
 		Short: "List every Lease, classified: node heartbeats, leader locks, API server identities",

@@ -31,7 +31,8 @@ import (
 const benchLeasesEnv = "NODEKEEPER_BENCH_LEASES"
 
 // BenchmarkLeasesVersusKubectl times `nodekeeper leases -A` (the built binary) against
-// `kubectl get lease -A` on the same API server in the same run, over 100,000 leases, and reports
+// `kubectl get lease -A` (the kubectl built with the control plane, see benchKubectl) on the same
+// API server in the same run, over 100,000 leases, and reports
 // the wall time and peak RSS (getrusage ru_maxrss of each child) of both. The runs alternate so
 // that neither profits from a warmer server. Output goes to /dev/null for both.
 //
@@ -57,9 +58,13 @@ func BenchmarkLeasesVersusKubectl(b *testing.B) {
 	b.Logf("created %d leases in %s", n, time.Since(start).Round(time.Millisecond))
 
 	nodekeeper := filepath.Join(pluginPath(b), "kubectl-nodekeeper")
-	kubectlBin, err := exec.LookPath("kubectl")
+	kubectlBin, err := benchKubectl()
 	if err != nil {
 		b.Fatalf("kubectl is needed for the comparison: %v", err)
+	}
+	kubectlVersion, err := exec.Command(kubectlBin, "version", "--client").Output()
+	if err != nil {
+		b.Fatalf("%s version --client: %v", kubectlBin, err)
 	}
 	kc := e.KubeconfigPath()
 	// The comparisons the issues ask for (the default table, and -o name through cli-runtime's
@@ -105,7 +110,8 @@ func BenchmarkLeasesVersusKubectl(b *testing.B) {
 			second()
 		}
 	}
-	fmt.Printf("leases benchmark: %d leases, %d runs each, median wall, highest peak RSS (ru_maxrss)\n", n, len(nk[0]))
+	fmt.Printf("leases benchmark: %d leases, %d runs each, median wall, highest peak RSS (ru_maxrss); kubectl %s\n",
+		n, len(nk[0]), strings.TrimPrefix(strings.SplitN(string(kubectlVersion), "\n", 2)[0], "Client Version: "))
 	for j, p := range pairs {
 		nkWall, kcWall := medianWall(nk[j]), medianWall(kube[j])
 		nkRSS, kcRSS := maxRSS(nk[j]), maxRSS(kube[j])
@@ -128,6 +134,22 @@ func BenchmarkLeasesVersusKubectl(b *testing.B) {
 		b.ReportMetric(float64(nkRSS)/(1<<20), "nodekeeper-"+unit+"-MiB")
 		b.ReportMetric(float64(kcRSS)/(1<<20), "kubectl-"+unit+"-MiB")
 	}
+}
+
+// benchKubectl is the kubectl built with the control plane (the same release as the API server it
+// lists from), else the first kubectl on PATH.
+func benchKubectl() (string, error) {
+	if dir, err := testenv.BinDir(); err == nil {
+		if bin := filepath.Join(dir, "kubectl"); isExecutable(bin) {
+			return bin, nil
+		}
+	}
+	return exec.LookPath("kubectl")
+}
+
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
 type runStats struct {
