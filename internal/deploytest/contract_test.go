@@ -25,6 +25,7 @@ var controllerFlags = map[string]bool{
 	"metrics-bind-address":           true,
 	"health-probe-bind-address":      true,
 	"v":                              true,
+	"logging-format":                 true,
 }
 
 type metricKind string

@@ -43,6 +43,8 @@ extraVolumes:
   - name: ca
     configMap:
       name: corporate-ca
+logging:
+  format: json
 priorityClassName: system-cluster-critical
 podAnnotations:
   example.com/owner: platform
@@ -374,10 +376,10 @@ func TestControllerWiring(t *testing.T) {
 	want := map[string]map[string]string{
 		"helm-defaults": {"grace-period": "1h", "dry-run": "false", "qps": "20", "burst": "50", "workers": "4", "leader-elect": "true",
 			"leader-election-id": "nodekeeper-controller", "leader-election-lease-duration": "15s", "leader-election-renew-deadline": "10s",
-			"leader-election-retry-period": "2s", "metrics-bind-address": ":8080", "health-probe-bind-address": ":8081", "v": "2"},
+			"leader-election-retry-period": "2s", "metrics-bind-address": ":8080", "health-probe-bind-address": ":8081", "v": "2", "logging-format": "text"},
 		"helm-full": {"grace-period": "2h30m", "dry-run": "true", "qps": "50.5", "burst": "100", "workers": "8", "leader-elect": "true",
 			"leader-election-id": "nk-leader", "leader-election-lease-duration": "1m", "leader-election-renew-deadline": "40s",
-			"leader-election-retry-period": "5s", "metrics-bind-address": ":8080", "health-probe-bind-address": ":8081", "v": "4"},
+			"leader-election-retry-period": "5s", "metrics-bind-address": ":8080", "health-probe-bind-address": ":8081", "v": "4", "logging-format": "json"},
 	}
 	// The kustomize base runs with the chart's defaults.
 	want["kustomize-base"] = want["helm-defaults"]
