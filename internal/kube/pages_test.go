@@ -36,7 +36,12 @@ func seedLeases(t *testing.T, ns string, n int) *Clients {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	// A second pass (-count=2) against the same control plane finds the namespace of the first:
+	// reuse it, emptied, so each pass sees exactly its n leases.
+	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	if err := c.Kube.CoordinationV1().Leases(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range n {
