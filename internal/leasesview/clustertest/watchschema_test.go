@@ -17,10 +17,20 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/schematest"
 )
 
-// printingSink prints as `leases --watch -o json` does and passes the changes on to the test.
+// printingSink prints as `leases --watch -o json` does and passes the snapshot and the changes
+// on to the test.
 type printingSink struct {
 	*leasesview.WatchPrinter
-	changes chan leasesview.Change
+	snapshots chan leasesview.Report
+	changes   chan leasesview.Change
+}
+
+func (s *printingSink) Snapshot(r *leasesview.Report) error {
+	if err := s.WatchPrinter.Snapshot(r); err != nil {
+		return err
+	}
+	s.snapshots <- *r
+	return nil
 }
 
 func (s *printingSink) Change(c *leasesview.Change) error {
@@ -48,11 +58,24 @@ func TestWatchJSONMatchesSchemas(t *testing.T) {
 
 	var out bytes.Buffer // written by the watch goroutine, read once Watch has returned
 	sink := &printingSink{WatchPrinter: leasesview.NewWatchPrinter(&out, leasesview.PrintOptions{Format: leasesview.FormatJSON}),
-		changes: make(chan leasesview.Change, 1000)}
+		snapshots: make(chan leasesview.Report, 1), changes: make(chan leasesview.Change, 1000)}
 	wctx, stop := context.WithCancel(ctx)
 	werr := make(chan error, 1)
 	go func() { werr <- leasesview.Watch(wctx, c, opts, sink) }()
 
+	// The Node goes only once the watch has its snapshot with the healthy lease: deleted earlier,
+	// under load the garbage collector can remove the lease before the watch first lists, and then
+	// nothing is left to change.
+	select {
+	case r := <-sink.snapshots:
+		if it, ok := itemsByName(&r)["kube-node-lease/"+node]; !ok || it.Class != lease.Healthy {
+			t.Fatalf("snapshot has %s as %q, want %s", node, it.Class, lease.Healthy)
+		}
+	case err := <-werr:
+		t.Fatalf("watch ended before its snapshot: %v", err)
+	case <-ctx.Done():
+		t.Fatal("no snapshot printed")
+	}
 	// The Node goes: its lease changes (owner-missing, then deleted by the garbage collector).
 	if err := env.AdminClient().CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
