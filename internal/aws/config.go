@@ -43,20 +43,30 @@ func Load(ctx context.Context, o LoadOptions) (*Clients, error) {
 }
 
 // NewClients builds the SDK clients from cfg with the standard retryer, counting throttled
-// calls. endpoint, when set, replaces every service's endpoint (tests: a local server).
+// calls. endpoint, when set, replaces every service's endpoint (tests: a local server); when
+// empty, each client keeps the endpoint the SDK resolved itself: AWS_ENDPOINT_URL and the
+// service-specific AWS_ENDPOINT_URL_<SERVICE>, endpoint_url in the shared config, or else the
+// public endpoint of the region. (Setting BaseEndpoint to nil in an option function would undo
+// that resolution, which runs before the option functions.)
 func NewClients(cfg awssdk.Config, endpoint string) *Clients {
 	tc := &ThrottleCounter{}
 	cfg.Retryer = func() awssdk.Retryer {
 		return &countingRetryer{RetryerV2: retry.NewStandard(), counter: tc}
 	}
-	var ep *string
+	var (
+		ec2Opts  []func(*ec2.Options)
+		logsOpts []func(*cloudwatchlogs.Options)
+		eksOpts  []func(*eks.Options)
+	)
 	if endpoint != "" {
-		ep = awssdk.String(endpoint)
+		ec2Opts = append(ec2Opts, func(o *ec2.Options) { o.BaseEndpoint = awssdk.String(endpoint) })
+		logsOpts = append(logsOpts, func(o *cloudwatchlogs.Options) { o.BaseEndpoint = awssdk.String(endpoint) })
+		eksOpts = append(eksOpts, func(o *eks.Options) { o.BaseEndpoint = awssdk.String(endpoint) })
 	}
 	return &Clients{
-		EC2:       ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.BaseEndpoint = ep }),
-		Logs:      cloudwatchlogs.NewFromConfig(cfg, func(o *cloudwatchlogs.Options) { o.BaseEndpoint = ep }),
-		EKS:       eks.NewFromConfig(cfg, func(o *eks.Options) { o.BaseEndpoint = ep }),
+		EC2:       ec2.NewFromConfig(cfg, ec2Opts...),
+		Logs:      cloudwatchlogs.NewFromConfig(cfg, logsOpts...),
+		EKS:       eks.NewFromConfig(cfg, eksOpts...),
 		Region:    cfg.Region,
 		Throttles: tc,
 	}

@@ -91,7 +91,7 @@ the window before any analysis.`,
   zcat audit-*.log.gz | nodekeeper audit -o json
 
   # straight from CloudWatch Logs (EKS control plane logging with audit enabled)
-  nodekeeper audit --cloudwatch --cluster prod --region eu-west-1 --since "2024-04-05 05:00" --until "2024-04-05 12:00"`,
+  nodekeeper audit --cloudwatch --eks-cluster prod --region eu-west-1 --since "2024-04-05 05:00" --until "2024-04-05 12:00"`,
 		RunE: cli.RunOptions(o),
 	}
 	o.AddFlags(cmd.Flags())

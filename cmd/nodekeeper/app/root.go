@@ -79,7 +79,18 @@ clusters at scale.`,
 		newSandboxCommand(g),
 		newVersionCommand(g),
 	)
+	warnOnStderr(cmd, streams)
 	return cmd
+}
+
+// warnOnStderr sends what pflag writes while parsing (the warning for a deprecated flag) to
+// standard error: cobra would copy it to the command's output, standard output, into the
+// middle of -o json.
+func warnOnStderr(cmd *cobra.Command, streams genericiooptions.IOStreams) {
+	cmd.Flags().SetOutput(streams.ErrOut)
+	for _, c := range cmd.Commands() {
+		warnOnStderr(c, streams)
+	}
 }
 
 // addKubeFlags adds the kubectl connection flags to a command that talks to a cluster.
