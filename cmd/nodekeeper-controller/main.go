@@ -16,7 +16,6 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/controller/command"
-	"github.com/nodekeeper/nodekeeper/internal/kube"
 )
 
 func main() { os.Exit(run()) }
@@ -38,10 +37,7 @@ func run() int {
 		fmt.Fprintln(os.Stderr, `warning: nodekeeper-controller takes no "controller" argument (the image no longer runs the CLI); drop it from the container's args`)
 		args = args[1:]
 	}
-	connection := kube.NewConnectionFlags()
-	root := command.New("nodekeeper-controller", connection)
-	connection.AddFlags(root.Flags())
-	cli.SetupRoot(root, os.Stdin, os.Stdout, os.Stderr)
+	root := command.NewRoot(os.Stdin, os.Stdout, os.Stderr)
 	root.SetArgs(args)
 	return cli.Execute(ctx, root, os.Stderr)
 }

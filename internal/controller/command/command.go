@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -128,4 +129,15 @@ func (o *controllerOptions) Run(ctx context.Context) error {
 	}
 	klog.InfoS("Controller stopped")
 	return shutdownErr
+}
+
+// NewRoot is the controller's binary's root command (cmd/nodekeeper-controller, what the image
+// runs): the controller's flags, kubectl's connection flags from client-go alone, the logging
+// flags, and the shared exit codes. Tests run it in-process with the manifests' arguments.
+func NewRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
+	connection := kube.NewConnectionFlags()
+	root := New("nodekeeper-controller", connection)
+	connection.AddFlags(root.Flags())
+	cli.SetupRoot(root, in, out, errOut)
+	return root
 }
