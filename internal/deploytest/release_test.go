@@ -3,7 +3,9 @@ package deploytest
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -328,18 +330,66 @@ func TestGoreleaserImage(t *testing.T) {
 	}
 }
 
-// The README's install lines name what the repository really provides: the module path and main
-// package of go.mod, the krew plugin name, the chart's image and the Makefile's targets.
+// The README's install lines work, and promise nothing that is not published. Its first lines
+// are the two commands scripts depend on (make run, make test). The install commands it gives
+// for a checkout run for real: `go install ./cmd/nodekeeper` into a temporary GOBIN, whose binary
+// must print its version; each `make TARGET` is a Makefile target, and every bin/ file its line
+// says it produces is in `make -n TARGET`. Release artefacts (archives, krew, chart, image) are
+// named only under "What a release will ship", with the names the repository really uses, and
+// no line promises @latest or a fixed version that `git tag` does not have.
 func TestReadmeInstallLines(t *testing.T) {
+	trackInputs(t, "README.md", "Makefile", "go.mod", "go.sum", "cmd", "internal")
 	readme := string(readRepoFile(t, "README.md"))
+	root := repoRoot(t)
 	module := regexp.MustCompile(`(?m)^module (\S+)$`).FindStringSubmatch(string(readRepoFile(t, "go.mod")))
 	if module == nil {
 		t.Fatal("go.mod has no module line")
 	}
-	if _, err := os.Stat(repoPath(t, "cmd/nodekeeper/main.go")); err != nil {
-		t.Fatal(err)
+	for _, want := range []string{"make run ", "make test "} {
+		if !strings.Contains(readme, want) {
+			t.Errorf("README.md does not say %q", want)
+		}
 	}
-	// The krew template is not YAML until rendered; its plugin name is a plain line.
+
+	// The Install section, up to the release's own part.
+	_, install, ok := strings.Cut(readme, "\n## Install\n")
+	if !ok {
+		t.Fatal("README.md has no ## Install section")
+	}
+	install, _, _ = strings.Cut(install, "\n## ")
+	today, release, ok := strings.Cut(install, "\n### What a release will ship\n")
+	if !ok {
+		t.Error(`README.md's Install section has no "### What a release will ship" part`)
+	}
+	for _, re := range []string{`krew install`, `ghcr\.io/`, `\.tar\.gz`, `\.tgz`, `helm install`, `docker run`, `/releases\b`} {
+		if loc := regexp.MustCompile(re).FindStringIndex(today); loc != nil {
+			t.Errorf("README.md offers a release artefact (%s) among the install paths that work today: %q", re, lineAt(today, loc[0]))
+		}
+	}
+
+	// No promise of what is not tagged, anywhere a reader installs from.
+	tagsOut, err := run(root, nil, "git", "tag", "--list")
+	if err != nil {
+		t.Fatalf("git tag: %v", err)
+	}
+	tags := strings.Fields(string(tagsOut))
+	versioned := regexp.MustCompile(`(?:@|nodekeeper[_:-]v?|:v)(\d+\.\d+\.\d+)\b`)
+	for _, doc := range []string{"README.md", "docs/install.md", chartDir + "/README.md"} {
+		text := string(readRepoFile(t, doc))
+		if len(tags) == 0 {
+			if loc := regexp.MustCompile(`@latest\b`).FindStringIndex(text); loc != nil {
+				t.Errorf("%s promises @latest, but the repository has no tag: %q", doc, lineAt(text, loc[0]))
+			}
+		}
+		for _, m := range versioned.FindAllStringSubmatchIndex(text, -1) {
+			v := text[m[2]:m[3]]
+			if !slices.Contains(tags, "v"+v) && !slices.Contains(tags, v) {
+				t.Errorf("%s names version %s, which git tag does not have: %q", doc, v, lineAt(text, m[0]))
+			}
+		}
+	}
+
+	// The release part names the artefacts as the release configuration makes them.
 	krewName := regexp.MustCompile(`(?m)^metadata:\n  name: (\S+)$`).FindSubmatch(readRepoFile(t, "deploy/krew/nodekeeper.yaml"))
 	if krewName == nil {
 		t.Fatal("deploy/krew/nodekeeper.yaml has no metadata.name")
@@ -353,20 +403,69 @@ func TestReadmeInstallLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"go install " + module[1] + "/cmd/nodekeeper@latest",
 		"kubectl krew install " + string(krewName[1]),
-		"helm install nodekeeper nodekeeper-",
-		values.Image.Repository + ":v",
-		"make run ", "make test ",
+		values.Image.Repository + ":<version>",
+		"nodekeeper_<version>_<os>_<arch>.tar.gz",
+		"nodekeeper-<version>.tgz",
+		"make release-snapshot",
 	} {
-		if !strings.Contains(readme, want) {
-			t.Errorf("README.md does not say %q", want)
+		if !strings.Contains(release, want) {
+			t.Errorf("README.md's release part does not say %q", want)
 		}
 	}
+
+	// The commands that work today, run.
 	makefile := string(readRepoFile(t, "Makefile"))
-	for _, target := range []string{"run", "test", "release-snapshot", "release-check"} {
-		if !regexp.MustCompile(`(?m)^` + target + `:`).MatchString(makefile) {
-			t.Errorf("the README names make %s, which the Makefile does not define", target)
+	var commands int
+	for _, line := range strings.Split(today, "\n") {
+		cmd, comment, _ := strings.Cut(line, "#")
+		f := strings.Fields(cmd)
+		switch {
+		case len(f) == 2 && f[0] == "make":
+			commands++
+			if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(f[1]) + `:`).MatchString(makefile) {
+				t.Errorf("README.md runs make %s, which the Makefile does not define", f[1])
+				continue
+			}
+			plan := makeDryRun(t, f[1])
+			for _, out := range regexp.MustCompile(`\bbin/[\w.-]+`).FindAllString(comment, -1) {
+				if !regexp.MustCompile(`(^|[\s/])` + regexp.QuoteMeta(out) + `(\s|$)`).MatchString(plan) {
+					t.Errorf("README.md says make %s produces %s; make -n %s does not:\n%s", f[1], out, f[1], plan)
+				}
+			}
+		case len(f) >= 3 && f[0] == "go" && f[1] == "install":
+			commands++
+			pkg := f[len(f)-1]
+			if !strings.HasPrefix(pkg, "./") {
+				t.Errorf("README.md's go install %s is not a package of the checkout", pkg)
+				continue
+			}
+			gobin := t.TempDir()
+			goCmd := exec.Command("go", f[1:]...)
+			goCmd.Dir = root
+			goCmd.Env = append(withoutEnv(os.Environ(), "GOBIN", "GOOS", "GOARCH"), "GOBIN="+gobin)
+			if out, err := goCmd.CombinedOutput(); err != nil {
+				t.Errorf("README.md's %q fails: %v\n%s", strings.TrimSpace(cmd), err, out)
+				continue
+			}
+			bin := filepath.Join(gobin, path.Base(pkg))
+			out, err := exec.Command(bin, "version").CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "nodekeeper") {
+				t.Errorf("%s version (installed by README.md's %q): %v\n%s", bin, strings.TrimSpace(cmd), err, out)
+			}
 		}
 	}
+	if commands < 2 {
+		t.Errorf("README.md's Install section gives %d commands that work from a checkout, want make build and go install", commands)
+	}
+}
+
+// lineAt is the line of text around offset i.
+func lineAt(text string, i int) string {
+	start := strings.LastIndex(text[:i], "\n") + 1
+	end := strings.Index(text[i:], "\n")
+	if end < 0 {
+		return strings.TrimSpace(text[start:])
+	}
+	return strings.TrimSpace(text[start : i+end])
 }
