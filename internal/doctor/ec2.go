@@ -17,6 +17,7 @@ import (
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/rules"
 	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
@@ -320,7 +321,7 @@ func (r *runner) ec2InstanceTypes(ctx context.Context, nodes []corev1.Node) (*en
 	}
 	cat, err := nkaws.InstanceCatalog(ctx, r.o.EC2.API, ask)
 	if nkaws.IsAccessDenied(err) {
-		r.rep.Add(RuleInstanceUnknown.Skip("ec2", err.Error()))
+		r.rep.Add(rules.RuleInstanceUnknown.Skip("ec2", err.Error()))
 		return nil, nil
 	}
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodekeeper/nodekeeper/internal/rules"
 )
 
 // checkKarpenter reads Karpenter's reservedENIs (see karpenterReservedENIs). With custom
@@ -28,8 +30,8 @@ func (r *runner) checkKarpenter(ctx context.Context) error {
 // nodeMode is the CNI mode for one node's capacity. Karpenter's reservedENIs counts the ENI that
 // custom networking takes as well; for Karpenter's nodes, when --reserved-enis was not given, the
 // ENIs Karpenter reserves beyond that one are reserved here too, instead of asking for the flag.
-func (r *runner) nodeMode(n *corev1.Node, mode CNIMode) CNIMode {
-	if r.karpenterSource == "" || r.o.ReservedENIs != 0 || DetectProvisioner(n.Labels) != ProvisionerKarpenter {
+func (r *runner) nodeMode(n *corev1.Node, mode rules.CNIMode) rules.CNIMode {
+	if r.karpenterSource == "" || r.o.ReservedENIs != 0 || rules.DetectProvisioner(n.Labels) != rules.ProvisionerKarpenter {
 		return mode
 	}
 	extra := r.karpenterENIs
@@ -43,8 +45,8 @@ func (r *runner) nodeMode(n *corev1.Node, mode CNIMode) CNIMode {
 }
 
 // modeText describes an address mode for a message.
-func modeText(m CNIMode) string {
-	s := CNIModeString(m.Settings)
+func modeText(m rules.CNIMode) string {
+	s := rules.CNIModeString(m.Settings)
 	if m.ReservedENIs > 0 {
 		s += fmt.Sprintf(", %d reserved ENIs", m.ReservedENIs)
 	}

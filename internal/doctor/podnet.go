@@ -10,6 +10,7 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/rules"
 	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
@@ -179,7 +180,7 @@ func podList(now time.Time, ps []*StuckPod) []string {
 type NodeAddressInfo struct {
 	Node *corev1.Node
 	// Capacity is the capacity check's result for the node (Evaluated false: unknown).
-	Capacity CapacityResult
+	Capacity rules.CapacityResult
 	// CustomNetworking as used for the capacity.
 	CustomNetworking bool
 	// ModeText describes the address mode ("custom networking", ...).

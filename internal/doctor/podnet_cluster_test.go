@@ -35,6 +35,7 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
+	"github.com/nodekeeper/nodekeeper/internal/rules"
 	"github.com/nodekeeper/nodekeeper/internal/schematest"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/golden"
 )
@@ -245,11 +246,11 @@ func TestDoctorPodNetworking(t *testing.T) {
 	const prefix = "ip-10-64-"
 	al2, al2023, bottlerocket, karpenter, mixed := prefix+"0-1.ec2.internal", prefix+"0-2.ec2.internal", prefix+"0-3.ec2.internal", prefix+"0-4.ec2.internal", prefix+"0-5.ec2.internal"
 	nodes := []*corev1.Node{
-		podnetNode(al2, "Amazon Linux 2", map[string]string{LabelEksctlNodegroup: "ng-al2"}),
-		podnetNode(al2023, "Amazon Linux 2023.5.20240701", map[string]string{LabelEKSNodegroup: "mng-al2023"}),
+		podnetNode(al2, "Amazon Linux 2", map[string]string{rules.LabelEksctlNodegroup: "ng-al2"}),
+		podnetNode(al2023, "Amazon Linux 2023.5.20240701", map[string]string{rules.LabelEKSNodegroup: "mng-al2023"}),
 		podnetNode(bottlerocket, "Bottlerocket OS 1.20.0 (aws-k8s-1.29)", nil),
-		podnetNode(karpenter, "Amazon Linux 2023.5.20240701", map[string]string{LabelKarpenterNodePool: "default"}),
-		podnetNode(mixed, "Amazon Linux 2", map[string]string{LabelEksctlNodegroup: "ng-al2"}),
+		podnetNode(karpenter, "Amazon Linux 2023.5.20240701", map[string]string{rules.LabelKarpenterNodePool: "default"}),
+		podnetNode(mixed, "Amazon Linux 2", map[string]string{rules.LabelEksctlNodegroup: "ng-al2"}),
 	}
 	for _, n := range nodes {
 		createNode(ctx, t, admin, n)
@@ -337,7 +338,7 @@ func TestDoctorPodNetworking(t *testing.T) {
 
 	// A node registered under a hard-coded hostname whose serving certificate nobody approves.
 	hardcoded := "myhost.corp.example"
-	hn := podnetNode(hardcoded, "Amazon Linux 2", map[string]string{LabelEksctlNodegroup: "ng-al2"})
+	hn := podnetNode(hardcoded, "Amazon Linux 2", map[string]string{rules.LabelEksctlNodegroup: "ng-al2"})
 	hn.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalDNS, Address: prefix + "0-7.ec2.internal"}}
 	createNode(ctx, t, admin, hn)
 	csrName := servingCSR(ctx, t, hardcoded)
@@ -484,7 +485,7 @@ func TestDoctorPodNetworking(t *testing.T) {
 	}
 
 	var text, js bytes.Buffer
-	if err := findings.PrintText(&text, pn, findings.PrintOptions{MaxPerRule: 20}); err != nil {
+	if err := findings.PrintText(&text, pn, findings.PrintOptions{MaxPerRule: 20, Catalog: catalog}); err != nil {
 		t.Fatal(err)
 	}
 	assertGolden(t, "podnet.txt", text.Bytes())

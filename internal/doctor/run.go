@@ -36,6 +36,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
+	"github.com/nodekeeper/nodekeeper/internal/rules"
 	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
@@ -166,7 +167,7 @@ type runner struct {
 	bulk kubernetes.Interface
 	rest rest.Interface
 	// mode and awsNodeEnv are what checkAWSNode read; capacity the per-node capacity results.
-	mode       CNIMode
+	mode       rules.CNIMode
 	awsNodeEnv map[string]string
 	capacity   map[string]NodeAddressInfo
 	// types is the instance table, completed by EC2 with --aws (see ec2InstanceTypes).
@@ -268,7 +269,7 @@ func (r *runner) listNodes(ctx context.Context) ([]corev1.Node, error) {
 		return l.Continue, nil
 	})
 	if apierrors.IsForbidden(err) {
-		for _, rule := range []findings.Rule{RuleInstanceUnknown, RuleConfigz, RuleVersionSkew} {
+		for _, rule := range []findings.Rule{rules.RuleInstanceUnknown, RuleConfigz, RuleVersionSkew} {
 			r.rep.Add(rule.Skip("nodes", "needs list on nodes"))
 		}
 		return nil, nil
@@ -277,10 +278,10 @@ func (r *runner) listNodes(ctx context.Context) ([]corev1.Node, error) {
 }
 
 // checkAWSNode reads the VPC CNI DaemonSet, checks its settings and returns the address mode.
-func (r *runner) checkAWSNode(ctx context.Context) (CNIMode, bool, error) {
+func (r *runner) checkAWSNode(ctx context.Context) (rules.CNIMode, bool, error) {
 	res := "daemonset/" + r.o.AWSNodeNamespace + "/" + r.o.AWSNodeName
-	mode := CNIMode{ReservedENIs: r.o.ReservedENIs, Version: r.o.CNIVersion}
-	override := func(m *CNIMode) bool {
+	mode := rules.CNIMode{ReservedENIs: r.o.ReservedENIs, Version: r.o.CNIVersion}
+	override := func(m *rules.CNIMode) bool {
 		if r.o.CustomNetworking != nil {
 			m.Settings.CustomNetworking = *r.o.CustomNetworking
 		}
@@ -296,7 +297,7 @@ func (r *runner) checkAWSNode(ctx context.Context) (CNIMode, bool, error) {
 		known := override(&mode)
 		return mode, known, nil
 	case apierrors.IsForbidden(err):
-		r.rep.Add(RuleClusterEndpoint.Skip(res, "needs get on daemonsets in "+r.o.AWSNodeNamespace))
+		r.rep.Add(rules.RuleClusterEndpoint.Skip(res, "needs get on daemonsets in "+r.o.AWSNodeNamespace))
 		known := override(&mode)
 		return mode, known, nil
 	case err != nil:
@@ -318,14 +319,14 @@ func (r *runner) checkAWSNode(ctx context.Context) (CNIMode, bool, error) {
 		}
 		env[e.Name] = e.Value
 	}
-	in := CNIInput{Resource: res, Env: env, Unread: unread, MinVersion: r.o.MinCNIVersion}
+	in := rules.CNIInput{Resource: res, Env: env, Unread: unread, MinVersion: r.o.MinCNIVersion}
 	if v, err := eni.VersionFromImage(c.Image); err == nil {
 		in.Version = &v
 		if mode.Version == "" {
 			mode.Version = v.String()
 		}
 	}
-	r.rep.Add(CheckCNISettings(in)...)
+	r.rep.Add(rules.CheckCNISettings(in)...)
 	r.awsNodeEnv = env
 	mode.Settings = eni.ParseSettings(env)
 	override(&mode)
@@ -348,7 +349,7 @@ func awsNodeContainer(ds *appsv1.DaemonSet) *corev1.Container {
 }
 
 type configzResult struct {
-	cfg *KubeletConfig
+	cfg *rules.KubeletConfig
 	err string // why it could not be read; "" when cfg is set
 }
 
@@ -432,7 +433,7 @@ func (r *runner) getConfigz(ctx context.Context, node string) configzResult {
 	case err != nil:
 		return configzResult{err: configzFailure(err)}
 	}
-	c, err := ParseConfigz(raw)
+	c, err := rules.ParseConfigz(raw)
 	if err != nil {
 		return configzResult{err: err.Error()}
 	}
@@ -504,7 +505,7 @@ func instanceType(n *corev1.Node) string {
 	return n.Labels[corev1.LabelInstanceType]
 }
 
-func (r *runner) checkNodes(nodes []corev1.Node, mode CNIMode, modeKnown bool, configs map[string]configzResult) {
+func (r *runner) checkNodes(nodes []corev1.Node, mode rules.CNIMode, modeKnown bool, configs map[string]configzResult) {
 	var cnTotal, cnStuck int
 	var cnExample string
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
@@ -526,8 +527,8 @@ func (r *runner) checkNodes(nodes []corev1.Node, mode CNIMode, modeKnown bool, c
 		if c, ok := configs[n.Name]; ok {
 			if c.cfg != nil {
 				r.rep.Checked(SectionKubelet, 1)
-				r.rep.Add(CheckKubeletConfig(res, "configz", *c.cfg, pods)...)
-				r.rep.Add(CheckMaxPodsAgreement(res, *c.cfg, pods)...)
+				r.rep.Add(rules.CheckKubeletConfig(res, "configz", *c.cfg, pods)...)
+				r.rep.Add(rules.CheckMaxPodsAgreement(res, *c.cfg, pods)...)
 			} else {
 				r.rep.Add(RuleConfigz.Skip(res, c.err))
 			}
@@ -536,12 +537,12 @@ func (r *runner) checkNodes(nodes []corev1.Node, mode CNIMode, modeKnown bool, c
 		if !modeKnown || notVPCCNI(n) != "" {
 			continue
 		}
-		nc := NodeCapacity{Resource: res, InstanceType: instanceType(n), CapacityPods: pods, Types: r.types}
+		nc := rules.NodeCapacity{Resource: res, InstanceType: instanceType(n), CapacityPods: pods, Types: r.types}
 		if cpu := n.Status.Capacity.Cpu(); cpu != nil && cpu.Value() > 0 {
 			nc.VCPUs, nc.VCPUSource = int(cpu.Value()), "node capacity"
 		}
 		nodeMode := r.nodeMode(n, mode)
-		cr := CheckPodCapacity(nc, nodeMode)
+		cr := rules.CheckPodCapacity(nc, nodeMode)
 		if r.capacity == nil {
 			r.capacity = map[string]NodeAddressInfo{}
 		}
@@ -550,7 +551,7 @@ func (r *runner) checkNodes(nodes []corev1.Node, mode CNIMode, modeKnown bool, c
 			r.rep.Checked(SectionNodes, 1)
 		}
 		for j := range cr.Findings {
-			if cr.Findings[j].Code != RuleMaxPodsAboveIPs.Code {
+			if cr.Findings[j].Code != rules.RuleMaxPodsAboveIPs.Code {
 				continue
 			}
 			if c, ok := configs[n.Name]; ok && c.cfg != nil && c.cfg.MaxPods != nil {
@@ -566,7 +567,7 @@ func (r *runner) checkNodes(nodes []corev1.Node, mode CNIMode, modeKnown bool, c
 				if cnExample == "" {
 					how := "a value of its own"
 					switch {
-					case pods == DefaultMaxPods:
+					case pods == rules.DefaultMaxPods:
 						how = "the kubelet default"
 					case pods == cr.WithoutCustomNetworking:
 						how = "the value without custom networking"
@@ -651,6 +652,6 @@ func configzFailure(err error) string {
 
 // nodeMaxPodsFix is the evidence line with the max-pods fix for one node's OS and provisioner.
 func nodeMaxPodsFix(n *corev1.Node, maxPods int, customNetworking bool) string {
-	os, prov := DetectNodeOS(n.Status.NodeInfo.OSImage), DetectProvisioner(n.Labels)
-	return fmt.Sprintf("fix for this node (%s, %s): %s", os, prov, MaxPodsFix(os, prov, maxPods, customNetworking))
+	os, prov := rules.DetectNodeOS(n.Status.NodeInfo.OSImage), rules.DetectProvisioner(n.Labels)
+	return fmt.Sprintf("fix for this node (%s, %s): %s", os, prov, rules.MaxPodsFix(os, prov, maxPods, customNetworking))
 }

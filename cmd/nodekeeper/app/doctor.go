@@ -15,10 +15,11 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 	"github.com/nodekeeper/nodekeeper/internal/progress"
+	"github.com/nodekeeper/nodekeeper/internal/rules"
 )
 
 // defaultMinCNI is the oldest VPC CNI version doctor and bundle accept without a warning.
-func defaultMinCNI() string { return doctor.DefaultMinCNIVersion.String() }
+func defaultMinCNI() string { return rules.DefaultMinCNIVersion.String() }
 
 // doctorOptions are the settings of `nodekeeper doctor`.
 type doctorOptions struct {
