@@ -160,7 +160,7 @@ func BenchmarkDoctorPodNetworking(b *testing.B) {
 				cfg := env.AdminConfig()
 				cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingRT{rt: rt, c: counter} })
 				start := time.Now()
-				rep, err := Run(ctx, cfg, Options{AWSNodeName: "aws-node-podnet-bench", SkipPodNetworking: !withSection})
+				rep, err := runOn(ctx, cfg, Options{AWSNodeName: "aws-node-podnet-bench", SkipPodNetworking: !withSection})
 				el := time.Since(start)
 				if err != nil {
 					b.Fatal(err)

@@ -190,6 +190,13 @@ var (
 		DocURL:      DocKubeletCSR,
 	}
 
+	RuleServingCSRForeign = findings.Rule{
+		Code: "NK722", Name: "kubelet-serving-csr-not-from-kubelet", Section: SectionPodNet, Severity: findings.Info,
+		Title:       "kubelet-serving certificate request from a requester that is not a kubelet",
+		Remediation: "a kubelet asks as system:node:NAME in group system:nodes; a kubernetes.io/kubelet-serving request from anyone else serves no node: find out who sent it (the CSR's spec.username) and why, then deny or delete it (kubectl certificate deny / kubectl delete csr); the CSR cleaner removes it after a day",
+		DocURL:      DocKubeletCSR,
+	}
+
 	RuleCSINodeOrphaned = findings.Rule{
 		Code: "NK731", Name: "csinode-without-node", Section: SectionPodNet, Severity: findings.Warning,
 		Title:       "CSINode whose Node is gone",
@@ -257,6 +264,7 @@ var Rules = []findings.Rule{
 	RuleENIConfigIncomplete,
 	RuleKarpenterReservedENIs,
 	RuleServingCSRPending,
+	RuleServingCSRForeign,
 	RuleCSINodeOrphaned,
 	RuleCNINodeOrphaned,
 	RuleInstanceWithoutNode,

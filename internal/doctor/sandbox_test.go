@@ -108,7 +108,7 @@ func TestPodNetState(t *testing.T) {
 	mode := rules.CNIMode{}
 	mode.Settings.CustomNetworking = true
 	cr := rules.CheckPodCapacity(rules.NodeCapacity{Resource: "node/" + node, InstanceType: "t3.small", CapacityPods: 11}, mode)
-	fs := st.stuckFindings(map[string]NodeAddressInfo{node: {Node: n, Capacity: cr, CustomNetworking: true, ModeText: modeText(mode)}})
+	fs := stuckFindings(now, PodFacts{VPCPods: st.vpcPods, Stuck: st.stuck}, map[string]NodeAddressInfo{node: {Node: n, Capacity: cr, CustomNetworking: true, ModeText: modeText(mode)}})
 	got := map[string]findings.Finding{}
 	for _, f := range fs {
 		got[f.Code+" "+f.Resource] = f
@@ -200,11 +200,8 @@ func TestKarpenterNodeMode(t *testing.T) {
 		{"flag wins", 3, 2, true, karp, rules.CNIMode{ReservedENIs: 3}, 3},
 		{"Karpenter not found", 0, 0, false, karp, rules.CNIMode{}, 0},
 	} {
-		r := &runner{o: Options{ReservedENIs: tc.flag}, karpenterENIs: tc.karpENIs}
-		if tc.found {
-			r.karpenterSource = "deployment/karpenter/karpenter"
-		}
-		if got := r.nodeMode(tc.node, tc.mode).ReservedENIs; got != tc.want {
+		k := KarpenterFacts{Found: tc.found, ReservedENIs: tc.karpENIs}
+		if got := nodeMode(k, tc.flag, tc.node, tc.mode).ReservedENIs; got != tc.want {
 			t.Errorf("%s: reserved ENIs %d, want %d", tc.name, got, tc.want)
 		}
 	}
