@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/nodekeeper/nodekeeper/internal/doctor"
@@ -46,6 +47,9 @@ func AnalyzeFile(file string, o Options) (*findings.Report, error) {
 		a := newAnalysis(o.withDefaults())
 		a.kind = InputDirectory
 		if err := walkDir(file, o.Limits, a.visit); err != nil {
+			return nil, err
+		}
+		if err := a.recognisedAny(); err != nil {
 			return nil, err
 		}
 		return a.finish(filepath.Base(filepath.Clean(file)) + "/"), nil
@@ -90,6 +94,9 @@ func (a *analysis) finish(name string) *findings.Report {
 		}
 		a.readUserData(n, a.o.UserData)
 	}
+	// Members come in the input's order; what is listed from several of them is sorted.
+	slices.Sort(a.configErrs)
+	slices.Sort(a.envErrs)
 	rep := findings.NewReport("bundle", name, a.o.Now, a.sections()...)
 	a.report(rep)
 	return rep
@@ -128,6 +135,11 @@ type analysis struct {
 	evictionZombie zombieLines
 	tracedLines    int // "+ cmd" lines in cloud-init-output.log
 
+	// files counts the regular files of a bundle, recognised those a check reads; kubeletSeen
+	// says a journal holds a line of the kubelet.
+	files, recognised int
+	kubeletSeen       bool
+
 	// OS and provisioner hints for the max-pods fix (doctor.MaxPodsFix).
 	osHint   doctor.NodeOS
 	provHint doctor.Provisioner
@@ -146,8 +158,10 @@ type analysis struct {
 	instanceID     string
 	instanceType   string
 	instanceSource string
+	instanceAge    string // cniLogAge of instanceSource
 	cniVersion     string
 	cniVersionFrom string
+	cniVersionAge  string // cniLogAge of cniVersionFrom
 	vcpus          int
 
 	configs     map[string]doctor.KubeletConfig // base files by path
