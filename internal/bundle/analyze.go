@@ -98,6 +98,7 @@ func (a *analysis) finish(name string) *findings.Report {
 	slices.Sort(a.configErrs)
 	slices.Sort(a.envErrs)
 	rep := findings.NewReport("bundle", name, a.o.Now, a.sections()...)
+	rep.Partial = a.partial
 	a.report(rep)
 	return rep
 }
@@ -139,6 +140,8 @@ type analysis struct {
 	// says a journal holds a line of the kubelet.
 	files, recognised int
 	kubeletSeen       bool
+	// partial says why only part of the input was read (findings.Report.Partial).
+	partial string
 
 	// OS and provisioner hints for the max-pods fix (doctor.MaxPodsFix).
 	osHint   doctor.NodeOS

@@ -78,7 +78,7 @@ func (a *analysis) analyzeStream(r io.Reader, name string) error {
 		if !looksLikeJournal(head) {
 			return unsafeErr("not a gzip file (an EKS logs collector bundle is a .tar.gz) and not a kubelet journal (journalctl -u kubelet output): pass the bundle, its unpacked directory or the journal")
 		}
-		return a.readJournal(name, &countingReader{r: br, max: limits.MaxMemberSize})
+		return a.readJournal(name, br, limits.MaxMemberSize, "--max-member-size")
 	}
 	zr, cr, err := gunzip(br, limits.MaxTotalSize)
 	if err != nil {
@@ -89,7 +89,10 @@ func (a *analysis) analyzeStream(r io.Reader, name string) error {
 	block, perr := zbr.Peek(512)
 	if !isTarHeader(block) {
 		if looksLikeJournal(block) {
-			return a.readJournal(name, &countingReader{r: zbr, max: limits.MaxMemberSize})
+			if limits.MaxTotalSize < limits.MaxMemberSize {
+				return a.readJournal(name, zbr, limits.MaxTotalSize, "--max-total-size")
+			}
+			return a.readJournal(name, zbr, limits.MaxMemberSize, "--max-member-size")
 		}
 		if perr == nil || errors.Is(perr, io.EOF) {
 			return unsafeErr("the gzip file holds neither a tar archive (an EKS logs collector bundle) nor a kubelet journal (journalctl -u kubelet output)")
@@ -113,15 +116,23 @@ var reKubeletLine = regexp.MustCompile(`^(?:` +
 // readJournal scans a kubelet journal as the bundle's kubelet log. A journal without a line of
 // the kubelet (journalctl's "-- No entries --", or another unit's log) is refused: there is
 // nothing to check in it.
-func (a *analysis) readJournal(name string, r io.Reader) error {
+//
+// A journal longer than max bytes (decompressed) is read up to max and reported as partial: a
+// ten-day journal, or a gzip bomb of matching lines, still gives the findings of what was read,
+// with a warning that the rest was not.
+func (a *analysis) readJournal(name string, r io.Reader, max int64, flag string) error {
 	a.kind = InputJournal
 	lines := 0
-	err := a.kubeletLog.scan(name, r, func(_ int, line []byte) {
+	cr := &capReader{r: r, left: max}
+	err := a.kubeletLog.scan(name, cr, func(_ int, line []byte) {
 		lines++
 		if !a.kubeletSeen && reKubeletLine.Match(line) {
 			a.kubeletSeen = true
 		}
 	})
+	if err == nil && cr.hit {
+		a.partial = fmt.Sprintf("the journal %s is longer than %d bytes (%s): the first %d lines were checked, the rest was not", quoteName(name), max, flag, lines)
+	}
 	if err == nil && !a.kubeletSeen {
 		return fmt.Errorf("%w: the journal %s holds no line of the kubelet (%d lines read; looked for journalctl lines of the kubelet unit, \"MMM DD hh:mm:ss HOST kubelet[PID]: \", or klog lines, \"E0304 09:11:40.114 ...\"): pass journalctl -u kubelet output",
 			ErrNotRecognised, quoteName(name), lines)
@@ -144,6 +155,35 @@ const dirBatch = 256
 // MaxDirDepth bounds how deep walkDir descends. The collector's deepest files are four or five
 // levels down; every level open at once holds a file descriptor and one batch of entries.
 const MaxDirDepth = 32
+
+// capReader hands out at most left bytes of r, then io.EOF; hit says that r had more.
+type capReader struct {
+	r    io.Reader
+	left int64
+	hit  bool
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		if c.hit {
+			return 0, io.EOF
+		}
+		// One byte more tells a stream that ends at the cap from one that goes on.
+		var one [1]byte
+		n, err := io.ReadAtLeast(c.r, one[:], 1)
+		if n > 0 {
+			c.hit = true
+			return 0, io.EOF
+		}
+		return 0, err
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
 
 // walkDir reads an unpacked collector directory as safely as an archive: regular files only
 // (a symbolic link, device, FIFO or socket is an error, as in a tar), every path resolved inside
