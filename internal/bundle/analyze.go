@@ -39,6 +39,9 @@ const DefaultIODelayThreshold = 10 * time.Second
 // AnalyzeFile analyses a bundle given as a .tar.gz, as its unpacked directory, or a kubelet
 // journal (journalctl -u kubelet output, gzip-compressed or not). Nothing is ever written to disk.
 func AnalyzeFile(file string, o Options) (*findings.Report, error) {
+	if err := o.checkUserData(); err != nil {
+		return nil, err
+	}
 	st, err := os.Stat(file)
 	if err != nil {
 		return nil, err
@@ -65,6 +68,22 @@ func AnalyzeFile(file string, o Options) (*findings.Report, error) {
 	return Analyze(f, filepath.Base(file), o)
 }
 
+// checkUserData refuses --user-data that holds nothing cloud-init or nodeadm would run, before
+// the bundle is read.
+func (o Options) checkUserData() error {
+	if o.UserData == nil {
+		return nil
+	}
+	return CheckUserData(o.userDataName(), o.UserData)
+}
+
+func (o Options) userDataName() string {
+	if o.UserDataName == "" {
+		return "user-data"
+	}
+	return o.UserDataName
+}
+
 func (o Options) withDefaults() Options {
 	if o.Now.IsZero() {
 		o.Now = time.Now()
@@ -78,6 +97,9 @@ func (o Options) withDefaults() Options {
 // Analyze reads a bundle from r (gzip-compressed tar) or a kubelet journal (gzip-compressed or
 // plain) and returns its findings. name labels the report.
 func Analyze(r io.Reader, name string, o Options) (*findings.Report, error) {
+	if err := o.checkUserData(); err != nil {
+		return nil, err
+	}
 	a := newAnalysis(o.withDefaults())
 	if err := a.analyzeStream(r, name); err != nil {
 		return nil, err
@@ -88,11 +110,7 @@ func Analyze(r io.Reader, name string, o Options) (*findings.Report, error) {
 // finish runs the checks that combine members and builds the report.
 func (a *analysis) finish(name string) *findings.Report {
 	if a.o.UserData != nil {
-		n := a.o.UserDataName
-		if n == "" {
-			n = "user-data"
-		}
-		a.readUserData(n, a.o.UserData)
+		a.readUserData(a.o.userDataName(), a.o.UserData)
 	}
 	// Members come in the input's order; what is listed from several of them is sorted.
 	slices.Sort(a.configErrs)

@@ -42,7 +42,9 @@ const (
 var kubeletConfigFiles = []string{"kubelet/config.json", "kubelet/kubelet-config.json"}
 
 var (
-	reHostname = regexp.MustCompile(`(?:^|[\s;&|(+'"])(?:hostnamectl\s+(?:--\S+\s+)*set-hostname\s+\S+|hostname\s+(?:-b\s+)?[A-Za-z0-9][A-Za-z0-9.-]*\s*$|--hostname-override[= ]\S+|>\s*/etc/hostname\b)`)
+	// reHostname: hostnamectl set-hostname (also as a cloud-config runcmd list,
+	// [hostnamectl, set-hostname, NAME]), hostname NAME, --hostname-override, > /etc/hostname.
+	reHostname = regexp.MustCompile(`(?:^|[\s;&|(+'"\[,])(?:hostnamectl['"]?(?:[\s,]+['"]?--[^\s,]+)*[\s,]+['"]?set-hostname['"]?[\s,]+\S+|hostname\s+(?:-b\s+)?[A-Za-z0-9][A-Za-z0-9.-]*\s*$|--hostname-override[= ]\S+|>\s*/etc/hostname\b)`)
 	reFlush    = regexp.MustCompile(`(?:^|[\s;&|(+])ip6?tables(?:-legacy|-nft)?\s(?:[^|;&]*\s)?(?:-F|--flush|-X|--delete-chain)(?:\s|$)`)
 	reDocker   = regexp.MustCompile(`(?:^|[\s;&|(+])(?:systemctl\s+(?:--\S+\s+)*(?:start|restart|enable|reload|stop|disable|daemon-reload\s.*)(?:\s+--now)?\s+docker(?:\.service|\.socket)?\b|service\s+docker\s+(?:start|restart|stop|reload)\b)`)
 	reIPAMDVer = regexp.MustCompile(`Starting L-IPAMD (v?\d+\.\d+\.\d+\S*)`)

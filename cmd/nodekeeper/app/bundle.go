@@ -118,6 +118,11 @@ func (o *bundleOptions) Run(context.Context) error {
 			return err
 		}
 		o.bundle.UserData, o.bundle.UserDataName = data, filepath.Base(o.userData)
+		// Refused before the bundle is read: user data with nothing cloud-init or nodeadm
+		// would run is the wrong file.
+		if err := bundle.CheckUserData(o.bundle.UserDataName, data); err != nil {
+			return err
+		}
 	}
 	start := time.Now()
 	rep, err := bundle.AnalyzeFile(o.input, o.bundle)

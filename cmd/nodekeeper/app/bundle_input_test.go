@@ -1,6 +1,8 @@
 package app
 
 import (
+	"bytes"
+	"compress/gzip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,6 +32,12 @@ func TestBundleInputs(t *testing.T) {
 	noEntries := write("none.journal", "-- No entries --\n")
 	qpsLine := `Mar 04 09:15:01 ip-10-0-1-12 kubelet[2101]: E0304 09:15:01.000000    2101 pod_workers.go:1298] "Error syncing pod, skipping" err="failed to \"StartContainer\" for \"app\" with ErrImagePull: \"pull QPS exceeded\"" pod="default/app-1"` + "\n"
 	long := write("long.journal", strings.Repeat(qpsLine, 100))
+	notes := write("notes.txt", "my notes about the node\n")
+	var gzScript bytes.Buffer
+	zw := gzip.NewWriter(&gzScript)
+	_, _ = zw.Write([]byte("#!/bin/bash\nhostnamectl set-hostname app-node-01\n"))
+	_ = zw.Close()
+	gzUserData := write("user-data.gz", gzScript.String())
 
 	for _, tc := range []struct {
 		name    string
@@ -50,6 +58,10 @@ func TestBundleInputs(t *testing.T) {
 			[]string{"\npartial: the journal", "NK601"}, false},
 		{"journal above the cap, JSON", []string{"bundle", long, "--max-member-size", "4096", "-o", "json", "--fail-on", "none"}, 0,
 			[]string{"the report is partial"}, []string{`"partial": true`, `"partialReason": "the journal`}, false},
+		{"user data that is nothing cloud-init runs", []string{"bundle", long, "--user-data", notes, "--fail-on", "none"}, 1,
+			[]string{"--user-data \"notes.txt\" is nothing cloud-init or nodeadm runs: looked for"}, nil, false},
+		{"gzip user data", []string{"bundle", long, "--user-data", gzUserData, "-o", "json", "--fail-on", "none"}, 0,
+			nil, []string{`"NK631"`}, true},
 		{"whole journal", []string{"bundle", long, "-o", "json", "--fail-on", "none"}, 0, nil, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
