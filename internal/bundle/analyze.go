@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/nodekeeper/nodekeeper/internal/eni"
@@ -38,6 +39,9 @@ const DefaultIODelayThreshold = 10 * time.Second
 // AnalyzeFile analyses a bundle given as a .tar.gz, as its unpacked directory, or a kubelet
 // journal (journalctl -u kubelet output, gzip-compressed or not). Nothing is ever written to disk.
 func AnalyzeFile(file string, o Options) (*findings.Report, error) {
+	if err := o.checkUserData(); err != nil {
+		return nil, err
+	}
 	st, err := os.Stat(file)
 	if err != nil {
 		return nil, err
@@ -46,6 +50,9 @@ func AnalyzeFile(file string, o Options) (*findings.Report, error) {
 		a := newAnalysis(o.withDefaults())
 		a.kind = InputDirectory
 		if err := walkDir(file, o.Limits, a.visit); err != nil {
+			return nil, err
+		}
+		if err := a.recognisedAny(); err != nil {
 			return nil, err
 		}
 		return a.finish(filepath.Base(filepath.Clean(file)) + "/"), nil
@@ -61,6 +68,22 @@ func AnalyzeFile(file string, o Options) (*findings.Report, error) {
 	return Analyze(f, filepath.Base(file), o)
 }
 
+// checkUserData refuses --user-data that holds nothing cloud-init or nodeadm would run, before
+// the bundle is read.
+func (o Options) checkUserData() error {
+	if o.UserData == nil {
+		return nil
+	}
+	return CheckUserData(o.userDataName(), o.UserData)
+}
+
+func (o Options) userDataName() string {
+	if o.UserDataName == "" {
+		return "user-data"
+	}
+	return o.UserDataName
+}
+
 func (o Options) withDefaults() Options {
 	if o.Now.IsZero() {
 		o.Now = time.Now()
@@ -74,6 +97,9 @@ func (o Options) withDefaults() Options {
 // Analyze reads a bundle from r (gzip-compressed tar) or a kubelet journal (gzip-compressed or
 // plain) and returns its findings. name labels the report.
 func Analyze(r io.Reader, name string, o Options) (*findings.Report, error) {
+	if err := o.checkUserData(); err != nil {
+		return nil, err
+	}
 	a := newAnalysis(o.withDefaults())
 	if err := a.analyzeStream(r, name); err != nil {
 		return nil, err
@@ -84,13 +110,13 @@ func Analyze(r io.Reader, name string, o Options) (*findings.Report, error) {
 // finish runs the checks that combine members and builds the report.
 func (a *analysis) finish(name string) *findings.Report {
 	if a.o.UserData != nil {
-		n := a.o.UserDataName
-		if n == "" {
-			n = "user-data"
-		}
-		a.readUserData(n, a.o.UserData)
+		a.readUserData(a.o.userDataName(), a.o.UserData)
 	}
+	// Members come in the input's order; what is listed from several of them is sorted.
+	slices.Sort(a.configErrs)
+	slices.Sort(a.envErrs)
 	rep := findings.NewReport("bundle", name, a.o.Now, a.sections()...)
+	rep.Partial = a.partial
 	a.report(rep)
 	return rep
 }
@@ -128,6 +154,13 @@ type analysis struct {
 	evictionZombie zombieLines
 	tracedLines    int // "+ cmd" lines in cloud-init-output.log
 
+	// files counts the regular files of a bundle, recognised those a check reads; kubeletSeen
+	// says a journal holds a line of the kubelet.
+	files, recognised int
+	kubeletSeen       bool
+	// partial says why only part of the input was read (findings.Report.Partial).
+	partial string
+
 	// OS and provisioner hints for the max-pods fix (rules.MaxPodsFix).
 	osHint   rules.NodeOS
 	provHint rules.Provisioner
@@ -146,8 +179,10 @@ type analysis struct {
 	instanceID     string
 	instanceType   string
 	instanceSource string
+	instanceAge    string // cniLogAge of instanceSource
 	cniVersion     string
 	cniVersionFrom string
+	cniVersionAge  string // cniLogAge of cniVersionFrom
 	vcpus          int
 
 	configs     map[string]rules.KubeletConfig // base files by path

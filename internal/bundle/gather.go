@@ -6,6 +6,7 @@ package bundle
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -41,7 +42,9 @@ const (
 var kubeletConfigFiles = []string{"kubelet/config.json", "kubelet/kubelet-config.json"}
 
 var (
-	reHostname = regexp.MustCompile(`(?:^|[\s;&|(+'"])(?:hostnamectl\s+(?:--\S+\s+)*set-hostname\s+\S+|hostname\s+(?:-b\s+)?[A-Za-z0-9][A-Za-z0-9.-]*\s*$|--hostname-override[= ]\S+|>\s*/etc/hostname\b)`)
+	// reHostname: hostnamectl set-hostname (also as a cloud-config runcmd list,
+	// [hostnamectl, set-hostname, NAME]), hostname NAME, --hostname-override, > /etc/hostname.
+	reHostname = regexp.MustCompile(`(?:^|[\s;&|(+'"\[,])(?:hostnamectl['"]?(?:[\s,]+['"]?--[^\s,]+)*[\s,]+['"]?set-hostname['"]?[\s,]+\S+|hostname\s+(?:-b\s+)?[A-Za-z0-9][A-Za-z0-9.-]*\s*$|--hostname-override[= ]\S+|>\s*/etc/hostname\b)`)
 	reFlush    = regexp.MustCompile(`(?:^|[\s;&|(+])ip6?tables(?:-legacy|-nft)?\s(?:[^|;&]*\s)?(?:-F|--flush|-X|--delete-chain)(?:\s|$)`)
 	reDocker   = regexp.MustCompile(`(?:^|[\s;&|(+])(?:systemctl\s+(?:--\S+\s+)*(?:start|restart|enable|reload|stop|disable|daemon-reload\s.*)(?:\s+--now)?\s+docker(?:\.service|\.socket)?\b|service\s+docker\s+(?:start|restart|stop|reload)\b)`)
 	reIPAMDVer = regexp.MustCompile(`Starting L-IPAMD (v?\d+\.\d+\.\d+\S*)`)
@@ -170,6 +173,24 @@ var memberKinds = []memberKind{
 		whole: (*analysis).readContainerdPresence},
 }
 
+// ErrNotRecognised is wrapped by the error for an input in which nothing of what the checks read
+// was found: a report of nothing must not pass for a clean bill of health.
+var ErrNotRecognised = errors.New("nothing to check")
+
+// recognisedAny fails when no member of a bundle is one the checks read (a README and random
+// bytes, or only empty directories), saying what was looked for.
+func (a *analysis) recognisedAny() error {
+	if a.recognised > 0 {
+		return nil
+	}
+	looked := make([]string, 0, len(memberKinds))
+	for _, k := range memberKinds {
+		looked = append(looked, k.what)
+	}
+	return fmt.Errorf("%w: this is not an EKS logs collector bundle: none of its %d files is one the checks read (looked for %s, at the top of the bundle or under one top directory)",
+		ErrNotRecognised, a.files, strings.Join(looked, "; "))
+}
+
 func (a *analysis) visit(m Member, r io.Reader) error {
 	name := m.Name
 	switch {
@@ -178,10 +199,12 @@ func (a *analysis) visit(m Member, r io.Reader) error {
 	case name == "kubelet/kubelet-config.json" && a.osHint == rules.OSUnknown:
 		a.osHint = rules.OSAmazonLinux2
 	}
+	a.files++
 	i := slices.IndexFunc(memberKinds, func(k memberKind) bool { return k.match(name) })
 	if i < 0 {
 		return nil
 	}
+	a.recognised++
 	k := memberKinds[i]
 	if k.stream != nil {
 		return k.stream(a, name, r)
@@ -198,19 +221,31 @@ func (a *analysis) visit(m Member, r io.Reader) error {
 }
 
 // readCNILog scans an ipamd or plugin log, noting the instance type ipamd found and the
-// version it started as.
+// version it started as. Rotated logs (ipamd-<time>.log) are older than ipamd.log and sort by
+// time, so the version of the newest file wins whatever order the files are read in, and the
+// last start in a file wins within it (a log may span an upgrade).
 func (a *analysis) readCNILog(name string, r io.Reader) error {
+	age := cniLogAge(name)
 	return a.cniLog.scan(name, r, func(_ int, line []byte) {
-		if a.instanceType == "" {
+		if a.instanceType == "" || age > a.instanceAge {
 			if mm := reInstType.FindSubmatch(line); mm != nil {
-				a.instanceType, a.instanceSource = string(mm[1]), name
+				a.instanceType, a.instanceSource, a.instanceAge = string(mm[1]), name, age
 			}
 		}
-		if mm := reIPAMDVer.FindSubmatch(line); mm != nil {
-			// The last start wins: a log may span an upgrade.
-			a.cniVersion, a.cniVersionFrom = string(mm[1]), name
+		if mm := reIPAMDVer.FindSubmatch(line); mm != nil && (a.cniVersion == "" || age >= a.cniVersionAge) {
+			a.cniVersion, a.cniVersionFrom, a.cniVersionAge = string(mm[1]), name, age
 		}
 	})
+}
+
+// cniLogAge orders the VPC CNI's log files from oldest to newest: rotated files by their name
+// (which holds the time of rotation), the file being written (ipamd.log, plugin.log) last.
+func cniLogAge(name string) string {
+	base := path.Base(name)
+	if base == "ipamd.log" || base == "plugin.log" {
+		return "\xff"
+	}
+	return base
 }
 
 // readBootstrapLog scans cloud-init's output or the user data log, counting the traced ("+ cmd")
@@ -244,7 +279,7 @@ func (a *analysis) readKubeletConfig(name string, data []byte) {
 		Endpoint string `json:"containerRuntimeEndpoint"`
 	}
 	if json.Unmarshal(data, &rt) == nil && strings.Contains(rt.Endpoint, "containerd") {
-		a.runtimeHint = append(a.runtimeHint, name+": containerRuntimeEndpoint "+rt.Endpoint)
+		a.addRuntimeHint(name + ": containerRuntimeEndpoint " + rt.Endpoint)
 	}
 	if strings.HasPrefix(name, "kubelet/config.json.d/") {
 		a.dropins[name] = c
@@ -256,8 +291,15 @@ func (a *analysis) readKubeletConfig(name string, data []byte) {
 // readContainerdPresence notes that containerd was running when the bundle was collected.
 func (a *analysis) readContainerdPresence(name string, data []byte) {
 	if len(bytes.TrimSpace(data)) > 0 {
-		a.runtimeHint = append(a.runtimeHint, name+" present (containerd running when collected)")
+		a.addRuntimeHint(name + " present (containerd running when collected)")
 	}
+}
+
+// addRuntimeHint notes evidence that containerd is the runtime, keeping the list sorted so that
+// the one quoted does not depend on the order the members were read in.
+func (a *analysis) addRuntimeHint(h string) {
+	i, _ := slices.BinarySearch(a.runtimeHint, h)
+	a.runtimeHint = slices.Insert(a.runtimeHint, i, h)
 }
 
 func isCNILog(base string) bool {
@@ -318,7 +360,7 @@ func (a *analysis) readFlags(data []byte) {
 				}
 			case "container-runtime-endpoint":
 				if strings.Contains(val, "containerd") {
-					a.runtimeHint = append(a.runtimeHint, pKubeletService+": --container-runtime-endpoint "+val)
+					a.addRuntimeHint(pKubeletService + ": --container-runtime-endpoint " + val)
 				}
 			}
 		}
@@ -365,6 +407,9 @@ func (a *analysis) readIPAMDEnv(data []byte) {
 // array). The collector redirects errors into the same file, so decoding stops at the first
 // non-JSON text.
 func (a *analysis) readContainerEnv(name string, data []byte) {
+	if a.envFull && a.envSource < name {
+		return // both files hold it: the first by name wins, whatever the order they come in
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	for {
 		var raw json.RawMessage

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
+	"sort"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/textsafe"
@@ -113,11 +115,33 @@ func bs(s ...string) [][]byte {
 }
 
 // hits accumulates the matches of one pattern over one or more files.
+//
+// The lines quoted are the first three and the last in the order of (file name, line number),
+// whatever order the files were read in: a directory is read in its own order and an archive in
+// the order it was packed, and both give the same evidence.
 type hits struct {
-	count   int
-	files   map[string]int
+	count int
+	files map[string]int
+	// samples are the evidence of the first matches, keys their positions (sorted).
 	samples []string
+	keys    []linePos
+	// last is the evidence of the last match, at lastKey, shown when there are more than
+	// maxSamples.
 	last    string
+	lastKey linePos
+}
+
+// linePos is where a line is: file name, then line number.
+type linePos struct {
+	file string
+	n    int
+}
+
+func (a linePos) before(b linePos) bool {
+	if a.file != b.file {
+		return a.file < b.file
+	}
+	return a.n < b.n
 }
 
 const maxSamples = 3
@@ -128,17 +152,28 @@ func (h *hits) add(file string, n int, line []byte) {
 		h.files = map[string]int{}
 	}
 	h.files[file]++
-	ev := evidence(file, n, line)
-	if len(h.samples) < maxSamples {
-		h.samples = append(h.samples, ev)
-	} else {
-		h.last = ev
+	at := linePos{file, n}
+	var ev string
+	if len(h.keys) < maxSamples || at.before(h.keys[len(h.keys)-1]) {
+		ev = evidence(file, n, line)
+		i := sort.Search(len(h.keys), func(i int) bool { return at.before(h.keys[i]) })
+		h.keys = slices.Insert(h.keys, i, at)
+		h.samples = slices.Insert(h.samples, i, ev)
+		if len(h.keys) > maxSamples {
+			h.keys, h.samples = h.keys[:maxSamples], h.samples[:maxSamples]
+		}
+	}
+	if h.count == 1 || h.lastKey.before(at) {
+		if ev == "" {
+			ev = evidence(file, n, line)
+		}
+		h.last, h.lastKey = ev, at
 	}
 }
 
 func (h *hits) evidence() []string {
 	out := append([]string(nil), h.samples...)
-	if h.last != "" {
+	if h.count > maxSamples {
 		out = append(out, "...", h.last)
 	}
 	return out

@@ -291,7 +291,10 @@ type Report struct {
 	Stats   map[string]int64 `json:"stats,omitempty"`
 	Ignored []string         `json:"ignored,omitempty"`
 	// FailOn is the threshold the exit code is computed with (OK: DefaultFailOn).
-	FailOn   Severity `json:"-"`
+	FailOn Severity `json:"-"`
+	// Partial, when set, says why the report covers only part of its input (a cap was reached
+	// while reading it): what was read before is reported, and the rest was not checked.
+	Partial  string `json:"-"`
 	sections []*Section
 }
 

@@ -103,6 +103,9 @@ func PrintText(w io.Writer, r *Report, o PrintOptions) error {
 		fmt.Fprintf(&b, "score %s  ", paint(scoreColour(score), fmt.Sprintf("%d (%s)", score, Grade(score))))
 	}
 	fmt.Fprintf(&b, "errors %d  warnings %d  info %d  skipped %d\n", total[Error], total[Warning], total[Info], total[Skipped])
+	if r.Partial != "" {
+		fmt.Fprintf(&b, "%s %s\n", paint(ansiBold, "partial:"), esc(r.Partial))
+	}
 
 	for _, s := range r.Sections() {
 		b.WriteString("\n")
@@ -201,6 +204,8 @@ type jsonReport struct {
 	Grade           string           `json:"grade,omitempty"`
 	MaxSeverity     Severity         `json:"maxSeverity"`
 	ExitCode        int              `json:"exitCode"`
+	Partial         bool             `json:"partial,omitempty"`
+	PartialReason   string           `json:"partialReason,omitempty"`
 	Counts          map[string]int   `json:"counts"`
 	Stats           map[string]int64 `json:"stats,omitempty"`
 	Ignored         []string         `json:"ignored,omitempty"`
@@ -224,7 +229,7 @@ func PrintJSON(w io.Writer, r *Report) error {
 		APIVersion: APIVersion, Kind: KindOf(r.Tool),
 		Tool: r.Tool, Target: r.Target, Generated: r.Generated.Format("2006-01-02T15:04:05Z"),
 		DurationSeconds: r.Duration.Seconds(), MaxSeverity: r.MaxSeverity(), Counts: map[string]int{},
-		Stats: r.Stats, Ignored: r.Ignored,
+		Stats: r.Stats, Ignored: r.Ignored, Partial: r.Partial != "", PartialReason: r.Partial,
 	}
 	out.ExitCode = ExitCodeAt(out.MaxSeverity, r.FailOn)
 	if score, ok := r.Score(); ok {

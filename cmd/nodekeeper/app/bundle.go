@@ -14,6 +14,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/bundle"
 	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
+	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // bundleOptions are the settings of `nodekeeper bundle`.
@@ -117,6 +118,11 @@ func (o *bundleOptions) Run(context.Context) error {
 			return err
 		}
 		o.bundle.UserData, o.bundle.UserDataName = data, filepath.Base(o.userData)
+		// Refused before the bundle is read: user data with nothing cloud-init or nodeadm
+		// would run is the wrong file.
+		if err := bundle.CheckUserData(o.bundle.UserDataName, data); err != nil {
+			return err
+		}
 	}
 	start := time.Now()
 	rep, err := bundle.AnalyzeFile(o.input, o.bundle)
@@ -124,6 +130,11 @@ func (o *bundleOptions) Run(context.Context) error {
 		return fmt.Errorf("%s: %w", o.input, err)
 	}
 	rep.Duration = time.Since(start)
+	if rep.Partial != "" {
+		// The report says so too (a "partial:" line, "partial": true); stderr says it where a
+		// script reading the report's JSON would not look.
+		fmt.Fprintf(o.g.streams.ErrOut, "warning: %s: the report is partial: %s\n", textsafe.Escape(o.input), textsafe.Escape(rep.Partial))
+	}
 	return o.report.finish(o.g.streams.Out, rep)
 }
 
