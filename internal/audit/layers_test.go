@@ -1,9 +1,9 @@
 package audit
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -11,41 +11,74 @@ import (
 	"testing"
 )
 
-// The subpackages import one another only downwards (read ← analyze ← render), and read needs
-// nothing outside the standard library: the package docs say so, this test keeps it true.
+const module = "github.com/nodekeeper/nodekeeper/internal/"
+
+// The subpackages import one another only downwards (read ← analyze ← render), read needs
+// nothing outside the standard library, and render takes every name it prints from the report
+// (analyze), never from read: the package docs say so, this test keeps it true. The test files
+// of read and analyze may use the layers above them (gen, and read's external tests analyze);
+// render's tests, like render, never read input.
 func TestSubpackageImports(t *testing.T) {
-	const module = "github.com/nodekeeper/nodekeeper/internal/"
-	allowed := map[string][]string{
-		"read":    nil,
-		"analyze": {module + "audit/read"},
-		"render":  {module + "audit/read", module + "audit/analyze", module + "textsafe"},
-	}
-	for dir, ok := range allowed {
-		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-		if err != nil || len(files) == 0 {
-			t.Fatalf("%s: no Go files (%v)", dir, err)
-		}
-		for _, name := range files {
-			if strings.HasSuffix(name, "_test.go") {
-				continue
-			}
-			src, err := os.ReadFile(name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f, err := parser.ParseFile(token.NewFileSet(), name, src, parser.ImportsOnly)
-			if err != nil {
-				t.Fatal(err)
-			}
+	for _, tc := range []struct {
+		dir        string
+		tests      bool // the _test.go files too
+		mayImport  []string
+		mustImport []string // so that a renamed package does not pass by importing nothing
+	}{
+		{dir: "read"},
+		{dir: "analyze", mayImport: []string{"audit/read"}, mustImport: []string{"audit/read"}},
+		{dir: "render", tests: true, mayImport: []string{"audit/analyze", "textsafe"}, mustImport: []string{"audit/analyze"}},
+	} {
+		imported := map[string]bool{}
+		for name, f := range parseDir(t, tc.dir, tc.tests) {
 			for _, imp := range f.Imports {
 				path, _ := strconv.Unquote(imp.Path.Value)
 				if !strings.Contains(strings.SplitN(path, "/", 2)[0], ".") {
 					continue // standard library
 				}
-				if !slices.Contains(ok, path) {
-					t.Errorf("%s imports %s; %s may import only %v besides the standard library", name, path, dir, ok)
+				rel := strings.TrimPrefix(path, module)
+				imported[rel] = true
+				if rel == path || !slices.Contains(tc.mayImport, rel) {
+					t.Errorf("%s imports %s; %s may import only %v besides the standard library",
+						name, path, tc.dir, tc.mayImport)
 				}
 			}
 		}
+		for _, want := range tc.mustImport {
+			if !imported[want] {
+				t.Errorf("%s no longer imports %s: update this test with the new layering", tc.dir, want)
+			}
+		}
 	}
+}
+
+// TestNoFacade: this package holds the end-to-end tests only. Callers import read, analyze and
+// render directly; no alias or wrapper layer grows back here.
+func TestNoFacade(t *testing.T) {
+	for name, f := range parseDir(t, ".", false) {
+		if len(f.Decls) != 0 {
+			t.Errorf("%s declares %d names outside the tests; declare them in read, analyze or render", name, len(f.Decls))
+		}
+	}
+}
+
+// parseDir parses the Go files of dir, by file name.
+func parseDir(t *testing.T, dir string, tests bool) map[string]*ast.File {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil || len(names) == 0 {
+		t.Fatalf("%s: no Go files (%v)", dir, err)
+	}
+	files := map[string]*ast.File{}
+	for _, name := range names {
+		if !tests && strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = f
+	}
+	return files
 }

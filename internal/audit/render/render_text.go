@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
-	"github.com/nodekeeper/nodekeeper/internal/audit/read"
 	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
@@ -321,7 +320,7 @@ func WriteText(w io.Writer, r *analyze.Report) error {
 	if b := r.Bounds; !b.Exact() {
 		p("\nBOUNDS  memory limits reached; these numbers are approximate:\n")
 		printNonZero(p, []counted{
-			{b.NamesNotKept, "  %d lookups of names past the string table: shown as " + strconv.Quote(read.NotKeptName) + "\n"},
+			{b.NamesNotKept, "  %d lookups of names past the string table: shown as " + strconv.Quote(analyze.NotKeptName) + "\n"},
 			{b.LeaseEventsNotTracked, "  %d lifecycle events of leases not tracked (in the totals, not in lifecycles or leaks)\n"},
 			{b.NodeEventsNotTracked, "  %d events of nodes not tracked (in the totals, not in deletions or zombies)\n"},
 			{b.LeaksNotListed, "  %d more leaks not listed\n"},
