@@ -13,9 +13,12 @@ import (
 
 const module = "github.com/nodekeeper/nodekeeper/internal/"
 
+// kubectlTables is where render takes kubectl's table layout from (printers.GetNewTabWriter).
+const kubectlTables = "k8s.io/cli-runtime/pkg/printers"
+
 // The subpackages import one another only downwards (read ← analyze ← render), read needs
 // nothing outside the standard library, and render takes every name it prints from the report
-// (analyze), never from read: the package docs say so, this test keeps it true. The test files
+// (analyze), never from read, and its tables from kubectl: the package docs say so, this test keeps it true. The test files
 // of read and analyze may use the layers above them (gen, and read's external tests analyze);
 // render's tests, like render, never read input.
 func TestSubpackageImports(t *testing.T) {
@@ -27,7 +30,7 @@ func TestSubpackageImports(t *testing.T) {
 	}{
 		{dir: "read"},
 		{dir: "analyze", mayImport: []string{"audit/read"}, mustImport: []string{"audit/read"}},
-		{dir: "render", tests: true, mayImport: []string{"audit/analyze", "textsafe"}, mustImport: []string{"audit/analyze"}},
+		{dir: "render", tests: true, mayImport: []string{"audit/analyze", "textsafe", kubectlTables, "github.com/liggitt/tabwriter"}, mustImport: []string{"audit/analyze"}},
 	} {
 		imported := map[string]bool{}
 		for name, f := range parseDir(t, tc.dir, tc.tests) {
@@ -38,7 +41,7 @@ func TestSubpackageImports(t *testing.T) {
 				}
 				rel := strings.TrimPrefix(path, module)
 				imported[rel] = true
-				if rel == path || !slices.Contains(tc.mayImport, rel) {
+				if !slices.Contains(tc.mayImport, rel) {
 					t.Errorf("%s imports %s; %s may import only %v besides the standard library",
 						name, path, tc.dir, tc.mayImport)
 				}
