@@ -170,8 +170,7 @@ func BenchmarkControllerConverge(b *testing.B) {
 // stop when the benchmark ends.
 func startKubelets(b *testing.B, n int) {
 	b.Helper()
-	fleet := kubeletsim.NewFleet(env.NodeConfig)
-	b.Cleanup(fleet.StopAll)
+	fleet := env.NewFleet(b)
 	cfgs := make([]kubeletsim.Config, n)
 	for i := range cfgs {
 		cfgs[i] = kubeletsim.Config{Name: kubeletsim.NodeName(i)}

@@ -57,8 +57,7 @@ func TestAuditLogGroundTruth(t *testing.T) {
 	defer cancel()
 	adminClient := kubernetes.NewForConfigOrDie(env.UserConfig(admin, "system:masters"))
 
-	fleet := kubeletsim.NewFleet(env.NodeConfig)
-	defer fleet.StopAll()
+	fleet := env.NewFleet(t)
 	names := map[string]string{
 		"modern":      "ip-10-0-1-1.us-west-2.compute.internal",
 		"legacy":      "ip-10-0-1-2.us-west-2.compute.internal",
