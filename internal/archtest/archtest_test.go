@@ -242,3 +242,35 @@ func TestCheckFindsViolations(t *testing.T) {
 		}
 	}
 }
+
+// TestDocStatesTheRules: docs/architecture.md's "Import rules" names every package a rule is
+// about, every harness and every import forbidden everywhere, so that the rules stated and the
+// rules checked stay one list.
+func TestDocStatesTheRules(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "\n## Import rules\n")
+	if !ok {
+		t.Fatal(`docs/architecture.md has no "## Import rules" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	var named []string
+	named = append(named, harness...)
+	for _, n := range nobodyImports {
+		named = append(named, n.path)
+	}
+	for _, r := range rules {
+		if r.pkgs == "..." {
+			named = append(named, r.never...)
+			continue
+		}
+		named = append(named, strings.TrimSuffix(r.pkgs, "/..."))
+	}
+	for _, n := range named {
+		if !strings.Contains(section, "`"+n+"`") {
+			t.Errorf("the Import rules of docs/architecture.md do not name `%s`, which a rule is about", n)
+		}
+	}
+}
