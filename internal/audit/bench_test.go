@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
 	"github.com/nodekeeper/nodekeeper/internal/audit/gen"
+	"github.com/nodekeeper/nodekeeper/internal/audit/read"
+	"github.com/nodekeeper/nodekeeper/internal/audit/render"
 )
 
 // The benchmarks generate a realistic audit log (mostly kubelet lease renewals, some gets,
@@ -98,8 +101,8 @@ func BenchmarkAuditVsJQ(b *testing.B) {
 	mb := float64(truth.Bytes) / 1e6
 
 	// The analysis must agree with what the generator played before its speed means anything.
-	inputs, _ := ExpandInputs([]string{path}, nil)
-	rep, err := Analyze(inputs, Options{})
+	inputs, _ := read.ExpandInputs([]string{path}, nil)
+	rep, err := analyze.Analyze(inputs, analyze.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -204,15 +207,15 @@ func TestAuditChild(t *testing.T) {
 	if path == "" {
 		t.Skip("only runs as the child process of the peak-RSS benchmark")
 	}
-	inputs, err := ExpandInputs([]string{path}, nil)
+	inputs, err := read.ExpandInputs([]string{path}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Analyze(inputs, Options{})
+	rep, err := analyze.Analyze(inputs, analyze.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteText(discard{}, rep); err != nil {
+	if err := render.WriteText(discard{}, rep); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -349,8 +352,8 @@ func writeWorstCaseLog(tb testing.TB, dir string, n int) (string, int64) {
 func BenchmarkAuditWorstCaseVsJQ(b *testing.B) {
 	n := int(benchSize("NODEKEEPER_AUDIT_BENCH_WORST", 1_000_000))
 	path, size := writeWorstCaseLog(b, b.TempDir(), n)
-	inputs, _ := ExpandInputs([]string{path}, nil)
-	rep, err := Analyze(inputs, Options{})
+	inputs, _ := read.ExpandInputs([]string{path}, nil)
+	rep, err := analyze.Analyze(inputs, analyze.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
+	"github.com/nodekeeper/nodekeeper/internal/audit/read"
 )
 
 // repeatReader yields n copies of one byte without holding them.
@@ -102,12 +105,12 @@ func measureAlloc(fn func()) uint64 {
 func TestOversizedRecordsBounded(t *testing.T) {
 	const limit = 64 << 10
 	const huge = 48 << 20
-	opts := Options{ReadOptions: ReadOptions{ChunkSize: limit, MaxLineSize: limit}}
+	opts := analyze.Options{ReadOptions: read.Options{ChunkSize: limit, MaxLineSize: limit}}
 	for name, mk := range hugeRecordInputs(t, huge) {
 		t.Run(name, func(t *testing.T) {
-			var r *Report
+			var r *analyze.Report
 			var err error
-			alloc := measureAlloc(func() { r, err = AnalyzeReader(name, mk(), opts) })
+			alloc := measureAlloc(func() { r, err = analyze.AnalyzeReader(name, mk(), opts) })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -137,10 +140,10 @@ func TestOversizedSubscriptionPayload(t *testing.T) {
 	ok := gzipBytes(t, strings.NewReader(`{"messageType":"DATA_MESSAGE","logEvents":[{"id":"2","timestamp":1712296801000,"message":`+quoteJSON(good)+`}]}`))
 	tooLongLine := strings.Repeat("H4sI", limit) // over the line limit itself
 	input := base64.StdEncoding.EncodeToString(bomb) + "\n" + tooLongLine + "\n" + base64.StdEncoding.EncodeToString(ok) + "\n"
-	var r *Report
+	var r *analyze.Report
 	var err error
 	alloc := measureAlloc(func() {
-		r, err = AnalyzeReader("b64", strings.NewReader(input), Options{ReadOptions: ReadOptions{ChunkSize: limit, MaxLineSize: limit}})
+		r, err = analyze.AnalyzeReader("b64", strings.NewReader(input), analyze.Options{ReadOptions: read.Options{ChunkSize: limit, MaxLineSize: limit}})
 	})
 	if err != nil {
 		t.Fatal(err)

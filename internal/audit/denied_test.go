@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
 	"github.com/nodekeeper/nodekeeper/internal/audit/read"
+	"github.com/nodekeeper/nodekeeper/internal/audit/render"
 )
 
 // deniedEvent is one audit event of a request; code 401 events have no user, as the API server
@@ -52,7 +54,7 @@ func deniedLog(t *testing.T) string {
 }
 
 func TestAccessDenied(t *testing.T) {
-	r, err := AnalyzeReader("denied.log", strings.NewReader(deniedLog(t)), Options{})
+	r, err := analyze.AnalyzeReader("denied.log", strings.NewReader(deniedLog(t)), analyze.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +87,7 @@ func TestAccessDenied(t *testing.T) {
 	}
 
 	// Narrowed to one user, only that user's denials are listed and counted.
-	r, err = AnalyzeReader("denied.log", strings.NewReader(deniedLog(t)), Options{User: "ci-bot", Top: 2})
+	r, err = analyze.AnalyzeReader("denied.log", strings.NewReader(deniedLog(t)), analyze.Options{User: "ci-bot", Top: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +97,7 @@ func TestAccessDenied(t *testing.T) {
 }
 
 func TestGoldenAccessDenied(t *testing.T) {
-	r, err := AnalyzeReader("denied.log", strings.NewReader(deniedLog(t)), Options{Top: 4})
+	r, err := analyze.AnalyzeReader("denied.log", strings.NewReader(deniedLog(t)), analyze.Options{Top: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +109,7 @@ func TestGoldenAccessDenied(t *testing.T) {
 	}
 	assertGolden(t, "denied.json", append(js, '\n'))
 	var h bytes.Buffer
-	if err := WriteHTML(&h, r); err != nil {
+	if err := render.WriteHTML(&h, r); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"<h2>Access denied", "<td>pods/exec</td>", "<td>prod/db-password</td>", "<td>team-a,team-b,team-c "} {
@@ -122,7 +124,7 @@ func TestAccessDeniedClipsNames(t *testing.T) {
 	long := strings.Repeat("é", 5000)
 	line := deniedEvent(t, 0, 403, map[string]any{"username": "u", "groups": []string{strings.Repeat("g", 5000)}}, "get",
 		map[string]any{"resource": "configmaps", "namespace": long, "name": long}, "/x")
-	r, err := AnalyzeReader("x", strings.NewReader(line), Options{})
+	r, err := analyze.AnalyzeReader("x", strings.NewReader(line), analyze.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,20 +3,23 @@ package audit
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
+	"github.com/nodekeeper/nodekeeper/internal/audit/read"
 )
 
 // story is the part of a report that must not depend on the layout the events came in.
-func story(t *testing.T, r *Report) string {
+func story(t *testing.T, r *analyze.Report) string {
 	t.Helper()
-	clean := func(e *Event) {
+	clean := func(e *analyze.Event) {
 		e.Where = ""
 	}
 	s := struct {
-		D []NodeDeletion
-		L []Leak
-		Z []Zombie
-		C []LeaseLifecycle
-		T []Talker
+		D []analyze.NodeDeletion
+		L []analyze.Leak
+		Z []analyze.Zombie
+		C []analyze.LeaseLifecycle
+		T []analyze.Talker
 	}{r.NodeDeletions, r.Leaks, r.Zombies, r.Leases, r.TopByRequests}
 	for i := range s.D {
 		clean(&s.D[i].Event)
@@ -44,17 +47,17 @@ func story(t *testing.T, r *Report) string {
 	return string(b)
 }
 
-func analyzeFiles(t *testing.T, opts Options, files ...string) (*Report, error) {
+func analyzeFiles(t *testing.T, opts analyze.Options, files ...string) (*analyze.Report, error) {
 	t.Helper()
-	inputs, err := ExpandInputs(files, nil)
+	inputs, err := read.ExpandInputs(files, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Analyze(inputs, opts)
+	return analyze.Analyze(inputs, opts)
 }
 
 func TestEKSExportFormats(t *testing.T) {
-	base, err := analyzeFiles(t, Options{}, "testdata/seed001/events.jsonl")
+	base, err := analyzeFiles(t, analyze.Options{}, "testdata/seed001/events.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +72,7 @@ func TestEKSExportFormats(t *testing.T) {
 		{"testdata/eks/subscription-firehose.gz", "cloudwatch-subscription"},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			r, err := analyzeFiles(t, Options{}, tc.file)
+			r, err := analyzeFiles(t, analyze.Options{}, tc.file)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,7 +92,7 @@ func TestEKSExportFormats(t *testing.T) {
 // A message cut by CloudWatch keeps what came before the cut: who deleted which Node, with
 // the export's timestamp standing in for the lost requestReceivedTimestamp.
 func TestTruncatedMessageSalvaged(t *testing.T) {
-	r, err := analyzeFiles(t, Options{}, "testdata/eks/filter-log-events-truncated.json")
+	r, err := analyzeFiles(t, analyze.Options{}, "testdata/eks/filter-log-events-truncated.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +113,7 @@ func TestTruncatedMessageSalvaged(t *testing.T) {
 }
 
 func TestSniffFormatDefaultsToLines(t *testing.T) {
-	r, err := AnalyzeReader("x", jsonReader("not json at all\n{\"kind\":\"Event\"}\n"), Options{})
+	r, err := analyze.AnalyzeReader("x", jsonReader("not json at all\n{\"kind\":\"Event\"}\n"), analyze.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
 	"github.com/nodekeeper/nodekeeper/internal/audit/gen"
+	"github.com/nodekeeper/nodekeeper/internal/audit/render"
 	"github.com/nodekeeper/nodekeeper/internal/schematest"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/golden"
 )
@@ -20,10 +22,10 @@ func assertGolden(t *testing.T, name string, got []byte) {
 	golden.Assert(t, filepath.Join("testdata", "golden", name), got)
 }
 
-func renderAll(t *testing.T, r *Report) (text, js []byte) {
+func renderAll(t *testing.T, r *analyze.Report) (text, js []byte) {
 	t.Helper()
 	var tb, jb bytes.Buffer
-	if err := WriteText(&tb, r); err != nil {
+	if err := render.WriteText(&tb, r); err != nil {
 		t.Fatal(err)
 	}
 	enc := json.NewEncoder(&jb)
@@ -31,7 +33,7 @@ func renderAll(t *testing.T, r *Report) (text, js []byte) {
 	if err := enc.Encode(r); err != nil {
 		t.Fatal(err)
 	}
-	schematest.Validate(t, ReportKind, jb.Bytes())
+	schematest.Validate(t, analyze.ReportKind, jb.Bytes())
 	return tb.Bytes(), jb.Bytes()
 }
 
@@ -40,7 +42,7 @@ func renderAll(t *testing.T, r *Report) (text, js []byte) {
 // 10.29.79.205) kept calling (GET 404), and a kubelet of 1.29 created its lease again, which it
 // only does once its Node exists.
 func TestGoldenSeed001(t *testing.T) {
-	r, err := analyzeFiles(t, Options{}, "testdata/seed001/events.jsonl")
+	r, err := analyzeFiles(t, analyze.Options{}, "testdata/seed001/events.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,11 +71,11 @@ func TestGoldenSeed001(t *testing.T) {
 func TestGoldenSeed001Filters(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		opts Options
+		opts analyze.Options
 	}{
-		{"seed001-user-gc.txt", Options{User: "system:serviceaccount:kube-system:generic-garbage-collector"}},
-		{"seed001-node-other.txt", Options{Node: "ip-10-29-104-121.ap-northeast-2.compute.internal"}},
-		{"seed001-node.txt", Options{Node: "ip-10-29-79-205.ap-northeast-2.compute.internal"}},
+		{"seed001-user-gc.txt", analyze.Options{User: "system:serviceaccount:kube-system:generic-garbage-collector"}},
+		{"seed001-node-other.txt", analyze.Options{Node: "ip-10-29-104-121.ap-northeast-2.compute.internal"}},
+		{"seed001-node.txt", analyze.Options{Node: "ip-10-29-79-205.ap-northeast-2.compute.internal"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := analyzeFiles(t, tc.opts, "testdata/seed001/events.jsonl")
@@ -86,10 +88,10 @@ func TestGoldenSeed001Filters(t *testing.T) {
 	}
 }
 
-func scenarioReport(t *testing.T) (*Report, gen.Truth) {
+func scenarioReport(t *testing.T) (*analyze.Report, gen.Truth) {
 	t.Helper()
 	data, truth := genLog(t, gen.Config{Nodes: 30, Duration: 4 * time.Minute, Seed: 11, ThrottledClient: true})
-	r, err := AnalyzeReader("scenario.log", bytes.NewReader(data), Options{Top: 5})
+	r, err := analyze.AnalyzeReader("scenario.log", bytes.NewReader(data), analyze.Options{Top: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +108,7 @@ func TestGoldenScenario(t *testing.T) {
 		zombies = append(zombies, z.Node)
 	}
 	for _, l := range r.Leaks {
-		if l.Status == LeakLeaked {
+		if l.Status == analyze.LeakLeaked {
 			leaked = append(leaked, l.Name)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
+	"github.com/nodekeeper/nodekeeper/internal/audit/render"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/headings"
 )
 
@@ -27,24 +29,24 @@ func TestHeadingsAreForPeople(t *testing.T) {
 	}
 
 	scenario, _ := scenarioReport(t)
-	seed, err := analyzeFiles(t, Options{}, "testdata/seed001/events.jsonl")
+	seed, err := analyzeFiles(t, analyze.Options{}, "testdata/seed001/events.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	empty, err := AnalyzeReader("empty.log", bytes.NewReader(nil), Options{})
+	empty, err := analyze.AnalyzeReader("empty.log", bytes.NewReader(nil), analyze.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		name string
-		r    *Report
+		r    *analyze.Report
 	}{{"scenario", scenario}, {"seed001", seed}, {"empty", empty}} {
 		var text, page bytes.Buffer
-		if err := WriteText(&text, tc.r); err != nil {
+		if err := render.WriteText(&text, tc.r); err != nil {
 			t.Fatal(err)
 		}
 		headings.Check(t, tc.name+" text", headings.Text(text.String()))
-		if err := WriteHTML(&page, tc.r); err != nil {
+		if err := render.WriteHTML(&page, tc.r); err != nil {
 			t.Fatal(err)
 		}
 		hs, err := headings.HTML(page.Bytes())

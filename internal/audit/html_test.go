@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodekeeper/nodekeeper/internal/audit/render"
 )
 
 // chromium returns Debian's headless-capable browser, or skips the test saying how to get it.
@@ -35,7 +37,7 @@ func chromiumArgs(profile string, extra ...string) []string {
 func TestHTMLSelfContained(t *testing.T) {
 	r, _ := scenarioReport(t)
 	var b bytes.Buffer
-	if err := WriteHTML(&b, r); err != nil {
+	if err := render.WriteHTML(&b, r); err != nil {
 		t.Fatal(err)
 	}
 	page := b.String()
@@ -65,7 +67,7 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteHTML(f, r); err != nil {
+	if err := render.WriteHTML(f, r); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
 	"github.com/nodekeeper/nodekeeper/internal/audit/gen"
+	"github.com/nodekeeper/nodekeeper/internal/audit/read"
 )
 
 func jsonReader(s string) io.Reader { return strings.NewReader(s) }
@@ -26,7 +28,7 @@ func genLog(t testing.TB, cfg gen.Config) ([]byte, gen.Truth) {
 	return b.Bytes(), tr
 }
 
-func badCounts(r *Report) map[string]int64 {
+func badCounts(r *analyze.Report) map[string]int64 {
 	m := map[string]int64{}
 	for _, in := range r.Inputs {
 		for _, b := range in.Bad {
@@ -36,7 +38,7 @@ func badCounts(r *Report) map[string]int64 {
 	return m
 }
 
-func badLines(r *Report, kind string) []int64 {
+func badLines(r *analyze.Report, kind string) []int64 {
 	var out []int64
 	for _, in := range r.Inputs {
 		for _, b := range in.Bad {
@@ -77,8 +79,8 @@ func TestBadLinesCountedWithLineNumbers(t *testing.T) {
 		`{"kind":"Event", "verb": "get"`, // 12 truncated
 		string(seed[3]),                  // 13
 	}
-	for _, opts := range []ReadOptions{{}, {ChunkSize: 64 << 10, MaxLineSize: 1 << 20}} {
-		r, err := AnalyzeReader("bad.log", jsonReader(strings.Join(lines, "\n")+"\n"), Options{ReadOptions: opts})
+	for _, opts := range []read.Options{{}, {ChunkSize: 64 << 10, MaxLineSize: 1 << 20}} {
+		r, err := analyze.AnalyzeReader("bad.log", jsonReader(strings.Join(lines, "\n")+"\n"), analyze.Options{ReadOptions: opts})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +148,7 @@ func TestTruncatedGzip(t *testing.T) {
 	}
 	complete := int64(bytes.Count(prefix, []byte("\n")))
 
-	r, err := analyzeFiles(t, Options{}, path)
+	r, err := analyzeFiles(t, analyze.Options{}, path)
 	if err == nil {
 		t.Fatal("no error for a truncated gzip stream")
 	}
@@ -172,7 +174,7 @@ func TestFilesMergedInTimeOrder(t *testing.T) {
 	dir := t.TempDir()
 	whole := filepath.Join(dir, "whole.log")
 	os.WriteFile(whole, data, 0o644)
-	base, err := analyzeFiles(t, Options{}, whole)
+	base, err := analyzeFiles(t, analyze.Options{}, whole)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +225,7 @@ func TestFilesMergedInTimeOrder(t *testing.T) {
 			if tc.name == "same file twice" {
 				os.WriteFile(tc.args[1], data, 0o644)
 			}
-			r, err := analyzeFiles(t, Options{}, tc.args...)
+			r, err := analyzeFiles(t, analyze.Options{}, tc.args...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -247,7 +249,7 @@ func TestExpandInputs(t *testing.T) {
 	for _, f := range []string{"b.log", "a.log", "sub/c.log.gz", "sub/.hidden/x.log", ".dot.log"} {
 		os.WriteFile(filepath.Join(dir, f), nil, 0o644)
 	}
-	names := func(in []Input) []string {
+	names := func(in []read.Input) []string {
 		var out []string
 		for _, i := range in {
 			rel, _ := filepath.Rel(dir, i.Name)
@@ -271,7 +273,7 @@ func TestExpandInputs(t *testing.T) {
 		{[]string{filepath.Join(dir, "nope.log")}, "", "no such file"},
 		{[]string{filepath.Join(dir, "*.nothing")}, "", "no file matches"},
 	} {
-		in, err := ExpandInputs(tc.args, strings.NewReader(""))
+		in, err := read.ExpandInputs(tc.args, strings.NewReader(""))
 		if tc.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("%v: err %v, want %q", tc.args, err, tc.wantErr)
@@ -298,11 +300,11 @@ func TestStdin(t *testing.T) {
 	zw := gzip.NewWriter(&z)
 	zw.Write(data)
 	zw.Close()
-	in, err := ExpandInputs(nil, &z)
+	in, err := read.ExpandInputs(nil, &z)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Analyze(in, Options{})
+	r, err := analyze.Analyze(in, analyze.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,9 +314,9 @@ func TestStdin(t *testing.T) {
 }
 
 func TestSinceUntil(t *testing.T) {
-	since, _ := ParseTimeFlag("2024-04-05 06:00")
-	until, _ := ParseTimeFlag("2024-04-05T10:00:00Z")
-	r, err := analyzeFiles(t, Options{ReadOptions: ReadOptions{Since: since, Until: until}}, "testdata/seed001/events.jsonl")
+	since, _ := read.ParseTimeFlag("2024-04-05 06:00")
+	until, _ := read.ParseTimeFlag("2024-04-05T10:00:00Z")
+	r, err := analyzeFiles(t, analyze.Options{ReadOptions: read.Options{Since: since, Until: until}}, "testdata/seed001/events.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +324,7 @@ func TestSinceUntil(t *testing.T) {
 	if r.Totals.Events != 3 || r.Totals.OutsideWindow != 3 || len(r.NodeDeletions) != 0 {
 		t.Fatalf("%+v", r.Totals)
 	}
-	if _, err := ParseTimeFlag("yesterday"); err == nil {
+	if _, err := read.ParseTimeFlag("yesterday"); err == nil {
 		t.Fatal("no error for a bad time")
 	}
 }
@@ -334,7 +336,7 @@ func TestManyOverlappingInputsSmallChunks(t *testing.T) {
 	dir := t.TempDir()
 	whole := filepath.Join(dir, "whole.log")
 	os.WriteFile(whole, data, 0o644)
-	opts := Options{ReadOptions: ReadOptions{ChunkSize: 16 << 10, MaxLineSize: 64 << 10}}
+	opts := analyze.Options{ReadOptions: read.Options{ChunkSize: 16 << 10, MaxLineSize: 64 << 10}}
 	base, err := analyzeFiles(t, opts, whole)
 	if err != nil {
 		t.Fatal(err)
@@ -350,7 +352,7 @@ func TestManyOverlappingInputsSmallChunks(t *testing.T) {
 		args = append(args, p)
 	}
 	done := make(chan struct{})
-	var r *Report
+	var r *analyze.Report
 	go func() {
 		defer close(done)
 		r, err = analyzeFiles(t, opts, args...)

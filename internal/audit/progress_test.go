@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
 	"github.com/nodekeeper/nodekeeper/internal/audit/gen"
+	"github.com/nodekeeper/nodekeeper/internal/audit/read"
 )
 
 // The progress callback counts the bytes taken from the inputs as stored (compressed for gzip)
@@ -35,28 +37,28 @@ func TestAnalyzeProgress(t *testing.T) {
 	if err := os.WriteFile(half, halfData, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	stdin := Input{Name: "-", Open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }}
+	stdin := read.Input{Name: "-", Open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }}
 
 	for _, tc := range []struct {
 		name      string
-		inputs    []Input
+		inputs    []read.Input
 		wantTotal int64 // InputsSize: 0 when not known in advance
 		wantBytes int64 // the last report's bytes
 	}{
-		{"plain file", []Input{{Name: plain}}, int64(len(data)), int64(len(data))},
-		{"gzip counts compressed bytes", []Input{{Name: zipped}}, int64(gz.Len()), int64(gz.Len())},
-		{"overlapping files, duplicates removed", []Input{{Name: plain}, {Name: half}},
+		{"plain file", []read.Input{{Name: plain}}, int64(len(data)), int64(len(data))},
+		{"gzip counts compressed bytes", []read.Input{{Name: zipped}}, int64(gz.Len()), int64(gz.Len())},
+		{"overlapping files, duplicates removed", []read.Input{{Name: plain}, {Name: half}},
 			int64(len(data) + len(halfData)), int64(len(data) + len(halfData))},
-		{"standard input has no total", []Input{stdin}, 0, int64(len(data))},
+		{"standard input has no total", []read.Input{stdin}, 0, int64(len(data))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := InputsSize(tc.inputs); got != tc.wantTotal {
+			if got := read.InputsSize(tc.inputs); got != tc.wantTotal {
 				t.Errorf("InputsSize = %d, want %d", got, tc.wantTotal)
 			}
-			var reports []Progress
-			opts := Options{ReadOptions: ReadOptions{ChunkSize: 64 << 10,
-				Progress: func(p Progress) { reports = append(reports, p) }}}
-			rep, err := Analyze(tc.inputs, opts)
+			var reports []read.Progress
+			opts := analyze.Options{ReadOptions: read.Options{ChunkSize: 64 << 10,
+				Progress: func(p read.Progress) { reports = append(reports, p) }}}
+			rep, err := analyze.Analyze(tc.inputs, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -69,7 +71,7 @@ func TestAnalyzeProgress(t *testing.T) {
 				}
 			}
 			last := reports[len(reports)-1]
-			if want := (Progress{Bytes: tc.wantBytes, Events: rep.Totals.Events}); last != want {
+			if want := (read.Progress{Bytes: tc.wantBytes, Events: rep.Totals.Events}); last != want {
 				t.Errorf("last report %+v, want the final totals %+v", last, want)
 			}
 		})

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
+	"github.com/nodekeeper/nodekeeper/internal/audit/render"
 	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
@@ -108,7 +109,7 @@ func TestTextReportEscapesHostileStrings(t *testing.T) {
 					"objectRef": map[string]any{"resource": "secrets", "namespace": "ns" + s, "name": "n" + s}, "responseStatus": code(403)}),
 				"not json "+s,
 			)
-			r, err := AnalyzeReader("input"+s, strings.NewReader(strings.Join(lines, "\n")), Options{User: ""})
+			r, err := analyze.AnalyzeReader("input"+s, strings.NewReader(strings.Join(lines, "\n")), analyze.Options{User: ""})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -117,7 +118,7 @@ func TestTextReportEscapesHostileStrings(t *testing.T) {
 					len(r.NodeDeletions), len(r.Zombies), len(r.Leaks), len(r.Leases))
 			}
 			var out bytes.Buffer
-			if err := WriteText(&out, r); err != nil {
+			if err := render.WriteText(&out, r); err != nil {
 				t.Fatal(err)
 			}
 			if c, bad := unsafeForTerminal(out.Bytes()); bad {

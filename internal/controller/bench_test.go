@@ -9,7 +9,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -111,28 +110,6 @@ func total(m map[string]int) int {
 	return n
 }
 
-// parallel runs f(i) for i in [0, n) with at most 64 in flight and fails on the first error.
-func parallel(b *testing.B, n int, f func(i int) error) {
-	b.Helper()
-	sem := make(chan struct{}, 64)
-	errs := make(chan error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := f(i); err != nil {
-				errs <- err
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
-}
-
 // BenchmarkControllerConverge: 20,000 leaked leases beside 2,000 live simulated kubelets. It
 // reports the time from the controller's start to the last leaked lease deleted and the requests
 // the controller sent (from the API server's audit log), and checks that no other lease was
@@ -193,8 +170,7 @@ func BenchmarkControllerConverge(b *testing.B) {
 // stop when the benchmark ends.
 func startKubelets(b *testing.B, n int) {
 	b.Helper()
-	fleet := kubeletsim.NewFleet(env.NodeConfig)
-	b.Cleanup(fleet.StopAll)
+	fleet := env.NewFleet(b)
 	cfgs := make([]kubeletsim.Config, n)
 	for i := range cfgs {
 		cfgs[i] = kubeletsim.Config{Name: kubeletsim.NodeName(i)}
@@ -228,7 +204,7 @@ func realisticNodes(b *testing.B, n int) []*corev1.Node {
 	}
 	benchLog(b, "template Node: %d bytes of JSON", len(raw))
 	out := make([]*corev1.Node, n)
-	parallel(b, n, func(i int) error {
+	if err := testenv.Parallel(n, 64, func(i int) error {
 		name := kubeletsim.NodeName(i)
 		var node corev1.Node
 		if err := json.Unmarshal([]byte(strings.ReplaceAll(string(raw), tmplName, name)), &node); err != nil {
@@ -237,7 +213,9 @@ func realisticNodes(b *testing.B, n int) []*corev1.Node {
 		created, err := adminClient().CoreV1().Nodes().Create(ctx, &node, metav1.CreateOptions{})
 		out[i] = created
 		return err
-	})
+	}); err != nil {
+		b.Fatal(err)
+	}
 	if err := adminClient().CoreV1().Nodes().Delete(ctx, tmplName, metav1.DeleteOptions{}); err != nil {
 		b.Fatal(err)
 	}
@@ -257,7 +235,7 @@ func BenchmarkControllerMemory(b *testing.B) {
 		ctx := context.Background()
 		created := realisticNodes(b, nodes)
 		now := metav1.NowMicro()
-		parallel(b, leases, func(i int) error {
+		if err := testenv.Parallel(leases, 64, func(i int) error {
 			l := &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{LeaseDurationSeconds: ptr.To[int32](40), RenewTime: &now}}
 			if i < nodes {
 				n := created[i]
@@ -271,7 +249,9 @@ func BenchmarkControllerMemory(b *testing.B) {
 			l.Spec.HolderIdentity = ptr.To(l.Name)
 			_, err := adminClient().CoordinationV1().Leases(lease.NodeLeaseNamespace).Create(ctx, l, metav1.CreateOptions{FieldManager: "kubelet"})
 			return err
-		})
+		}); err != nil {
+			b.Fatal(err)
+		}
 		benchLog(b, "%d realistic Nodes and %d leases created", nodes, leases)
 
 		measure := func(full bool) (rssKiB, anonKiB, peakKiB int, heap float64) {

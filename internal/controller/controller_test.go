@@ -76,7 +76,7 @@ func startZombie(t *testing.T, fleet *kubeletsim.Fleet, name string, leaseSecond
 func TestEveryClassEndToEnd(t *testing.T) {
 	reset(t)
 	ctx := context.Background()
-	fleet := newFleet(t)
+	fleet := env.NewFleet(t)
 	names := map[lease.Class]string{}
 	for _, c := range []lease.Class{lease.Healthy, lease.Stale, lease.Unowned, lease.StaleOwner, lease.OwnerMissing, lease.Zombie, lease.Leaked, lease.Other} {
 		names[c] = fmt.Sprintf("ip-10-1-0-%d.class-%s.internal", len(names)+1, c)
@@ -414,7 +414,7 @@ func TestClockSkewedKubeletWaitsForGraceSinceCreation(t *testing.T) {
 // kubelet has died and the grace period has passed.
 func TestLegacyZombieNotFought(t *testing.T) {
 	reset(t)
-	fleet := newFleet(t)
+	fleet := env.NewFleet(t)
 	name := "ip-10-4-1-1.zombie.internal"
 	grace := 5 * time.Second
 	k := startZombie(t, fleet, name, 2)
@@ -524,7 +524,7 @@ func TestAPIServerRestart(t *testing.T) {
 	reset(t)
 	ctx := context.Background()
 	ensureNamespace(t, "nodekeeper-restart")
-	fleet := newFleet(t)
+	fleet := env.NewFleet(t)
 	var healthy []string
 	for i := range 10 {
 		k, err := fleet.Start(ctx, kubeletsim.Config{Name: fmt.Sprintf("ip-10-8-0-%d.restart.internal", i+1)})
@@ -587,7 +587,7 @@ func TestAPIServerRestart(t *testing.T) {
 // (The five-minute version of this check is BenchmarkIdleListRequests.)
 func TestNoPeriodicList(t *testing.T) {
 	reset(t)
-	fleet := newFleet(t)
+	fleet := env.NewFleet(t)
 	for i := range 3 {
 		if _, err := fleet.Start(context.Background(), kubeletsim.Config{Name: fmt.Sprintf("ip-10-9-0-%d.idle.internal", i+1), LeaseDurationSeconds: 4}); err != nil {
 			t.Fatal(err)

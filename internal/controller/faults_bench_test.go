@@ -57,8 +57,7 @@ func BenchmarkControllerFaults(b *testing.B) {
 	}
 
 	// The fleet: 80% 1.29+ kubelets, 20% pre-1.29 (the ones that become zombies).
-	fleet := kubeletsim.NewFleet(env.NodeConfig)
-	b.Cleanup(fleet.StopAll)
+	fleet := env.NewFleet(b)
 	var cfgs []kubeletsim.Config
 	for i := range kubelets {
 		mode := kubeletsim.Modern

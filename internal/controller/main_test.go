@@ -22,7 +22,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekeeper/nodekeeper/internal/deleter"
-	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 	"github.com/nodekeeper/nodekeeper/internal/testenv"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/promscrape"
@@ -257,12 +256,6 @@ func renewLease(t *testing.T, name string) {
 	if err != nil {
 		t.Error(err)
 	}
-}
-
-func newFleet(t *testing.T) *kubeletsim.Fleet {
-	f := kubeletsim.NewFleet(env.NodeConfig)
-	t.Cleanup(f.StopAll)
-	return f
 }
 
 func adminClient() kubernetes.Interface { return env.AdminClient() }

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
+	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodekeeper/nodekeeper/internal/deleter"
@@ -20,7 +20,7 @@ import (
 // PrintPlan writes the summary table shown before anything is deleted: leases per class, what gc
 // does with each, and how many leaked leases it will (or, dry, would) delete.
 func PrintPlan(w io.Writer, p *Plan, dryRun bool) {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw := printers.GetNewTabWriter(w) // kubectl's table layout, as every command's text output
 	fmt.Fprintln(tw, "CLASS\tLEASES\tACTION\tMEANING")
 	total := 0
 	for _, c := range lease.Classes() {

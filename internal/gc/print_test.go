@@ -41,8 +41,8 @@ func TestPrintPlan(t *testing.T) {
 		PrintPlan(&b, testPlan(now), dry)
 		out := b.String()
 		for _, want := range []string{
-			"CLASS", "leaked         2       delete",
-			"zombie         1       keep (kubelet alive)",
+			"CLASS", "leaked          2        delete",
+			"zombie          1        keep (kubelet alive)",
 			"6 leases in kube-node-lease, 3 Nodes; 2 leaked; 2 ",
 			"Longest idle: ip-10-0-0-9.ec2.internal, last active 2h0m0s ago.",
 		} {

@@ -39,12 +39,6 @@ const leaseSeconds = 4
 // nodeName gives each test its own EC2-style node name.
 func nodeName() string { return testenv.UniqueNodeName(29, "ap-northeast-2.compute.internal") }
 
-func newFleet(t *testing.T) *kubeletsim.Fleet {
-	f := kubeletsim.NewFleet(env.NodeConfig)
-	t.Cleanup(f.StopAll)
-	return f
-}
-
 func startKubelet(t *testing.T, f *kubeletsim.Fleet, name string, mode kubeletsim.Mode) *kubeletsim.Kubelet {
 	t.Helper()
 	k, err := f.Start(context.Background(), kubeletsim.Config{Name: name, Mode: mode, LeaseDurationSeconds: leaseSeconds, Zone: "ap-northeast-2a"})
@@ -76,12 +70,6 @@ func holdLease(t *testing.T, name string, d time.Duration, what string, cond fun
 }
 
 func absent(l *coordinationv1.Lease) bool { return l == nil }
-
-func ownedBy(uid string) func(*coordinationv1.Lease) bool {
-	return func(l *coordinationv1.Lease) bool {
-		return l != nil && len(l.OwnerReferences) == 1 && l.OwnerReferences[0].Kind == "Node" && string(l.OwnerReferences[0].UID) == uid
-	}
-}
 
 func ownerless(l *coordinationv1.Lease) bool { return l != nil && len(l.OwnerReferences) == 0 }
 

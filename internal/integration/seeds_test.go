@@ -19,8 +19,8 @@ import (
 // kube-node-lease/<node> right after `kubectl delete node`).
 func TestNodeDeletionGarbageCollectsLease(t *testing.T) {
 	name := nodeName()
-	k := startKubelet(t, newFleet(t), name, kubeletsim.Modern)
-	waitLease(t, name, 10*time.Second, "owned lease", ownedBy(string(k.NodeUID())))
+	k := startKubelet(t, env.NewFleet(t), name, kubeletsim.Modern)
+	waitLease(t, name, 10*time.Second, "owned lease", testenv.OwnedByNode(k.NodeUID()))
 	k.Stop() // a clean scale-in: the machine is gone before its Node is deleted
 
 	t0 := time.Now()
@@ -40,8 +40,8 @@ func TestNodeDeletionGarbageCollectsLease(t *testing.T) {
 // "Failed to get node when trying to set owner ref to the node lease" and audit 404s).
 func TestModernZombieKeepsGettingButNeverRecreates(t *testing.T) {
 	name := nodeName()
-	k := startKubelet(t, newFleet(t), name, kubeletsim.Modern)
-	waitLease(t, name, 10*time.Second, "owned lease", ownedBy(string(k.NodeUID())))
+	k := startKubelet(t, env.NewFleet(t), name, kubeletsim.Modern)
+	waitLease(t, name, 10*time.Second, "owned lease", testenv.OwnedByNode(k.NodeUID()))
 
 	deleteNode(t, name)
 	waitLease(t, name, 30*time.Second, "garbage collection", absent)
@@ -82,11 +82,11 @@ func TestModernZombieKeepsGettingButNeverRecreates(t *testing.T) {
 // keeps collecting other leases but never this one.
 func TestLegacyKubeletLeaksLease(t *testing.T) {
 	ctx := context.Background()
-	fleet := newFleet(t)
+	fleet := env.NewFleet(t)
 	name := nodeName()
 	user := "system:node:" + name
 	k := startKubelet(t, fleet, name, kubeletsim.Legacy)
-	original := waitLease(t, name, 10*time.Second, "owned lease", ownedBy(string(k.NodeUID())))
+	original := waitLease(t, name, 10*time.Second, "owned lease", testenv.OwnedByNode(k.NodeUID()))
 
 	var leaked *coordinationv1.Lease
 	ok := t.Run("c: re-created ownerless and renewed", func(t *testing.T) {
@@ -137,7 +137,7 @@ func TestLegacyKubeletLeaksLease(t *testing.T) {
 		for pass := 1; pass <= 3; pass++ {
 			other := nodeName()
 			ok := startKubelet(t, fleet, other, kubeletsim.Modern)
-			waitLease(t, other, 10*time.Second, "owned lease", ownedBy(string(ok.NodeUID())))
+			waitLease(t, other, 10*time.Second, "owned lease", testenv.OwnedByNode(ok.NodeUID()))
 			ok.Stop()
 			deleteNode(t, other)
 			waitLease(t, other, 30*time.Second, "garbage collection of another node's lease", absent)
@@ -167,7 +167,7 @@ func TestLeaseDeletedKubeletRecreatesOwned(t *testing.T) {
 	eachMode(t, func(t *testing.T, mode kubeletsim.Mode, k *kubeletsim.Kubelet) {
 		ctx := context.Background()
 		name := k.Name()
-		old := waitLease(t, name, 10*time.Second, "owned lease", ownedBy(string(k.NodeUID())))
+		old := waitLease(t, name, 10*time.Second, "owned lease", testenv.OwnedByNode(k.NodeUID()))
 
 		t0 := time.Now()
 		if err := env.AdminClient().CoordinationV1().Leases(kubeletsim.NodeLeaseNamespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
@@ -176,7 +176,7 @@ func TestLeaseDeletedKubeletRecreatesOwned(t *testing.T) {
 		l := waitLease(t, name, 10*time.Second, "re-created lease", func(l *coordinationv1.Lease) bool {
 			return l != nil && l.UID != old.UID
 		})
-		if !ownedBy(string(k.NodeUID()))(l) {
+		if !testenv.OwnedByNode(k.NodeUID())(l) {
 			t.Fatalf("re-created lease must be owned by the live Node %s: %s", k.NodeUID(), testenv.DescribeLease(l))
 		}
 		waitAudit(t, name, t0, "lease create by the kubelet", func(ev []testenv.AuditEvent) bool {
@@ -194,7 +194,7 @@ func TestRestartAfterNodeDeletion(t *testing.T) {
 		ctx := context.Background()
 		name := k.Name()
 		oldUID := k.NodeUID()
-		waitLease(t, name, 10*time.Second, "owned lease", ownedBy(string(oldUID)))
+		waitLease(t, name, 10*time.Second, "owned lease", testenv.OwnedByNode(oldUID))
 
 		deleteNode(t, name)
 		var before *coordinationv1.Lease
@@ -217,7 +217,7 @@ func TestRestartAfterNodeDeletion(t *testing.T) {
 		if err != nil || node.UID != newUID {
 			t.Fatalf("re-registered node: %v (uid %v, kubelet says %s)", err, node.GetUID(), newUID)
 		}
-		l := waitLease(t, name, 10*time.Second, "owner = re-registered node", ownedBy(string(newUID)))
+		l := waitLease(t, name, 10*time.Second, "owner = re-registered node", testenv.OwnedByNode(newUID))
 		user := "system:node:" + name
 		if mode == kubeletsim.Legacy {
 			if l.UID != before.UID {
@@ -244,7 +244,7 @@ func eachMode(t *testing.T, test func(t *testing.T, mode kubeletsim.Mode, k *kub
 	for _, mode := range []kubeletsim.Mode{kubeletsim.Modern, kubeletsim.Legacy} {
 		t.Run(string(mode), func(t *testing.T) {
 			t.Parallel()
-			test(t, mode, startKubelet(t, newFleet(t), nodeName(), mode))
+			test(t, mode, startKubelet(t, env.NewFleet(t), nodeName(), mode))
 		})
 	}
 }
@@ -255,7 +255,7 @@ func eachMode(t *testing.T, test func(t *testing.T, mode kubeletsim.Mode, k *kub
 func TestNodeLifecycleSeesSimulatedKubelets(t *testing.T) {
 	ctx := context.Background()
 	name := nodeName()
-	k := startKubelet(t, newFleet(t), name, kubeletsim.Modern)
+	k := startKubelet(t, env.NewFleet(t), name, kubeletsim.Modern)
 	readyIs := func(want corev1.ConditionStatus, timeout time.Duration) {
 		t.Helper()
 		var got corev1.ConditionStatus

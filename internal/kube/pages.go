@@ -27,10 +27,16 @@ type Page func(ctx context.Context, opts metav1.ListOptions) (continueToken stri
 //
 // When the continue token of a later page has expired (410 Gone, reason Expired), Pages fails
 // with an error that wraps both ErrListExpired and the API server's error, and says what to do:
-// run again, or raise --chunk-size so that fewer pages are needed. It does not fall back to one
-// unpaginated LIST as client-go's pager does: that would hold every object of a large cluster in
-// memory at once, and the pages already handled would be handled twice. what names the resource
-// in errors ("leases in kube-node-lease").
+// run again, or raise --chunk-size so that fewer pages are needed. what names the resource in
+// errors ("leases in kube-node-lease").
+//
+// client-go's tools/pager does two different things here. Its List (and ListWithAlloc), which
+// gathers every page into one list, retries an expiry on page 2 or later as one unpaginated LIST
+// when FullListIfExpired is set, as pager.New sets it: one response then holds the whole
+// collection, which paging was there to avoid. Its EachListItem has no such fallback and returns
+// the Expired error as it is, but fetches pages in a goroutine ahead of the caller, up to
+// PageBufferSize (10) of them held at once. Pages fetches a page only after the previous one was
+// handled, so one page is in memory at a time, and names the expiry (ErrListExpired).
 func Pages(ctx context.Context, what string, opts metav1.ListOptions, page Page) (int, error) {
 	if opts.Limit <= 0 {
 		opts.Limit = DefaultChunkSize

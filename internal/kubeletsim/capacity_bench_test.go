@@ -1,4 +1,4 @@
-package kubeletsim
+package kubeletsim_test
 
 import (
 	"context"
@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
 )
 
 var (
@@ -48,15 +50,15 @@ func BenchmarkCapacity(b *testing.B) {
 	admin := kubernetes.NewForConfigOrDie(adminCfg)
 	w := newWatcher(ctx, admin)
 
-	fleet := newFleet(b)
+	fleet := env.NewFleet(b)
 	var names []string
 	best := 0
 	var lastGood stepResult
 	b.ResetTimer()
 	for target := *capStart; target <= *capMax; target += *capStep {
-		var cfgs []Config
+		var cfgs []kubeletsim.Config
 		for i := len(names); i < target; i++ {
-			cfgs = append(cfgs, Config{Name: NodeName(i)})
+			cfgs = append(cfgs, kubeletsim.Config{Name: kubeletsim.NodeName(i)})
 		}
 		rampStart := time.Now()
 		// An overloaded control plane cannot register nodes; that ends the ramp like any
@@ -126,7 +128,7 @@ func (r stepResult) String() string {
 }
 
 // observe samples every second for d and records the worst state it saw.
-func observe(ctx context.Context, w *watcher, fleet *Fleet, names []string, d time.Duration) stepResult {
+func observe(ctx context.Context, w *watcher, fleet *kubeletsim.Fleet, names []string, d time.Duration) stepResult {
 	res := stepResult{cpu: map[string]float64{}}
 	cpu0, t0 := cpuTimes(), time.Now()
 	stats0 := fleet.Stats()
@@ -196,7 +198,7 @@ type watcher struct {
 }
 
 func newWatcher(ctx context.Context, c kubernetes.Interface) *watcher {
-	lf := informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithNamespace(NodeLeaseNamespace))
+	lf := informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithNamespace(kubeletsim.NodeLeaseNamespace))
 	nf := informers.NewSharedInformerFactory(c, 0)
 	li := lf.Coordination().V1().Leases().Informer()
 	ni := nf.Core().V1().Nodes().Informer()
@@ -207,7 +209,7 @@ func newWatcher(ctx context.Context, c kubernetes.Interface) *watcher {
 }
 
 func (w *watcher) lease(name string) *coordinationv1.Lease {
-	obj, ok, _ := w.leases.GetByKey(NodeLeaseNamespace + "/" + name)
+	obj, ok, _ := w.leases.GetByKey(kubeletsim.NodeLeaseNamespace + "/" + name)
 	if !ok {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package kubeletsim
+package kubeletsim_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 	"github.com/nodekeeper/nodekeeper/internal/testenv"
 )
@@ -33,38 +34,26 @@ func uniqueName() string {
 	return testenv.UniqueNodeName(200, "us-west-2.compute.internal")
 }
 
-func newFleet(t testing.TB) *Fleet {
-	f := NewFleet(env.NodeConfig)
-	t.Cleanup(f.StopAll)
-	return f
-}
-
 func getLease(ctx context.Context, c kubernetes.Interface, name string) (*coordinationv1.Lease, error) {
-	return c.CoordinationV1().Leases(NodeLeaseNamespace).Get(ctx, name, metav1.GetOptions{})
+	return c.CoordinationV1().Leases(kubeletsim.NodeLeaseNamespace).Get(ctx, name, metav1.GetOptions{})
 }
 
 // startKubelet starts a simulated kubelet with cfg on a new node (cfg.Name is set here); it
 // stops when the test ends.
-func startKubelet(t *testing.T, cfg Config) *Kubelet {
+func startKubelet(t *testing.T, cfg kubeletsim.Config) *kubeletsim.Kubelet {
 	t.Helper()
 	cfg.Name = uniqueName()
-	k, err := newFleet(t).Start(context.Background(), cfg)
+	k, err := env.NewFleet(t).Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return k
 }
 
-func ownedBy(uid string) func(*coordinationv1.Lease) bool {
-	return func(l *coordinationv1.Lease) bool {
-		return l != nil && len(l.OwnerReferences) == 1 && string(l.OwnerReferences[0].UID) == uid
-	}
-}
-
 func TestRegistrationAndLease(t *testing.T) {
 	ctx := context.Background()
 	admin := env.AdminClient()
-	k := startKubelet(t, Config{LeaseDurationSeconds: 8})
+	k := startKubelet(t, kubeletsim.Config{LeaseDurationSeconds: 8})
 	name := k.Name()
 	node, err := admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -74,7 +63,7 @@ func TestRegistrationAndLease(t *testing.T) {
 		t.Errorf("node UID %s, kubelet says %s", node.UID, k.NodeUID())
 	}
 	// Every label survived NodeRestriction; the stored object has the size of a real one.
-	for key, v := range k.Config().labels() {
+	for key, v := range k.Config().NodeLabels() {
 		if node.Labels[key] != v {
 			t.Errorf("label %s = %q, want %q", key, node.Labels[key], v)
 		}
@@ -88,7 +77,7 @@ func TestRegistrationAndLease(t *testing.T) {
 	}
 	t.Logf("stored node: %d bytes", len(raw))
 
-	l := env.WaitNodeLease(t, name, 10*time.Second, "owner = node", ownedBy(string(node.UID)))
+	l := env.WaitNodeLease(t, name, 10*time.Second, "owner = node", testenv.OwnedByNode(node.UID))
 	ref := l.OwnerReferences[0]
 	if ref.APIVersion != "v1" || ref.Kind != "Node" || ref.Name != name || ref.Controller != nil || ref.BlockOwnerDeletion != nil {
 		t.Errorf("ownerReference %+v, want exactly {v1 Node %s uid} like the kubelet's", ref, name)
@@ -129,7 +118,7 @@ func TestRegistrationAndLease(t *testing.T) {
 // lease are deleted — the signatures the audit command looks for.
 func TestNodeGoneRequestSequence(t *testing.T) {
 	tests := []struct {
-		mode Mode
+		mode kubeletsim.Mode
 		// want is the first renewal after the deletion, request by request.
 		want []string
 		// steady is one later renewal.
@@ -137,7 +126,7 @@ func TestNodeGoneRequestSequence(t *testing.T) {
 		leaseBack bool
 	}{
 		{
-			mode: Legacy,
+			mode: kubeletsim.Legacy,
 			want: []string{
 				"PUT leases/%s 409",  // the cached lease's UID precondition fails
 				"GET leases/%s 404",  // re-read
@@ -148,7 +137,7 @@ func TestNodeGoneRequestSequence(t *testing.T) {
 			leaseBack: true,
 		},
 		{
-			mode: Modern,
+			mode: kubeletsim.Modern,
 			want: []string{
 				"PUT leases/%s 409", "GET leases/%s 404", "GET nodes/%s 404",
 				"GET nodes/%s 404", "GET nodes/%s 404", "GET nodes/%s 404", "GET nodes/%s 404", // retries, none written
@@ -164,18 +153,18 @@ func TestNodeGoneRequestSequence(t *testing.T) {
 			name := uniqueName()
 			// Node status syncs only at start, so that only lease traffic follows; 3 s renewals
 			// leave room to delete both objects between two of them.
-			k, err := newFleet(t).Start(ctx, Config{Name: name, Mode: tt.mode, LeaseDurationSeconds: 12, NodeStatusUpdateFrequency: time.Hour})
+			k, err := env.NewFleet(t).Start(ctx, kubeletsim.Config{Name: name, Mode: tt.mode, LeaseDurationSeconds: 12, NodeStatusUpdateFrequency: time.Hour})
 			if err != nil {
 				t.Fatal(err)
 			}
-			l := env.WaitNodeLease(t, name, 10*time.Second, "owned lease", ownedBy(string(k.NodeUID())))
+			l := env.WaitNodeLease(t, name, 10*time.Second, "owned lease", testenv.OwnedByNode(k.NodeUID()))
 			prev := l.Spec.RenewTime.Time
 			env.WaitNodeLease(t, name, 10*time.Second, "a renewal", func(l *coordinationv1.Lease) bool {
 				return l != nil && l.Spec.RenewTime.Time.After(prev)
 			})
 			// Right after a renewal: delete the lease, then the Node (nothing left for the GC).
 			from := time.Now()
-			if err := admin.CoordinationV1().Leases(NodeLeaseNamespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			if err := admin.CoordinationV1().Leases(kubeletsim.NodeLeaseNamespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if err := admin.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
@@ -211,10 +200,10 @@ func TestNodeGoneRequestSequence(t *testing.T) {
 func TestStopAndRestart(t *testing.T) {
 	ctx := context.Background()
 	admin := env.AdminClient()
-	k := startKubelet(t, Config{Mode: Legacy, LeaseDurationSeconds: 4})
+	k := startKubelet(t, kubeletsim.Config{Mode: kubeletsim.Legacy, LeaseDurationSeconds: 4})
 	name := k.Name()
 	oldUID := k.NodeUID()
-	env.WaitNodeLease(t, name, 10*time.Second, "owned lease", ownedBy(string(oldUID)))
+	env.WaitNodeLease(t, name, 10*time.Second, "owned lease", testenv.OwnedByNode(oldUID))
 
 	k.Stop()
 	k.Stop() // idempotent
@@ -247,7 +236,7 @@ func TestStopAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.WaitNodeLease(t, name, 30*time.Second, "GC deletes the lease", func(l *coordinationv1.Lease) bool { return l == nil })
-	seeded, err := SeedLeakedLease(ctx, admin, name, time.Now().Add(-time.Hour))
+	seeded, err := kubeletsim.SeedLeakedLease(ctx, admin, name, time.Now().Add(-time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +246,7 @@ func TestStopAndRestart(t *testing.T) {
 	if k.NodeUID() == oldUID || k.NodeUID() == "" {
 		t.Fatalf("restart should register a new Node, UID %q (old %q)", k.NodeUID(), oldUID)
 	}
-	l = env.WaitNodeLease(t, name, 10*time.Second, "adopted by the new Node", ownedBy(string(k.NodeUID())))
+	l = env.WaitNodeLease(t, name, 10*time.Second, "adopted by the new Node", testenv.OwnedByNode(k.NodeUID()))
 	if l.UID != seeded.UID {
 		t.Errorf("the kubelet should adopt the existing lease %s, got a new one %s", seeded.UID, l.UID)
 	}
@@ -272,9 +261,9 @@ func TestStopAndRestart(t *testing.T) {
 func TestRecreateNode(t *testing.T) {
 	ctx := context.Background()
 	admin := env.AdminClient()
-	k := startKubelet(t, Config{LeaseDurationSeconds: 4})
+	k := startKubelet(t, kubeletsim.Config{LeaseDurationSeconds: 4})
 	name := k.Name()
-	env.WaitNodeLease(t, name, 10*time.Second, "owned lease", ownedBy(string(k.NodeUID())))
+	env.WaitNodeLease(t, name, 10*time.Second, "owned lease", testenv.OwnedByNode(k.NodeUID()))
 	newUID, err := k.RecreateNode(ctx, admin)
 	if err != nil {
 		t.Fatal(err)
@@ -284,7 +273,7 @@ func TestRecreateNode(t *testing.T) {
 	}
 	// The GC deletes the lease that names the old UID; the running kubelet creates a new one
 	// owned by the new Node.
-	env.WaitNodeLease(t, name, 30*time.Second, "owner = re-created node", ownedBy(string(newUID)))
+	env.WaitNodeLease(t, name, 30*time.Second, "owner = re-created node", testenv.OwnedByNode(newUID))
 }
 
 func TestSeedLeakedLease(t *testing.T) {
@@ -292,7 +281,7 @@ func TestSeedLeakedLease(t *testing.T) {
 	admin := env.AdminClient()
 	name := uniqueName()
 	renew := time.Now().Add(-72 * time.Hour).Truncate(time.Microsecond)
-	l, err := SeedLeakedLease(ctx, admin, name, renew)
+	l, err := kubeletsim.SeedLeakedLease(ctx, admin, name, renew)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +300,7 @@ func TestSeedLeakedLease(t *testing.T) {
 		{"ok-name", time.Time{}, "renewTime is required"},
 		{name, renew, "already exists"},
 	} {
-		if _, err := SeedLeakedLease(ctx, admin, bad.name, bad.renew); err == nil || !strings.Contains(err.Error(), bad.want) {
+		if _, err := kubeletsim.SeedLeakedLease(ctx, admin, bad.name, bad.renew); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("SeedLeakedLease(%q): error %v, want %q", bad.name, err, bad.want)
 		}
 	}
@@ -319,26 +308,26 @@ func TestSeedLeakedLease(t *testing.T) {
 
 func TestStartErrors(t *testing.T) {
 	ctx := context.Background()
-	f := newFleet(t)
+	f := env.NewFleet(t)
 	name := uniqueName()
-	if _, err := f.Start(ctx, Config{Name: name, LeaseDurationSeconds: 4}); err != nil {
+	if _, err := f.Start(ctx, kubeletsim.Config{Name: name, LeaseDurationSeconds: 4}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.Start(ctx, Config{Name: name}); err == nil || !strings.Contains(err.Error(), "already exists") {
+	if _, err := f.Start(ctx, kubeletsim.Config{Name: name}); err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Errorf("duplicate name: %v", err)
 	}
-	if _, err := f.Start(ctx, Config{Name: "x", InstanceType: "nope"}); err == nil || !strings.Contains(err.Error(), "unknown instance type") {
+	if _, err := f.Start(ctx, kubeletsim.Config{Name: "x", InstanceType: "nope"}); err == nil || !strings.Contains(err.Error(), "unknown instance type") {
 		t.Errorf("bad config: %v", err)
 	}
-	if _, err := NewFleet(nil).Start(ctx, Config{Name: "x"}); err == nil {
+	if _, err := kubeletsim.NewFleet(nil).Start(ctx, kubeletsim.Config{Name: "x"}); err == nil {
 		t.Error("a fleet without ConfigFunc must refuse to start kubelets")
 	}
 	// A kubelet with another node's identity is refused by NodeRestriction; Start reports it
 	// once its context ends.
-	wrong := NewFleet(func(string) *rest.Config { return env.UserConfig("system:node:someone-else", "system:nodes") })
+	wrong := kubeletsim.NewFleet(func(string) *rest.Config { return env.UserConfig("system:node:someone-else", "system:nodes") })
 	short, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	_, err := wrong.Start(short, Config{Name: uniqueName()})
+	_, err := wrong.Start(short, kubeletsim.Config{Name: uniqueName()})
 	if err == nil || !strings.Contains(err.Error(), "forbidden") {
 		t.Errorf("wrong identity: %v", err)
 	}
@@ -352,7 +341,7 @@ func TestStartErrors(t *testing.T) {
 func TestNodeStatusReports(t *testing.T) {
 	ctx := context.Background()
 	admin := env.AdminClient()
-	k := startKubelet(t, Config{LeaseDurationSeconds: 40, NodeStatusUpdateFrequency: 500 * time.Millisecond, NodeStatusReportFrequency: time.Hour})
+	k := startKubelet(t, kubeletsim.Config{LeaseDurationSeconds: 40, NodeStatusUpdateFrequency: 500 * time.Millisecond, NodeStatusReportFrequency: time.Hour})
 	name := k.Name()
 	// The first sync after start reports (lastStatusReport is zero), later ones do not.
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
@@ -407,7 +396,7 @@ func TestSeedOldLeakedLease(t *testing.T) {
 	admin := env.AdminClient()
 	name := uniqueName()
 	renew := time.Now().Add(-72 * time.Hour).Truncate(time.Microsecond)
-	l, err := SeedOldLeakedLease(ctx, admin, env, name, renew)
+	l, err := kubeletsim.SeedOldLeakedLease(ctx, admin, env, name, renew)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +407,7 @@ func TestSeedOldLeakedLease(t *testing.T) {
 		t.Errorf("class %s (%s), want leaked", v.Class, v.Reason)
 	}
 	// Served as written: a read through the API server agrees.
-	got, err := admin.CoordinationV1().Leases(NodeLeaseNamespace).Get(ctx, name, metav1.GetOptions{})
+	got, err := admin.CoordinationV1().Leases(kubeletsim.NodeLeaseNamespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil || !got.CreationTimestamp.Equal(&l.CreationTimestamp) || got.UID != l.UID {
 		t.Errorf("GET after backdating = %v, %v", got, err)
 	}

@@ -53,9 +53,11 @@ func (m Mode) Enabled(w io.Writer) bool {
 	return false
 }
 
-// IsTerminal reports whether w is an *os.File attached to a terminal.
-func IsTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+// IsTerminal reports whether stream, a reader or a writer, is an *os.File attached to a
+// terminal: the one terminal test of nodekeeper's own code (--progress=auto, gc's prompt). Colour
+// is cli-runtime's decision (printers.AllowsColorOutput), which also looks at the environment.
+func IsTerminal(stream any) bool {
+	f, ok := stream.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 

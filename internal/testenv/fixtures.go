@@ -2,10 +2,8 @@ package testenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -81,19 +79,13 @@ func (e *Env) DeleteNodesAndLeases(t testing.TB) {
 func (e *Env) SeedLeakedLeases(t testing.TB, prefix string, n int, renew time.Time) []string {
 	t.Helper()
 	names := make([]string, n)
-	errs := make([]error, n)
-	sem := make(chan struct{}, 32)
-	var wg sync.WaitGroup
-	for i := range n {
+	for i := range names {
 		names[i] = fmt.Sprintf("%s-%d.ec2.internal", prefix, i)
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			_, errs[i] = e.createNodeLease(names[i], renew)
-		})
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := Parallel(n, 32, func(i int) error {
+		_, err := e.createNodeLease(names[i], renew)
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	return names

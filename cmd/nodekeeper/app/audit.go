@@ -11,7 +11,9 @@ import (
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
-	"github.com/nodekeeper/nodekeeper/internal/audit"
+	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
+	"github.com/nodekeeper/nodekeeper/internal/audit/read"
+	"github.com/nodekeeper/nodekeeper/internal/audit/render"
 	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/progress"
@@ -21,7 +23,7 @@ import (
 type auditOptions struct {
 	g *globalOptions
 
-	audit      audit.Options
+	audit      analyze.Options
 	output     *outputFlags
 	htmlFile   string
 	since      string
@@ -127,10 +129,10 @@ func (o *auditOptions) Complete(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	var err error
-	if o.audit.Since, err = audit.ParseTimeFlag(o.since); err != nil {
+	if o.audit.Since, err = read.ParseTimeFlag(o.since); err != nil {
 		return fmt.Errorf("--since: %w", err)
 	}
-	if o.audit.Until, err = audit.ParseTimeFlag(o.until); err != nil {
+	if o.audit.Until, err = read.ParseTimeFlag(o.until); err != nil {
 		return fmt.Errorf("--until: %w", err)
 	}
 	o.audit.ZombieMinDuration = o.zombieMin
@@ -161,14 +163,14 @@ func (o *auditOptions) Validate() error {
 // report, and the HTML page with --html.
 func (o *auditOptions) Run(ctx context.Context) error {
 	args := o.args
-	var inputs []audit.Input
+	var inputs []read.Input
 	in := o.g.streams.In
 	if o.cw.enabled {
 		cwIn, err := o.cw.input(ctx, o.audit.Since, o.audit.Until, o.g.streams.ErrOut)
 		if err != nil {
 			return err
 		}
-		inputs = []audit.Input{cwIn}
+		inputs = []read.Input{cwIn}
 	} else {
 		if len(args) == 0 {
 			// Waiting on a terminal for a log that never comes helps nobody.
@@ -179,16 +181,16 @@ func (o *auditOptions) Run(ctx context.Context) error {
 			}
 		}
 		var err error
-		if inputs, err = audit.ExpandInputs(args, in); err != nil {
+		if inputs, err = read.ExpandInputs(args, in); err != nil {
 			return err
 		}
 	}
-	meter := o.progress.meter(o.g.streams.ErrOut, progress.Options{Bytes: true, Total: audit.InputsSize(inputs)})
+	meter := o.progress.meter(o.g.streams.ErrOut, progress.Options{Bytes: true, Total: read.InputsSize(inputs)})
 	opts := o.audit
 	if meter != nil {
 		opts.Progress = auditProgress(meter)
 	}
-	rep, aerr := audit.Analyze(inputs, opts)
+	rep, aerr := analyze.Analyze(inputs, opts)
 	meter.Finish() // the final line, ended before the report is written
 	if err := o.write(rep); err != nil {
 		return err
@@ -208,13 +210,13 @@ func (o *auditOptions) Run(ctx context.Context) error {
 
 // auditProgress draws the bytes read (against the inputs' size when known) and the events on
 // the meter.
-func auditProgress(m *progress.Meter) audit.ProgressFunc {
-	return func(p audit.Progress) { m.Set(p.Bytes, fmt.Sprintf("%d events", p.Events)) }
+func auditProgress(m *progress.Meter) read.ProgressFunc {
+	return func(p read.Progress) { m.Set(p.Bytes, fmt.Sprintf("%d events", p.Events)) }
 }
 
 // auditSeverity grades a report for --fail-on: zombie kubelets and leaked leases are errors (they
 // are what nodekeeper exists to catch); throttled and denied requests are warnings.
-func auditSeverity(rep *audit.Report) findings.Severity {
+func auditSeverity(rep *analyze.Report) findings.Severity {
 	switch {
 	case len(rep.Zombies) > 0 || len(rep.Leaks) > 0:
 		return findings.Error
@@ -226,7 +228,7 @@ func auditSeverity(rep *audit.Report) findings.Severity {
 
 // noEvents is the error for a run that counted no audit event, saying why: a report of nothing
 // must not pass for a clean bill of health.
-func noEvents(rep *audit.Report) error {
+func noEvents(rep *analyze.Report) error {
 	t := rep.Totals
 	if t.Events > 0 {
 		return nil
@@ -246,7 +248,7 @@ func noEvents(rep *audit.Report) error {
 }
 
 // write prints the report in the -o format and writes the --html page.
-func (o *auditOptions) write(rep *audit.Report) error {
+func (o *auditOptions) write(rep *analyze.Report) error {
 	out := o.g.streams.Out
 	var err error
 	switch o.output.Output {
@@ -260,7 +262,7 @@ func (o *auditOptions) write(rep *audit.Report) error {
 			_, err = out.Write(b)
 		}
 	default:
-		err = audit.WriteText(out, rep)
+		err = render.WriteText(out, rep)
 	}
 	if err != nil || o.htmlFile == "" {
 		return err
@@ -269,7 +271,7 @@ func (o *auditOptions) write(rep *audit.Report) error {
 	if err != nil {
 		return err
 	}
-	if err := audit.WriteHTML(f, rep); err != nil {
+	if err := render.WriteHTML(f, rep); err != nil {
 		f.Close()
 		return err
 	}

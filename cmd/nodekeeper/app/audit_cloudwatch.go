@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/nodekeeper/nodekeeper/internal/audit"
+	"github.com/nodekeeper/nodekeeper/internal/audit/read"
 	"github.com/nodekeeper/nodekeeper/internal/aws/cwaudit"
 )
 
@@ -67,7 +67,7 @@ func (c *cloudWatchFlags) validate(f *pflag.FlagSet, args []string) error {
 
 // input plans the read (so that a denied or missing log group fails before any analysis) and
 // returns the log as one audit input. since and until default to the last hour.
-func (c *cloudWatchFlags) input(ctx context.Context, since, until time.Time, stderr io.Writer) (audit.Input, error) {
+func (c *cloudWatchFlags) input(ctx context.Context, since, until time.Time, stderr io.Writer) (read.Input, error) {
 	if until.IsZero() {
 		until = time.Now()
 	}
@@ -77,15 +77,15 @@ func (c *cloudWatchFlags) input(ctx context.Context, since, until time.Time, std
 	}
 	clients, err := c.aws.clients(ctx)
 	if err != nil {
-		return audit.Input{}, err
+		return read.Input{}, err
 	}
 	src, err := cwaudit.New(clients.Logs, cwaudit.Options{LogGroup: c.logGroup, Start: since, End: until,
 		Parallel: c.parallel, Progress: stderr})
 	if err != nil {
-		return audit.Input{}, err
+		return read.Input{}, err
 	}
 	if err := src.Plan(ctx); err != nil {
-		return audit.Input{}, err
+		return read.Input{}, err
 	}
 	c.src = src
 	if n := clients.Throttles.Count(); n > 0 {

@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/term"
 
 	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/deleter"
@@ -218,7 +216,7 @@ func (o *gcOptions) writeReport(plan *gc.Plan, report *gc.Report) error {
 // confirm asks on a terminal whether to delete n leases. Without a terminal nobody can answer:
 // that is bad usage (exit 2), fixed by --yes or --dry-run.
 func confirm(in io.Reader, out io.Writer, n int) (bool, error) {
-	if f, ok := in.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
+	if !progress.IsTerminal(in) {
 		return false, cli.UsageError(errors.New("refusing to delete without confirmation: stdin is not a terminal; pass --yes (or --dry-run)"))
 	}
 	return readAnswer(in, out, n)

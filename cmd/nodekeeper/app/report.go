@@ -3,12 +3,11 @@ package app
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/term"
+	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/nodekeeper/nodekeeper/internal/bundle"
 	"github.com/nodekeeper/nodekeeper/internal/cli"
@@ -83,6 +82,8 @@ func (f *reportFlags) Validate() error {
 	return nil
 }
 
+// useColor is --color: auto leaves the decision to cli-runtime's, kubectl's own (a terminal,
+// TERM not dumb, no NO_COLOR in the environment, on Windows a modern terminal).
 func useColor(mode string, w io.Writer) bool {
 	switch mode {
 	case "always":
@@ -90,11 +91,7 @@ func useColor(mode string, w io.Writer) bool {
 	case "never":
 		return false
 	}
-	if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
-		return false
-	}
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+	return printers.AllowsColorOutput(w)
 }
 
 // finish filters, prints and turns the report's highest severity into the exit code: 3 when it

@@ -6,6 +6,10 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/audit/read"
 )
 
+// NotKeptName is what a name looked up past the string table shows as (Bounds.NamesNotKept
+// counts those lookups); render prints it from here, not from read.
+const NotKeptName = read.NotKeptName
+
 // Report is everything `nodekeeper audit` found. Its JSON form is the -o json output.
 type Report struct {
 	From    time.Time          `json:"from,omitzero"` // earliest requestReceivedTimestamp counted (watches aside)

@@ -25,7 +25,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/nodekeeper/nodekeeper/internal/audit"
+	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
+	"github.com/nodekeeper/nodekeeper/internal/audit/read"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
 	"github.com/nodekeeper/nodekeeper/internal/testenv"
 )
@@ -56,8 +57,7 @@ func TestAuditLogGroundTruth(t *testing.T) {
 	defer cancel()
 	adminClient := kubernetes.NewForConfigOrDie(env.UserConfig(admin, "system:masters"))
 
-	fleet := kubeletsim.NewFleet(env.NodeConfig)
-	defer fleet.StopAll()
+	fleet := env.NewFleet(t)
 	names := map[string]string{
 		"modern":      "ip-10-0-1-1.us-west-2.compute.internal",
 		"legacy":      "ip-10-0-1-2.us-west-2.compute.internal",
@@ -138,11 +138,11 @@ func TestAuditLogGroundTruth(t *testing.T) {
 			os.WriteFile(keep, data, 0o644)
 		}
 	}
-	inputs, err := audit.ExpandInputs([]string{env.AuditLogPath()}, nil)
+	inputs, err := read.ExpandInputs([]string{env.AuditLogPath()}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := audit.Analyze(inputs, audit.Options{ZombieMinDuration: zombieMinInLog})
+	rep, err := analyze.Analyze(inputs, analyze.Options{ZombieMinDuration: zombieMinInLog})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,9 +166,9 @@ func TestAuditLogGroundTruth(t *testing.T) {
 	// Leaks: exactly the legacy kubelet's re-created lease is still leaked.
 	var leaked []string
 	for _, l := range rep.Leaks {
-		if l.Status == audit.LeakLeaked {
+		if l.Status == analyze.LeakLeaked {
 			leaked = append(leaked, l.Name)
-			if l.Cause != audit.CauseAfterNodeDeletion || l.Created.Action != "update-created" || l.Created.Code != 201 ||
+			if l.Cause != analyze.CauseAfterNodeDeletion || l.Created.Action != "update-created" || l.Created.Code != 201 ||
 				!l.Created.OwnersKnown || l.Created.Owners != "" || l.NodeDeletion == nil || l.NodeDeletion.Actor.User != admin {
 				t.Errorf("leak %s: %+v", l.Name, l)
 			}
@@ -177,7 +177,7 @@ func TestAuditLogGroundTruth(t *testing.T) {
 	expectSet(t, "leaked leases", leaked, names["legacy"])
 
 	// Zombies: the modern and legacy kubelets still run; the restarted one ended.
-	zombies := map[string]audit.Zombie{}
+	zombies := map[string]analyze.Zombie{}
 	var zs []string
 	for _, z := range rep.Zombies {
 		zombies[z.Node] = z
@@ -205,7 +205,7 @@ func TestAuditLogGroundTruth(t *testing.T) {
 	}
 
 	// The lease deleted alone: deleted by the admin, re-created owned by its kubelet, no leak.
-	var lc *audit.LeaseLifecycle
+	var lc *analyze.LeaseLifecycle
 	for i := range rep.Leases {
 		if rep.Leases[i].Name == names["leaseonly"] {
 			lc = &rep.Leases[i]
@@ -221,7 +221,7 @@ func TestAuditLogGroundTruth(t *testing.T) {
 
 	// The legacy kubelet re-creates the lease deleted alone too, and no leak remains: its
 	// Node exists, so the lease is (or soon gets) its owner.
-	var lcl *audit.LeaseLifecycle
+	var lcl *analyze.LeaseLifecycle
 	for i := range rep.Leases {
 		if rep.Leases[i].Name == names["legacylease"] {
 			lcl = &rep.Leases[i]
@@ -300,7 +300,7 @@ func deny(ctx context.Context, t *testing.T) map[string]int64 {
 	return out
 }
 
-func hasCall(z audit.Zombie, verb, res string, code int) bool {
+func hasCall(z analyze.Zombie, verb, res string, code int) bool {
 	for _, c := range z.Calls {
 		if c.Verb == verb && c.Resource == res && c.Code == code {
 			return true

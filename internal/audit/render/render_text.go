@@ -5,11 +5,12 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
+	"github.com/liggitt/tabwriter"
+	"k8s.io/cli-runtime/pkg/printers"
+
 	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
-	"github.com/nodekeeper/nodekeeper/internal/audit/read"
 	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
@@ -62,9 +63,38 @@ func orDash(s string) string {
 	return esc(s)
 }
 
-// section prints a section's title with its number of rows, then "none" when there are none
-// or the table header, if any, when there are; it reports whether rows follow.
-func section(p func(string, ...any), title string, rows int, header string) bool {
+// textWriter lays the report's tables out as kubectl lays out its own (cli-runtime's
+// printers.GetNewTabWriter: columns at least 6 wide, 3 spaces between them), as every command's
+// text output does. kubectl's writer remembers the widest cell of each column across flushes, for
+// tables printed in pieces; table starts a new table so that unrelated ones never share widths.
+type textWriter struct {
+	tw  *tabwriter.Writer
+	err error // the first error of a flush
+}
+
+func newTextWriter(w io.Writer) *textWriter { return &textWriter{tw: printers.GetNewTabWriter(w)} }
+
+func (t *textWriter) p(format string, args ...any) { fmt.Fprintf(t.tw, format, args...) }
+
+// table lays out what was written so far and forgets its column widths.
+func (t *textWriter) table() {
+	t.flush()
+	t.tw.SetRememberedWidths(nil)
+}
+
+func (t *textWriter) flush() error {
+	if err := t.tw.Flush(); err != nil && t.err == nil {
+		t.err = err
+	}
+	return t.err
+}
+
+// section starts a new table with the section's title and its number of rows, then prints
+// "none" when there are none or the table header, if any, when there are; it reports whether
+// rows follow.
+func section(t *textWriter, title string, rows int, header string) bool {
+	t.table()
+	p := t.p
 	p("\n%s (%d)\n", title, rows)
 	if rows == 0 {
 		p("  none\n")
@@ -93,8 +123,8 @@ func printNonZero(p func(string, ...any), cs []counted) {
 
 // WriteText writes the report for people.
 func WriteText(w io.Writer, r *analyze.Report) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
+	t := newTextWriter(w)
+	p := t.p
 
 	if r.From.IsZero() {
 		p("AUDIT LOG  no events\n")
@@ -146,19 +176,19 @@ func WriteText(w io.Writer, r *analyze.Report) error {
 			p("  ERROR: %s\n", esc(in.Error))
 		}
 	}
-	t := r.Totals
+	tot := r.Totals
 	p("totals: %d events, %d by kubelets, %d lease renewals, %d throttled (429), %d node deletions, %d lease creations, %d lease deletions",
-		t.Events, t.NodeRequests, t.LeaseRenewals, t.Throttled, t.NodeDeletions, t.LeaseCreations, t.LeaseDeletions)
+		tot.Events, tot.NodeRequests, tot.LeaseRenewals, tot.Throttled, tot.NodeDeletions, tot.LeaseCreations, tot.LeaseDeletions)
 	printNonZero(p, []counted{
-		{t.Bad, ", %d unusable"},
-		{t.Duplicates, ", %d duplicates dropped"},
-		{t.OutOfOrder, ", %d out of order"},
-		{t.OutsideWindow, ", %d outside --since/--until"},
+		{tot.Bad, ", %d unusable"},
+		{tot.Duplicates, ", %d duplicates dropped"},
+		{tot.OutOfOrder, ", %d out of order"},
+		{tot.OutsideWindow, ", %d outside --since/--until"},
 	})
 	p("\n")
 
 	// Who deleted nodes, and what followed.
-	section(p, "NODE DELETIONS", len(r.NodeDeletions), "")
+	section(t, "NODE DELETIONS", len(r.NodeDeletions), "")
 	for _, d := range r.NodeDeletions {
 		e := d.Event
 		p("  %s  node %s deleted (%d)\n", fmtTime(e.Time), esc(d.Node), e.Code)
@@ -203,7 +233,7 @@ func WriteText(w io.Writer, r *analyze.Report) error {
 		}
 	}
 
-	if section(p, "LEAKS", len(r.Leaks), "LEASE\tCREATED\tBY\tHOW\tCAUSE\tAFTER NODE DELETION\tSTATUS") {
+	if section(t, "LEAKS", len(r.Leaks), "LEASE\tCREATED\tBY\tHOW\tCAUSE\tAFTER NODE DELETION\tSTATUS") {
 		for _, l := range r.Leaks {
 			after := "-"
 			if l.NodeDeletion != nil {
@@ -218,7 +248,7 @@ func WriteText(w io.Writer, r *analyze.Report) error {
 		}
 	}
 
-	if section(p, "ZOMBIE KUBELETS", len(r.Zombies), "NODE\tINSTANCE\tSOURCE IPS\tFIRST SEEN\tLAST SEEN\tREQUESTS\tPER MIN\tNODE DELETED BY\tSTATUS") {
+	if section(t, "ZOMBIE KUBELETS", len(r.Zombies), "NODE\tINSTANCE\tSOURCE IPS\tFIRST SEEN\tLAST SEEN\tREQUESTS\tPER MIN\tNODE DELETED BY\tSTATUS") {
 		for _, z := range r.Zombies {
 			del := "(before the log)"
 			if z.Deletion != nil {
@@ -260,6 +290,7 @@ func WriteText(w io.Writer, r *analyze.Report) error {
 			hidden++
 		}
 	}
+	t.table()
 	p("\nLEASE LIFECYCLES (%d", shown)
 	if hidden > 0 {
 		p("; %d more with a single create, see -o json", hidden)
@@ -288,6 +319,7 @@ func WriteText(w io.Writer, r *analyze.Report) error {
 	}
 
 	th := r.Throttling
+	t.table()
 	p("\nTHROTTLING  %d responses 429, %d requests queued by APF (apf-queue-wait)\n", th.Throttled, th.APFWaited)
 	if len(th.ByKey) > 0 {
 		p("  USER\tUSER AGENT\tVERB\tRESOURCE\t429s\tREQUESTS\tAPF QUEUED\tAPF WAIT MAX\n")
@@ -302,6 +334,7 @@ func WriteText(w io.Writer, r *analyze.Report) error {
 			}
 		}
 		if len(rows) > 0 {
+			t.table()
 			p("  over time (step %s):\n  FROM\t429s\tREQUESTS\n", fmtDur(tl.Step))
 			if len(rows) > 20 {
 				rows = append(rows[:10], append([]string{fmt.Sprintf("  …\t%d buckets\t\n", len(rows)-20)}, rows[len(rows)-10:]...)...)
@@ -312,16 +345,16 @@ func WriteText(w io.Writer, r *analyze.Report) error {
 		}
 	}
 
-	writeDenied(p, r.AccessDenied)
+	writeDenied(t, r.AccessDenied)
 
 	p("\nTOP TALKERS BY REQUESTS\n")
-	writeTalkers(tw, r.TopByRequests)
+	writeTalkers(t, r.TopByRequests)
 	p("\nTOP TALKERS BY LATENCY (stageTimestamp − requestReceivedTimestamp, watches excluded)\n")
-	writeTalkers(tw, r.TopByLatency)
+	writeTalkers(t, r.TopByLatency)
 	if b := r.Bounds; !b.Exact() {
 		p("\nBOUNDS  memory limits reached; these numbers are approximate:\n")
 		printNonZero(p, []counted{
-			{b.NamesNotKept, "  %d lookups of names past the string table: shown as " + strconv.Quote(read.NotKeptName) + "\n"},
+			{b.NamesNotKept, "  %d lookups of names past the string table: shown as " + strconv.Quote(analyze.NotKeptName) + "\n"},
 			{b.LeaseEventsNotTracked, "  %d lifecycle events of leases not tracked (in the totals, not in lifecycles or leaks)\n"},
 			{b.NodeEventsNotTracked, "  %d events of nodes not tracked (in the totals, not in deletions or zombies)\n"},
 			{b.LeaksNotListed, "  %d more leaks not listed\n"},
@@ -331,10 +364,13 @@ func WriteText(w io.Writer, r *analyze.Report) error {
 	for _, e := range r.Errors {
 		p("\nERROR: %s\n", esc(e))
 	}
-	return tw.Flush()
+	return t.flush()
 }
 
-func writeTalkers(tw *tabwriter.Writer, ts []analyze.Talker) {
+// writeTalkers starts a new table, as the rankings follow their own titles.
+func writeTalkers(t *textWriter, ts []analyze.Talker) {
+	t.table()
+	tw := t.tw
 	if len(ts) == 0 {
 		fmt.Fprintf(tw, "  none\n")
 		return
@@ -346,7 +382,9 @@ func writeTalkers(tw *tabwriter.Writer, ts []analyze.Talker) {
 	}
 }
 
-func writeDenied(p func(string, ...any), d analyze.AccessDenied) {
+func writeDenied(t *textWriter, d analyze.AccessDenied) {
+	t.table()
+	p := t.p
 	p("\nACCESS DENIED  %d responses 403 (forbidden), %d responses 401 (unauthenticated)", d.Forbidden, d.Unauthorized)
 	if d.Distinct > 0 {
 		p(", %d distinct (who, what)", d.Distinct)

@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodekeeper/nodekeeper/internal/audit"
+	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
+	"github.com/nodekeeper/nodekeeper/internal/audit/read"
 	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
 	"github.com/nodekeeper/nodekeeper/internal/aws/cwaudit"
 )
@@ -62,10 +63,10 @@ func BenchmarkCloudWatchVsFile(b *testing.B) {
 		b.Fatal(err)
 	}
 
-	run := func(b *testing.B, inputs func() []audit.Input) {
+	run := func(b *testing.B, inputs func() []read.Input) {
 		for i := 0; i < b.N; i++ {
 			start := time.Now()
-			rep, err := audit.Analyze(inputs(), audit.Options{})
+			rep, err := analyze.Analyze(inputs(), analyze.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -76,17 +77,17 @@ func BenchmarkCloudWatchVsFile(b *testing.B) {
 		}
 	}
 	b.Run("file", func(b *testing.B) {
-		run(b, func() []audit.Input { return []audit.Input{{Name: file}} })
+		run(b, func() []read.Input { return []read.Input{{Name: file}} })
 	})
 	b.Run("cloudwatch", func(b *testing.B) {
 		var src *cwaudit.Source
-		run(b, func() []audit.Input {
+		run(b, func() []read.Input {
 			var err error
 			src, err = cwaudit.New(c, cwaudit.Options{LogGroup: group, Start: t0, End: t0.Add(day), Parallel: 8, PollInterval: time.Millisecond})
 			if err != nil {
 				b.Fatal(err)
 			}
-			return []audit.Input{src.Input(context.Background())}
+			return []read.Input{src.Input(context.Background())}
 		})
 		st := src.Stats()
 		b.ReportMetric(float64(st.Windows), "windows")

@@ -30,7 +30,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	logtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs/types"
 
-	"github.com/nodekeeper/nodekeeper/internal/audit"
+	"github.com/nodekeeper/nodekeeper/internal/audit/read"
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
 )
 
@@ -128,8 +128,8 @@ func (s *Source) Name() string {
 }
 
 // Input is the log as one input of the audit analysis: JSON lines in time order.
-func (s *Source) Input(ctx context.Context) audit.Input {
-	return audit.Input{Name: s.Name(), Open: func() (io.ReadCloser, error) {
+func (s *Source) Input(ctx context.Context) read.Input {
+	return read.Input{Name: s.Name(), Open: func() (io.ReadCloser, error) {
 		ctx, cancel := context.WithCancel(ctx)
 		pr, pw := io.Pipe()
 		go func() {

@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodekeeper/nodekeeper/internal/audit"
+	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
+	"github.com/nodekeeper/nodekeeper/internal/audit/read"
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
 	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
 	"github.com/nodekeeper/nodekeeper/internal/aws/cwaudit"
@@ -243,7 +244,7 @@ func TestModernZombieNamedWithInstance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := audit.Analyze([]audit.Input{src.Input(context.Background())}, audit.Options{})
+	rep, err := analyze.Analyze([]read.Input{src.Input(context.Background())}, analyze.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,12 +43,6 @@ func clientsFor(t *testing.T, cfg *rest.Config) *leasesview.Clients {
 	return c
 }
 
-func newFleet(t *testing.T, e *testenv.Env) *kubeletsim.Fleet {
-	f := kubeletsim.NewFleet(func(node string) *rest.Config { return e.UserConfig("system:node:"+node, "system:nodes") })
-	t.Cleanup(f.StopAll)
-	return f
-}
-
 // itemsByName indexes a report's items by namespace/name.
 func itemsByName(r *leasesview.Report) map[string]leasesview.Item {
 	m := map[string]leasesview.Item{}
@@ -132,7 +126,7 @@ func TestAPIServerIdentityAndLeader(t *testing.T) {
 func TestNodeClasses(t *testing.T) {
 	ctx := context.Background()
 	admin := env.AdminClient()
-	fleet := newFleet(t, env)
+	fleet := env.NewFleet(t)
 	const (
 		healthy = "ip-10-20-0-1.ec2.internal"
 		stale   = "ip-10-20-0-2.ec2.internal"
@@ -268,7 +262,7 @@ func testLeaseCandidates(ctx context.Context, t *testing.T, e *testenv.Env) {
 }
 
 func testGCResolvedClasses(ctx context.Context, t *testing.T, e *testenv.Env) {
-	fleet := newFleet(t, e)
+	fleet := e.NewFleet(t)
 	const recreated, deleted = "ip-10-30-0-1.ec2.internal", "ip-10-30-0-2.ec2.internal"
 	kr, err := fleet.Start(ctx, kubeletsim.Config{Name: recreated})
 	if err != nil {
@@ -359,7 +353,7 @@ func awaitChange(t *testing.T, s *chanSink, name string, ok func(leasesview.Chan
 func TestWatchSeesClassChangesWithinOneRenewInterval(t *testing.T) {
 	ctx := context.Background()
 	admin := env.AdminClient()
-	fleet := newFleet(t, env)
+	fleet := env.NewFleet(t)
 	const dur = 8 // seconds; the kubelet renews every 2 s
 	renew := time.Duration(dur) * time.Second / 4
 	const stopper, legacy, modern = "ip-10-40-0-1.ec2.internal", "ip-10-40-0-2.ec2.internal", "ip-10-40-0-3.ec2.internal"

@@ -48,7 +48,7 @@ func TestWatchJSONMatchesSchemas(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const node = "ip-10-41-0-1.ec2.internal"
-	fleet := newFleet(t, env)
+	fleet := env.NewFleet(t)
 	if _, err := fleet.Start(ctx, kubeletsim.Config{Name: node, LeaseDurationSeconds: 8}); err != nil {
 		t.Fatal(err)
 	}

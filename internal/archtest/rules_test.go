@@ -1,0 +1,118 @@
+package archtest
+
+// The import rules of docs/architecture.md, as data. Package paths are relative to the module
+// ("internal/lease"); "P/..." stands for P and every package below it. Other imports are path
+// prefixes ("k8s.io/client-go" covers its packages); the standard library is always allowed.
+
+// harness are the packages that exist only for tests: no product package imports one.
+var harness = []string{
+	"internal/archtest",
+	"internal/testenv",
+	"internal/testsupport/...",
+	"internal/schematest",
+	"internal/aws/awsfake",
+	"internal/audit/gen",
+	"internal/audit/groundtruth",
+	"internal/doctor/kubeletstub",
+	"internal/integration",
+	"internal/leasesview/clustertest",
+	"internal/deploytest/...",
+}
+
+// nobodyImports are imported by no package of the module, in its tests either, except by the
+// packages listed.
+var nobodyImports = []struct {
+	path        string
+	except      []string // importers allowed
+	exceptTests []string // importers whose tests alone are allowed
+	doc         string
+}{
+	{path: "cmd/...", except: []string{"cmd/..."},
+		// gc's cli_test.go runs `nodekeeper gc` in-process on gc's seeded control plane.
+		exceptTests: []string{"internal/gc"},
+		doc:         "cmd is wiring only: nothing outside cmd imports it"},
+	{path: "k8s.io/kubernetes/...",
+		doc: "k8s.io/kubernetes never enters the product's go.mod: tools/controlplane builds the control plane"},
+}
+
+// clientLibs are the libraries of a controller talking to the API server.
+var clientLibs = []string{
+	"k8s.io/client-go", "k8s.io/apimachinery", "k8s.io/api", "k8s.io/klog/v2", "k8s.io/utils",
+	"github.com/prometheus/client_golang", "github.com/spf13/cobra", "github.com/spf13/pflag",
+}
+
+// none is an empty list that is checked: no import of that sort at all.
+var none = []string{}
+
+// rule constrains what the non-test files of the packages pkgs import. Several rules can apply
+// to one package; every one of them holds.
+type rule struct {
+	pkgs string
+	// may, when not nil, is the complete list of nodekeeper packages they may import.
+	may []string
+	// external, when not nil, is the complete list of other non-standard imports they may make.
+	external []string
+	// never are imports they never make.
+	never []string
+	doc   string // what docs/architecture.md says
+}
+
+var rules = []rule{
+	{pkgs: "...", never: []string{"k8s.io/client-go/tools/pager"},
+		doc: "the one LIST pagination loop is kube.Pages: nobody writes a client-go pager"},
+
+	{pkgs: "cmd/nodekeeper", may: []string{"cmd/nodekeeper/app", "internal/cli"},
+		doc: "cmd/nodekeeper is main.go only: the streams, the signal context, the exit code"},
+	{pkgs: "cmd/nodekeeper-controller", may: []string{"internal/cli", "internal/controller/command"},
+		doc: "the controller's binary runs the controller's command and nothing of the CLI"},
+
+	{pkgs: "internal/lease", may: none, external: []string{"k8s.io/api", "k8s.io/apimachinery"},
+		doc: "lease stays pure: no client code, no internal/kube"},
+	{pkgs: "internal/kube", may: []string{"internal/buildinfo"},
+		external: []string{"k8s.io/client-go", "k8s.io/apimachinery", "k8s.io/api", "github.com/spf13/pflag"},
+		doc:      "kube imports client-go, apimachinery, the API types, pflag and buildinfo only"},
+	{pkgs: "internal/deleter", may: []string{"internal/kube", "internal/lease"},
+		doc: "the deleter takes its clients from kube and classifies with lease"},
+	{pkgs: "internal/controller/...", external: clientLibs,
+		may: []string{"internal/controller", "internal/lease", "internal/deleter", "internal/kube", "internal/textsafe", "internal/buildinfo", "internal/cli"},
+		doc: "the controller imports lease, deleter, kube, textsafe, buildinfo, cli and client libraries, never cmd or another command's package"},
+	{pkgs: "internal/gc", may: []string{"internal/deleter", "internal/kube", "internal/kubeprint", "internal/lease", "internal/textsafe", "internal/typemeta"},
+		doc: "gc is bulk collection on top of the deleter"},
+	{pkgs: "internal/leasesview", may: []string{"internal/aws", "internal/kube", "internal/kubeprint", "internal/lease", "internal/textsafe", "internal/typemeta"},
+		doc: "leases lists through kube and classifies with lease"},
+	{pkgs: "internal/kubeprint", may: []string{"internal/textsafe"},
+		doc: "kubectl's object output, shared by leases and gc"},
+
+	{pkgs: "internal/audit", may: none,
+		doc: "audit holds the end-to-end tests; callers import read, analyze and render"},
+	{pkgs: "internal/audit/read", may: none, external: none,
+		doc: "read needs the standard library only"},
+	{pkgs: "internal/audit/analyze", may: []string{"internal/audit/read"}, external: none,
+		doc: "analyze imports read"},
+	{pkgs: "internal/audit/render", may: []string{"internal/audit/analyze", "internal/textsafe"},
+		external: []string{"k8s.io/cli-runtime/pkg/printers", "github.com/liggitt/tabwriter"},
+		doc:      "render imports analyze, textsafe and kubectl's table layout, never read"},
+	{pkgs: "internal/aws/cwaudit", may: []string{"internal/aws", "internal/audit/read"},
+		doc: "cwaudit hands an audit log to audit as one read.Input"},
+
+	{pkgs: "internal/aws", may: []string{"internal/eni"},
+		doc: "aws is the narrow interfaces over the SDK, and the instance catalog"},
+	{pkgs: "internal/eni", may: []string{"internal/typemeta"}, never: []string{"github.com/aws/aws-sdk-go-v2"},
+		doc: "eni imports no AWS SDK"},
+	{pkgs: "internal/maxpods", may: []string{"internal/aws", "internal/eni"},
+		doc: "maxpods looks types up in eni's table, or EC2 through aws"},
+	{pkgs: "internal/doctor", never: []string{"internal/bundle"},
+		doc: "doctor never imports bundle"},
+
+	{pkgs: "internal/buildinfo", may: []string{"internal/typemeta"}, doc: "buildinfo is a leaf"},
+	{pkgs: "internal/cli", may: none, doc: "cli is a leaf"},
+	{pkgs: "internal/progress", may: none, doc: "progress is a leaf"},
+	{pkgs: "internal/textsafe", may: none, doc: "textsafe is a leaf"},
+	{pkgs: "internal/typemeta", may: none, doc: "typemeta is a leaf"},
+	{pkgs: "internal/controlplane", may: none, doc: "controlplane is a leaf"},
+	{pkgs: "internal/kubeletsim", may: none, doc: "the simulated kubelets are a leaf"},
+	{pkgs: "internal/sandbox", may: []string{"internal/controlplane", "internal/kubeletsim"},
+		doc: "the sandbox is a control plane and simulated kubelets"},
+	{pkgs: "internal/testenv", may: []string{"internal/controlplane", "internal/kubeletsim"},
+		doc: "testenv is the control plane and the simulated kubelets, for tests"},
+}
