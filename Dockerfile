@@ -1,5 +1,6 @@
 # syntax=docker/dockerfile:1
-# The nodekeeper image: one static Go binary on distroless/static (no shell, no package manager,
+# The nodekeeper controller image: one static Go binary, nodekeeper-controller (the controller alone,
+# without the CLI's other commands, readers, printers and AWS SDK), on distroless/static (no shell, no package manager,
 # no libc), running as the numeric nonroot user 65532 so that the kubelet can verify
 # runAsNonRoot. Build from the repository root:
 #
@@ -29,12 +30,12 @@ COPY internal/ internal/
 # CGO off: distroless/static has no C library.
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/go/build-cache \
     GOCACHE=/go/build-cache CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
-    go build -trimpath -ldflags "-s -w -X github.com/nodekeeper/nodekeeper/internal/buildinfo.version=${VERSION} -X github.com/nodekeeper/nodekeeper/internal/buildinfo.commit=${COMMIT} -X github.com/nodekeeper/nodekeeper/internal/buildinfo.date=${BUILD_DATE}" -o /out/nodekeeper ./cmd/nodekeeper
+    go build -trimpath -ldflags "-s -w -X github.com/nodekeeper/nodekeeper/internal/buildinfo.version=${VERSION} -X github.com/nodekeeper/nodekeeper/internal/buildinfo.commit=${COMMIT} -X github.com/nodekeeper/nodekeeper/internal/buildinfo.date=${BUILD_DATE}" -o /out/nodekeeper-controller ./cmd/nodekeeper-controller
 
 FROM gcr.io/distroless/static:nonroot
 LABEL org.opencontainers.image.title="nodekeeper" \
       org.opencontainers.image.description="Safe garbage collection of leaked node leases and zombie kubelet detection" \
       org.opencontainers.image.source="https://github.com/nodekeeper/nodekeeper"
-COPY --from=build /out/nodekeeper /nodekeeper
+COPY --from=build /out/nodekeeper-controller /nodekeeper-controller
 USER 65532:65532
-ENTRYPOINT ["/nodekeeper"]
+ENTRYPOINT ["/nodekeeper-controller"]

@@ -18,11 +18,13 @@ export PATH := $(PATH):$(CURDIR)/bin/controlplane
 
 all: build
 
-## build: bin/nodekeeper and the kubectl plugin bin/kubectl-nodekeeper
+## build: bin/nodekeeper (the CLI), the kubectl plugin bin/kubectl-nodekeeper, and
+## bin/nodekeeper-controller (the controller alone: what the image runs)
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/nodekeeper ./cmd/nodekeeper
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/nodekeeper-controller ./cmd/nodekeeper-controller
 	ln -sf nodekeeper bin/kubectl-nodekeeper
-	$(GO) run ./hack/checkstatic bin/nodekeeper
+	$(GO) run ./hack/checkstatic bin/nodekeeper bin/nodekeeper-controller
 
 ## controlplane: etcd, kube-apiserver, kube-controller-manager (and kubectl) built from Go modules
 controlplane:
@@ -88,6 +90,7 @@ release-tools:
 ## engine, so it is skipped here. Cold, the six cross-builds take about ten minutes on two cores.
 release-snapshot: release-tools helm
 	VERSION=$(VERSION) COMMIT=$(COMMIT) BUILD_DATE=$(BUILD_DATE) PATH="$(CURDIR)/bin:$$PATH" \
+		CONTROLPLANE_LDFLAGS="$$(bash hack/controlplane-ldflags.sh)" \
 		bin/goreleaser release --snapshot --clean --skip=publish,announce,validate,docker
 	$(GO) -C tools/release run ./krewmanifest -template ../../deploy/krew/nodekeeper.yaml -dist ../../dist -version $(VERSION)
 	$(MAKE) --no-print-directory chart-package VERSION=$(VERSION)

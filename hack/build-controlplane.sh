@@ -13,7 +13,7 @@ if [[ -z "$k8s_version" ]]; then
   echo "build-controlplane: cannot find the k8s.io/kubernetes version in $mod/go.mod" >&2
   exit 1
 fi
-stamp=$(cat "$mod/go.mod" "$mod/go.sum" "$mod"/*/main.go "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)
+stamp=$(cat "$mod/go.mod" "$mod/go.sum" "$mod"/*/main.go "${BASH_SOURCE[0]}" "$root/hack/controlplane-ldflags.sh" | sha256sum | cut -c1-16)
 
 if [[ -f "$out/.stamp" && "$(cat "$out/.stamp")" == "$stamp" ]] &&
    [[ -x "$out/etcd" && -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -x "$out/kubectl" ]]; then
@@ -21,12 +21,7 @@ if [[ -f "$out/.stamp" && "$(cat "$out/.stamp")" == "$stamp" ]] &&
   exit 0
 fi
 
-major=${k8s_version#v}; major=${major%%.*}
-minor=${k8s_version#v*.}; minor=${minor%%.*}
-pkg=k8s.io/component-base/version
-ldflags="-s -w -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
-ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-ldflags+=" -X k8s.io/client-go/pkg/version.gitVersion=$k8s_version -X k8s.io/client-go/pkg/version.gitMajor=$major -X k8s.io/client-go/pkg/version.gitMinor=$minor"
+ldflags=$(bash "$root/hack/controlplane-ldflags.sh")
 
 echo "building control plane $k8s_version into bin/controlplane (a cold build takes several minutes)"
 start=$(date +%s)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodekeeper/nodekeeper/cmd/nodekeeper/app"
+	"github.com/nodekeeper/nodekeeper/internal/cli"
 )
 
 func main() { os.Exit(run()) }
@@ -39,5 +40,5 @@ func run() int {
 	if strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-nodekeeper") {
 		app.AsKubectlPlugin(root)
 	}
-	return app.Execute(ctx, root, streams.ErrOut)
+	return cli.Execute(ctx, root, streams.ErrOut)
 }

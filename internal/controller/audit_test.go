@@ -13,6 +13,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodekeeper/nodekeeper/internal/controlplane"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 	"github.com/nodekeeper/nodekeeper/internal/testenv"
 )
@@ -276,7 +277,7 @@ func (rc *revisionClock) bounds(rev int64) (from, to time.Time) {
 func proveDeletes(b testing.TB, e *testenv.Env, events []testenv.AuditEvent, user string, grace time.Duration) deleteProof {
 	b.Helper()
 	ctx := context.Background()
-	dels, err := e.Deletions(ctx, testenv.LeasePrefix(lease.NodeLeaseNamespace))
+	dels, err := e.Deletions(ctx, controlplane.LeasePrefix(lease.NodeLeaseNamespace))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -308,8 +309,8 @@ func proveDeletes(b testing.TB, e *testenv.Env, events []testenv.AuditEvent, use
 			b.Errorf("etcd: %s holds a %T, not a Lease", del.Previous.Key, obj)
 			continue
 		}
-		name := strings.TrimPrefix(del.Previous.Key, testenv.LeasePrefix(lease.NodeLeaseNamespace))
-		node, err := e.StoredAt(ctx, testenv.NodeKey(name), del.Revision)
+		name := strings.TrimPrefix(del.Previous.Key, controlplane.LeasePrefix(lease.NodeLeaseNamespace))
+		node, err := e.StoredAt(ctx, controlplane.NodeKey(name), del.Revision)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -6,10 +6,11 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
-// The contract between the manifests and `nodekeeper controller` (cmd/nodekeeper/app/controller.go).
+// The contract between the manifests and the image's nodekeeper-controller, whose flags are
+// `nodekeeper controller`'s (internal/controller/command).
 // docs/metrics.md documents the same lists for operators; TestDocsCoverContract keeps them aligned.
 
-// controllerFlags are the flags the manifests may pass to `nodekeeper controller`.
+// controllerFlags are the flags the manifests may pass to nodekeeper-controller.
 var controllerFlags = map[string]bool{
 	"grace-period":                   true,
 	"dry-run":                        true,

@@ -19,10 +19,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodekeeper/nodekeeper/cmd/nodekeeper/app"
+	"github.com/nodekeeper/nodekeeper/internal/controller/command"
 	"github.com/nodekeeper/nodekeeper/internal/testenv"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/promscrape"
 )
@@ -60,12 +59,12 @@ func TestControllerWithManifests(t *testing.T) {
 		}
 		args = append(args, a)
 	}
-	// The command tree runs in-process, as main runs it; the environment is the pod's (read when
+	// The controller's binary (what the image runs) runs in-process, as its main runs it; the environment is the pod's (read when
 	// the tree is built), and cancelling the context is the SIGTERM of a pod being stopped.
 	t.Setenv("POD_NAMESPACE", in.namespace)
 	t.Setenv("POD_NAME", "deploytest-controller")
 	var logs lockedBuffer
-	root := app.NewRootCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &logs, ErrOut: &logs})
+	root := command.NewRoot(strings.NewReader(""), &logs, &logs)
 	root.SetArgs(args)
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)

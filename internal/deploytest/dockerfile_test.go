@@ -127,7 +127,7 @@ func TestDockerfile(t *testing.T) {
 			}
 		}
 		for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "-X github.com/nodekeeper/nodekeeper/internal/buildinfo.version=${VERSION}",
-			"-X github.com/nodekeeper/nodekeeper/internal/buildinfo.commit=${COMMIT}", "-X github.com/nodekeeper/nodekeeper/internal/buildinfo.date=${BUILD_DATE}", "-o /out/nodekeeper", "./cmd/nodekeeper"} {
+			"-X github.com/nodekeeper/nodekeeper/internal/buildinfo.commit=${COMMIT}", "-X github.com/nodekeeper/nodekeeper/internal/buildinfo.date=${BUILD_DATE}", "-o /out/nodekeeper-controller", "./cmd/nodekeeper-controller"} {
 			if !strings.Contains(goBuild, want) {
 				t.Errorf("go build does not contain %q: %s", want, goBuild)
 			}
@@ -140,7 +140,7 @@ func TestDockerfile(t *testing.T) {
 		// Every package of the module that the binary links must be inside a copied directory,
 		// or the image build fails on a package this checkout has.
 		trackInputs(t, "cmd", "internal", "go.mod")
-		out, err := run(repoRoot(t), nil, "go", "list", "-e", "-deps", "-f", "{{if .Module}}{{if .Module.Main}}{{.ImportPath}}{{end}}{{end}}", "./cmd/nodekeeper")
+		out, err := run(repoRoot(t), nil, "go", "list", "-e", "-deps", "-f", "{{if .Module}}{{if .Module.Main}}{{.ImportPath}}{{end}}{{end}}", "./cmd/nodekeeper-controller")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +162,7 @@ func TestDockerfile(t *testing.T) {
 			switch in.cmd {
 			case "COPY":
 				fields := strings.Fields(in.args)
-				if len(fields) != 3 || fields[0] != "--from="+build.name || fields[1] != "/out/nodekeeper" {
+				if len(fields) != 3 || fields[0] != "--from="+build.name || fields[1] != "/out/nodekeeper-controller" {
 					t.Errorf("line %d: COPY %s, want only the binary from the %s stage", in.line, in.args, build.name)
 					continue
 				}

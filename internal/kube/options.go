@@ -5,15 +5,21 @@ import (
 	"fmt"
 
 	"github.com/spf13/pflag"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
 )
+
+// ConfigSource gives the rest config the connection flags select: cli-runtime's
+// genericclioptions.ConfigFlags in the CLI (kubectl's flags with its completion), ConnectionFlags
+// in the controller's binary (the same flags from client-go alone, without cli-runtime's printers).
+type ConfigSource interface {
+	ToRESTConfig() (*rest.Config, error)
+}
 
 // Options are the client flags of one nodekeeper command: the kubeconfig flags (shared by every
 // command, added once by the root command) and the command's own --qps, --burst and --chunk-size.
 type Options struct {
 	// ConfigFlags are kubectl's connection flags (--kubeconfig, --context, --server, ...).
-	ConfigFlags *genericclioptions.ConfigFlags
+	ConfigFlags ConfigSource
 	// Command names the command in the user agent ("gc", "leases", ...).
 	Command string
 	// Limit is the client-side rate limit; QPS 0 means no client-side limit.
@@ -23,7 +29,7 @@ type Options struct {
 }
 
 // NewOptions returns options for command with its default rate limit.
-func NewOptions(flags *genericclioptions.ConfigFlags, command string, limit RateLimit) *Options {
+func NewOptions(flags ConfigSource, command string, limit RateLimit) *Options {
 	return &Options{ConfigFlags: flags, Command: command, Limit: limit, ChunkSize: DefaultChunkSize}
 }
 

@@ -1,4 +1,4 @@
-// Package sandbox runs the whole product's playground: a real local control plane (internal/testenv)
+// Package sandbox runs the whole product's playground: a real local control plane (internal/controlplane)
 // with simulated EKS kubelets (internal/kubeletsim) in a chosen mix of healthy nodes, stopped
 // machines, zombie kubelets and leases leaked in the past, so that every nodekeeper command has
 // something true to find without a cloud account.
@@ -6,19 +6,18 @@ package sandbox
 
 import (
 	"context"
-
 	"fmt"
-	"github.com/go-logr/logr"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/nodekeeper/nodekeeper/internal/controlplane"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
-	"github.com/nodekeeper/nodekeeper/internal/testenv"
 )
 
 // Mix says how many simulated nodes of each kind to start.
@@ -48,7 +47,7 @@ func DefaultMix() Mix {
 
 // Sandbox is a running control plane with its simulated kubelets.
 type Sandbox struct {
-	Env   *testenv.Env
+	Env   *controlplane.Env
 	Fleet *kubeletsim.Fleet
 }
 
@@ -66,9 +65,20 @@ rules:
 - level: Metadata
 `
 
-// Start brings up the control plane and the simulated kubelets, then arranges the mix. progress
-// receives one line per step (nil for none); quiet silences the simulated kubelets' own logs.
-func Start(ctx context.Context, mix Mix, quiet bool, progress func(string)) (_ *Sandbox, err error) {
+// Options are how the sandbox runs, beside what it holds (Mix).
+type Options struct {
+	// ControlPlaneDir holds etcd, kube-apiserver and kube-controller-manager; "" lets
+	// controlplane.BinDir search for them.
+	ControlPlaneDir string
+	// Quiet silences the simulated kubelets' own logs.
+	Quiet bool
+	// Progress receives one line per step; nil for none.
+	Progress func(string)
+}
+
+// Start brings up the control plane and the simulated kubelets, then arranges the mix.
+func Start(ctx context.Context, mix Mix, opts Options) (_ *Sandbox, err error) {
+	quiet, progress := opts.Quiet, opts.Progress
 	say := func(format string, args ...any) {
 		if progress != nil {
 			progress(fmt.Sprintf(format, args...))
@@ -79,7 +89,7 @@ func Start(ctx context.Context, mix Mix, quiet bool, progress func(string)) (_ *
 	}
 	start := time.Now()
 	say("starting etcd, kube-apiserver and kube-controller-manager on 127.0.0.1")
-	env, err := testenv.Start(ctx, testenv.Options{ControllerManager: true, AuditPolicy: AuditPolicy})
+	env, err := controlplane.Start(ctx, controlplane.Options{ControllerManager: true, AuditPolicy: AuditPolicy, BinDir: opts.ControlPlaneDir})
 	if err != nil {
 		return nil, err
 	}

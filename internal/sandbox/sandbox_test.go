@@ -15,7 +15,7 @@ import (
 func TestStartArrangesTheMix(t *testing.T) {
 	ctx := context.Background()
 	mix := Mix{Healthy: 3, Stopped: 1, LegacyZombies: 1, ModernZombies: 1, Leaked: 2, LeakedAge: time.Hour, LeaseDurationSeconds: 10}
-	sb, err := Start(ctx, mix, true, func(line string) { t.Log(line) })
+	sb, err := Start(ctx, mix, Options{Quiet: true, Progress: func(line string) { t.Log(line) }})
 	if err != nil {
 		t.Fatal(err)
 	}

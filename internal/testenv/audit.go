@@ -108,10 +108,10 @@ func (e AuditEvent) String() string {
 // accepts (nil keeps all); see ReadAudit.
 func (e *Env) AuditEvents(t testing.TB, mentions string, keep func(AuditEvent) bool) []AuditEvent {
 	t.Helper()
-	if e.audit == "" {
+	if e.AuditLogPath() == "" {
 		t.Fatal("testenv: the control plane has no audit log: set Options.AuditPolicy")
 	}
-	return ReadAudit(t, e.audit, mentions, func(ev AuditEvent) bool { return ev.Done() && (keep == nil || keep(ev)) })
+	return ReadAudit(t, e.AuditLogPath(), mentions, func(ev AuditEvent) bool { return ev.Done() && (keep == nil || keep(ev)) })
 }
 
 // maxAuditLine bounds the memory one audit event may take; the API server's own limit on a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -164,9 +165,10 @@ func UniqueNodeName(a int, domain string) string {
 // test starts (a metrics or health endpoint).
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	ports, err := freePorts(1)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fmt.Sprintf("127.0.0.1:%d", ports[0])
+	defer l.Close()
+	return l.Addr().String()
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodekeeper/nodekeeper/internal/audit"
+	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/progress"
 )
@@ -90,8 +91,8 @@ the window before any analysis.`,
   zcat audit-*.log.gz | nodekeeper audit -o json
 
   # straight from CloudWatch Logs (EKS control plane logging with audit enabled)
-  nodekeeper audit --cloudwatch --cluster prod --region eu-west-1 --since "2024-04-05 05:00" --until "2024-04-05 12:00"`,
-		RunE: runOptions(o),
+  nodekeeper audit --cloudwatch --eks-cluster prod --region eu-west-1 --since "2024-04-05 05:00" --until "2024-04-05 12:00"`,
+		RunE: cli.RunOptions(o),
 	}
 	o.AddFlags(cmd.Flags())
 	o.output.RegisterCompletion(cmd)
@@ -173,7 +174,7 @@ func (o *auditOptions) Run(ctx context.Context) error {
 			// Waiting on a terminal for a log that never comes helps nobody.
 			if f, ok := in.(*os.File); ok {
 				if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-					return usageError(fmt.Errorf("no input: name audit log files or directories, or pipe a log to standard input"))
+					return cli.UsageError(fmt.Errorf("no input: name audit log files or directories, or pipe a log to standard input"))
 				}
 			}
 		}
@@ -193,13 +194,13 @@ func (o *auditOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if aerr != nil {
-		return withExitCode(exitFailed, aerr)
+		return cli.WithExitCode(cli.ExitFailed, aerr)
 	}
 	if err := noEvents(rep); err != nil {
 		return err
 	}
 	if max := auditSeverity(rep); findings.ExitCodeAt(max, o.failOnSeverity) != findings.ExitOK {
-		return withExitCode(exitFindings, fmt.Errorf("audit: findings at --fail-on %s or above (highest: %s): %d zombie kubelets, %d leaked leases, %d throttled requests, %d denied requests",
+		return cli.WithExitCode(cli.ExitFindings, fmt.Errorf("audit: findings at --fail-on %s or above (highest: %s): %d zombie kubelets, %d leaked leases, %d throttled requests, %d denied requests",
 			o.failOn, max, len(rep.Zombies), len(rep.Leaks), rep.Throttling.Throttled, rep.AccessDenied.Unauthorized+rep.AccessDenied.Forbidden))
 	}
 	return nil
@@ -241,7 +242,7 @@ func noEvents(rep *audit.Report) error {
 	default:
 		why = fmt.Sprintf("none of the %d lines read is a kube-apiserver audit event (%d are not; the report lists the first of them)", t.Lines, t.Bad)
 	}
-	return withExitCode(exitFailed, fmt.Errorf("no audit event to analyse: %s", why))
+	return cli.WithExitCode(cli.ExitFailed, fmt.Errorf("no audit event to analyse: %s", why))
 }
 
 // write prints the report in the -o format and writes the --html page.

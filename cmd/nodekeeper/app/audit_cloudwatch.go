@@ -25,19 +25,21 @@ type cloudWatchFlags struct {
 
 func (c *cloudWatchFlags) AddFlags(f *pflag.FlagSet) {
 	f.BoolVar(&c.enabled, "cloudwatch", false, "read the audit log of an EKS cluster from CloudWatch Logs (Logs Insights, filtered by CloudWatch) instead of files")
-	f.StringVar(&c.logGroup, "log-group", "", "with --cloudwatch: the log group (default /aws/eks/CLUSTER/cluster, CLUSTER from --cluster)")
+	f.StringVar(&c.logGroup, "log-group", "", "with --cloudwatch: the log group (default /aws/eks/CLUSTER/cluster, CLUSTER from --eks-cluster)")
 	f.IntVar(&c.parallel, "cloudwatch-queries", 4, "with --cloudwatch: Logs Insights queries run at once (the account's limit is shared with everyone)")
 	c.aws.AddFlags(f)
-	// audit reads no cluster, so it has none of the kubectl connection flags; --cluster alone
-	// names the EKS cluster (and, as an ARN, its region), as it does on doctor --aws. Without it
-	// the cluster of the kubeconfig's current context is used when it is named the EKS way.
-	f.StringVar(c.aws.g.kube.ClusterName, "cluster", "", "with --cloudwatch: the EKS cluster, by name or ARN (an ARN gives the region too); default: the kubeconfig's current context's cluster when it is named the EKS way")
+	c.aws.AddClusterFlag(f, "with --cloudwatch")
+	// audit reads no cluster, so it has none of the kubectl connection flags, and --cluster
+	// could only mean the EKS cluster here: it is kept, deprecated, for scripts that used it
+	// before --eks-cluster.
+	f.StringVar(&c.aws.eksCluster, "cluster", "", "with --cloudwatch: the EKS cluster (deprecated: --eks-cluster)")
+	_ = f.MarkDeprecated("cluster", "use --eks-cluster NAME|ARN (the EKS cluster)")
 }
 
 // validate checks the flags that only make sense together.
 func (c *cloudWatchFlags) validate(f *pflag.FlagSet, args []string) error {
 	if !c.enabled {
-		for _, name := range []string{"log-group", "cloudwatch-queries", "region", "profile"} {
+		for _, name := range []string{"log-group", "cloudwatch-queries", "region", "profile", "eks-cluster", "cluster"} {
 			if f.Changed(name) {
 				return fmt.Errorf("--%s needs --cloudwatch", name)
 			}
@@ -47,13 +49,16 @@ func (c *cloudWatchFlags) validate(f *pflag.FlagSet, args []string) error {
 	if len(args) > 0 {
 		return errors.New("--cloudwatch reads the log from CloudWatch: drop the file arguments, or drop --cloudwatch to read files")
 	}
+	if f.Changed("cluster") && f.Changed("eks-cluster") {
+		return errors.New("--cluster is the old spelling of --eks-cluster: pass only --eks-cluster")
+	}
 	if c.parallel < 1 {
 		return errors.New("--cloudwatch-queries must be at least 1")
 	}
 	if c.logGroup == "" {
-		name, _ := c.aws.g.eksCluster()
-		if name == "" {
-			return errors.New("--cloudwatch needs the log group: pass --cluster NAME (the EKS cluster, log group /aws/eks/NAME/cluster) or --log-group")
+		name, _, err := c.aws.cluster()
+		if err != nil {
+			return fmt.Errorf("--cloudwatch needs the log group (/aws/eks/NAME/cluster of the EKS cluster NAME, or --log-group): %w", err)
 		}
 		c.logGroup = "/aws/eks/" + name + "/cluster"
 	}

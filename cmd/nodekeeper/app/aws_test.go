@@ -103,7 +103,7 @@ func TestAuditWithoutCloudWatchNeverLoadsAWS(t *testing.T) {
 }
 
 // TestAuditCloudWatch: `audit --cloudwatch` names the zombie and its instance in every output
-// format, reads the log group named after --cluster (an EKS ARN gives the region), and says on
+// format, reads the log group named after --eks-cluster (an EKS ARN gives the region), and says on
 // stderr what CloudWatch scanned.
 func TestAuditCloudWatch(t *testing.T) {
 	cloud := awsfake.New()
@@ -114,7 +114,8 @@ func TestAuditCloudWatch(t *testing.T) {
 	}
 	aws := &fakeAWS{cloud: cloud}
 
-	base := []string{"audit", "--cloudwatch", "--cluster", "arn:aws:eks:ap-northeast-2:111122223333:cluster/prod",
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	base := []string{"audit", "--cloudwatch", "--eks-cluster", "arn:aws:eks:ap-northeast-2:111122223333:cluster/prod",
 		"--since", "2024-04-05 05:00", "--until", "2024-04-05 07:00"}
 	for _, format := range []string{"text", "json", "yaml"} {
 		t.Run(format, func(t *testing.T) {
@@ -141,7 +142,7 @@ func TestAuditCloudWatch(t *testing.T) {
 			}
 		})
 	}
-	if _, _, err := runCmd(t, aws, "audit", "--cloudwatch"); err == nil || !strings.Contains(err.Error(), "--cluster") {
+	if _, _, err := runCmd(t, aws, "audit", "--cloudwatch"); err == nil || !strings.Contains(err.Error(), "--eks-cluster") {
 		t.Errorf("--cloudwatch without a cluster or log group: %v", err)
 	}
 	cloud.Deny[nkaws.PermStartQuery] = true
@@ -174,7 +175,7 @@ func TestDoctorAWSFlags(t *testing.T) {
 	if _, _, err := runCmd(t, aws, "doctor", "--region", "eu-west-1"); err == nil || !strings.Contains(err.Error(), "--region needs --aws") {
 		t.Errorf("--region without --aws: %v", err)
 	}
-	if _, _, err := runCmd(t, aws, "doctor", "--aws"); err == nil || !strings.Contains(err.Error(), "--cluster") {
+	if _, _, err := runCmd(t, aws, "doctor", "--aws"); err == nil || !strings.Contains(err.Error(), "--eks-cluster") {
 		t.Errorf("--aws without a cluster: %v", err)
 	}
 	// Without --aws the run fails on the missing kubeconfig, before and without AWS.

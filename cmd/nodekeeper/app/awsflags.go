@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -9,22 +11,31 @@ import (
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
 )
 
-// awsFlags are the AWS connection flags of the commands that can talk to AWS.
+// awsFlags are the AWS connection flags of the commands that can talk to AWS, and on the
+// commands that act on one cluster's AWS side, --eks-cluster.
 type awsFlags struct {
 	g               *globalOptions
 	region, profile string
+	// eksCluster is --eks-cluster (audit also takes the deprecated --cluster for it).
+	eksCluster string
 }
 
 func (a *awsFlags) AddFlags(f *pflag.FlagSet) {
-	f.StringVar(&a.region, "region", "", "AWS region (default: the AWS configuration's, or the region of an EKS cluster ARN given to --cluster)")
+	f.StringVar(&a.region, "region", "", "AWS region (default: the AWS configuration's, or the region of the EKS cluster's ARN or eksctl name)")
 	f.StringVar(&a.profile, "profile", "", "AWS profile from the shared config and credentials files (default: the SDK's default chain)")
 }
 
-// clients loads the AWS clients, taking the region from an EKS cluster ARN when none was given.
+// AddClusterFlag adds --eks-cluster; when says what the flag is used with ("with --aws").
+func (a *awsFlags) AddClusterFlag(f *pflag.FlagSet, when string) {
+	f.StringVar(&a.eksCluster, "eks-cluster", "", when+": the EKS cluster, by name or ARN (an ARN gives the region too); default: the kubeconfig context's cluster when it is named the EKS way (an ARN, as aws eks update-kubeconfig names it, or NAME.REGION.eksctl.io)")
+}
+
+// clients loads the AWS clients, taking the region from the EKS cluster's ARN or eksctl name
+// when none was given.
 func (a *awsFlags) clients(ctx context.Context) (*nkaws.Clients, error) {
 	o := nkaws.LoadOptions{Profile: a.profile, Region: a.region}
 	if o.Region == "" {
-		_, o.Region = a.g.eksCluster()
+		_, o.Region, _ = a.cluster()
 	}
 	return a.g.loadAWS(ctx, o)
 }
@@ -49,28 +60,50 @@ func eksClusterName(cluster string) (name, region string) {
 	return cluster, ""
 }
 
-// eksCluster is the EKS cluster of the --cluster flag or, without it, of the kubeconfig's
-// current context when its cluster is named the EKS way (an ARN, or eksctl's name). Reading the
-// kubeconfig reads no AWS credentials.
-func (g *globalOptions) eksCluster() (name, region string) {
+// cluster is the EKS cluster: --eks-cluster, or else the cluster of the kubeconfig context in
+// use (kubectl's --context, or the current context; kubectl's --cluster picks another entry of
+// the kubeconfig) when that entry is named the EKS way. region is "" when the name does not
+// give it. The error says to pass --eks-cluster. Reading the kubeconfig reads no AWS
+// credentials.
+func (a *awsFlags) cluster() (name, region string, err error) {
+	if a.eksCluster != "" {
+		name, region = eksClusterName(a.eksCluster)
+		return name, region, nil
+	}
+	entry, err := a.g.kubeconfigCluster()
+	if err != nil {
+		return "", "", fmt.Errorf("no EKS cluster: pass --eks-cluster NAME|ARN (%w)", err)
+	}
+	name, region = eksClusterName(entry)
+	if region == "" { // a kubeconfig name that is not recognisably EKS's is no EKS cluster name
+		return "", "", fmt.Errorf("no EKS cluster: the kubeconfig cluster %q is not named the EKS way (an ARN or NAME.REGION.eksctl.io): pass --eks-cluster NAME|ARN", entry)
+	}
+	return name, region, nil
+}
+
+// kubeconfigCluster is the name of the kubeconfig cluster entry the kubectl connection flags
+// select: --cluster, or the cluster of the context in use (--context, or the current context).
+func (g *globalOptions) kubeconfigCluster() (string, error) {
 	if g.kube.ClusterName != nil && *g.kube.ClusterName != "" {
-		return eksClusterName(*g.kube.ClusterName)
+		return *g.kube.ClusterName, nil
 	}
 	raw, err := g.kube.ToRawKubeConfigLoader().RawConfig()
 	if err != nil {
-		return "", ""
+		return "", fmt.Errorf("reading the kubeconfig: %w", err)
 	}
 	ctxName := raw.CurrentContext
 	if g.kube.Context != nil && *g.kube.Context != "" {
 		ctxName = *g.kube.Context
 	}
+	if ctxName == "" {
+		return "", errors.New("the kubeconfig has no current context")
+	}
 	c, ok := raw.Contexts[ctxName]
 	if !ok {
-		return "", ""
+		return "", fmt.Errorf("the kubeconfig has no context %q", ctxName)
 	}
-	name, region = eksClusterName(c.Cluster)
-	if region == "" {
-		return "", "" // a kubeconfig name that is not recognisably EKS's is no EKS cluster name
+	if c.Cluster == "" {
+		return "", fmt.Errorf("the kubeconfig context %q names no cluster", ctxName)
 	}
-	return name, region
+	return c.Cluster, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/nodekeeper/nodekeeper/internal/bundle"
+	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 )
 
@@ -56,8 +57,8 @@ is refused with a clear error).`,
   nodekeeper bundle node.tar.gz --instance-type m5.large -o junit > bundle.xml
   nodekeeper bundle eks_i-0123456789abcdef0_2024-03-04_0915-UTC_0.7.8/ --user-data user-data.mime
   journalctl -u kubelet > kubelet.journal; nodekeeper bundle kubelet.journal --user-data nodeconfig.yaml --instance-type m5.large`,
-		Args: usageArgs(cobra.ExactArgs(1)),
-		RunE: runOptions(o),
+		Args: cli.UsageArgs(cobra.ExactArgs(1)),
+		RunE: cli.RunOptions(o),
 	}
 	o.AddFlags(cmd.Flags())
 	o.report.RegisterCompletion(cmd)

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/doctor"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/kube"
@@ -71,8 +72,8 @@ at or above it (default: warning), 2 bad usage, 1 the run failed.`,
   nodekeeper doctor -o junit > doctor.xml            # CI gate
   nodekeeper doctor --ignore NK202,NK102 -o json
   nodekeeper doctor --reserved-enis 1                 # Karpenter reservedENIs`,
-		Args: usageArgs(cobra.NoArgs),
-		RunE: runOptions(o),
+		Args: cli.UsageArgs(cobra.NoArgs),
+		RunE: cli.RunOptions(o),
 	}
 	o.AddFlags(cmd.Flags())
 	o.report.RegisterCompletion(cmd)

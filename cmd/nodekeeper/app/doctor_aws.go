@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -19,23 +18,24 @@ type doctorAWSFlags struct {
 }
 
 func (d *doctorAWSFlags) AddFlags(f *pflag.FlagSet) {
-	f.BoolVar(&d.enabled, "aws", false, "also check EC2 (read-only): running instances of the cluster without a Node, Nodes whose instance is gone, free addresses of the nodes' and ENIConfigs' subnets against their warm pools, and the capacity of instance types the built-in table does not know; needs --cluster NAME|ARN")
+	f.BoolVar(&d.enabled, "aws", false, "also check EC2 (read-only): running instances of the cluster without a Node, Nodes whose instance is gone, free addresses of the nodes' and ENIConfigs' subnets against their warm pools, and the capacity of instance types the built-in table does not know; the EKS cluster is --eks-cluster or the kubeconfig context's")
 	f.DurationVar(&d.registerGrace, "register-grace", 10*time.Minute, "with --aws: an instance launched less than this ago may still be registering and is not reported")
 	d.aws.AddFlags(f)
+	d.aws.AddClusterFlag(f, "with --aws")
 }
 
 // validate checks that the AWS-only flags come with --aws, and that --aws can find the cluster.
 func (d *doctorAWSFlags) validate(f *pflag.FlagSet) error {
 	if !d.enabled {
-		for _, name := range []string{"register-grace", "region", "profile"} {
+		for _, name := range []string{"register-grace", "region", "profile", "eks-cluster"} {
 			if f.Changed(name) {
 				return fmt.Errorf("--%s needs --aws", name)
 			}
 		}
 		return nil
 	}
-	if cluster, _ := d.aws.g.eksCluster(); cluster == "" {
-		return errors.New("--aws needs the EKS cluster's name to find its instances: pass --cluster NAME (or the cluster's ARN)")
+	if _, _, err := d.aws.cluster(); err != nil {
+		return fmt.Errorf("--aws needs the EKS cluster's name to find its instances: %w", err)
 	}
 	return nil
 }
@@ -45,10 +45,13 @@ func (d *doctorAWSFlags) apply(ctx context.Context, o *doctor.Options) error {
 	if !d.enabled {
 		return nil
 	}
-	cluster, _ := d.aws.g.eksCluster()
-	clients, err := d.aws.clients(ctx)
+	cluster, _, err := d.aws.cluster()
 	if err != nil {
 		return err
+	}
+	clients, err := d.aws.clients(ctx)
+	if err != nil {
+		return fmt.Errorf("--aws for the EKS cluster %q: %w", cluster, err)
 	}
 	o.EC2 = &doctor.EC2Options{API: clients.EC2, Cluster: cluster, RegisterGrace: d.registerGrace}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/deleter"
 	"github.com/nodekeeper/nodekeeper/internal/gc"
 	"github.com/nodekeeper/nodekeeper/internal/kube"
@@ -26,11 +27,11 @@ import (
 // 3 means "findings" for the commands that grade what they find, so gc does not use it; until
 // this scheme, 3 was "not confirmed".
 const (
-	gcExitError     = exitFailed // nothing was deleted: the listing or a setting failed
-	gcExitUsage     = exitUsage  // bad flags, or nobody to confirm: no terminal and no --yes
-	gcExitPartial   = 4          // some deletes failed with API errors (safety skips are not failures)
-	gcExitCancelled = 5          // interrupted (Ctrl-C) part way
-	gcExitDeclined  = 6          // answered no at the prompt: nothing was deleted
+	gcExitError     = cli.ExitFailed // nothing was deleted: the listing or a setting failed
+	gcExitUsage     = cli.ExitUsage  // bad flags, or nobody to confirm: no terminal and no --yes
+	gcExitPartial   = 4              // some deletes failed with API errors (safety skips are not failures)
+	gcExitCancelled = 5              // interrupted (Ctrl-C) part way
+	gcExitDeclined  = 6              // answered no at the prompt: nothing was deleted
 )
 
 // gcOptions are the settings of `nodekeeper gc`.
@@ -87,8 +88,8 @@ delete; 2 bad usage, including no terminal to confirm on and no --yes; 4 some de
 
   # machine-readable report
   nodekeeper gc --yes -o json > gc-report.json`,
-		Args: usageArgs(cobra.NoArgs),
-		RunE: runOptions(o),
+		Args: cli.UsageArgs(cobra.NoArgs),
+		RunE: cli.RunOptions(o),
 	}
 	o.AddFlags(cmd.Flags())
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(append([]string{"table", "json", "yaml"}, kubeprint.ObjectFormats()...), cobra.ShellCompDirectiveNoFileComp|cobra.ShellCompDirectiveNoSpace))
@@ -110,19 +111,19 @@ func (o *gcOptions) AddFlags(f *pflag.FlagSet) {
 // Validate refuses bad flags with exit code 2.
 func (o *gcOptions) Validate() error {
 	if o.grace <= 0 {
-		return withExitCode(gcExitUsage, fmt.Errorf("--grace-period must be positive, got %s", o.grace))
+		return cli.WithExitCode(gcExitUsage, fmt.Errorf("--grace-period must be positive, got %s", o.grace))
 	}
 	if o.workers < 1 {
-		return withExitCode(gcExitUsage, errors.New("--workers must be at least 1"))
+		return cli.WithExitCode(gcExitUsage, errors.New("--workers must be at least 1"))
 	}
 	if err := o.client.Validate(); err != nil {
-		return withExitCode(gcExitUsage, err)
+		return cli.WithExitCode(gcExitUsage, err)
 	}
 	if err := o.output.Validate(); err != nil {
-		return withExitCode(gcExitUsage, err)
+		return cli.WithExitCode(gcExitUsage, err)
 	}
 	if err := o.sel.Validate(); err != nil {
-		return withExitCode(gcExitUsage, err)
+		return cli.WithExitCode(gcExitUsage, err)
 	}
 	return nil
 }
@@ -131,7 +132,7 @@ func (o *gcOptions) Validate() error {
 func (o *gcOptions) Complete(*cobra.Command, []string) error {
 	mode, err := progress.ParseMode(o.progress)
 	if err != nil {
-		return withExitCode(gcExitUsage, err)
+		return cli.WithExitCode(gcExitUsage, err)
 	}
 	o.showProgress = mode.Enabled(o.g.streams.ErrOut)
 	return nil
@@ -141,16 +142,16 @@ func (o *gcOptions) Complete(*cobra.Command, []string) error {
 func (o *gcOptions) Run(ctx context.Context) error {
 	clients, err := o.client.Clients()
 	if err != nil {
-		return withExitCode(gcExitError, err)
+		return cli.WithExitCode(gcExitError, err)
 	}
 	leases, nodes := clients.Kube, clients.Metadata
 
 	plan, err := gc.List(ctx, leases.CoordinationV1(), nodes, gc.ListOptions{Lease: lease.Options{GracePeriod: o.grace}, ChunkSize: o.client.ChunkSize})
 	if err != nil {
-		return withExitCode(gcExitError, err)
+		return cli.WithExitCode(gcExitError, err)
 	}
 	if err := plan.Select(o.sel); err != nil {
-		return withExitCode(gcExitUsage, err)
+		return cli.WithExitCode(gcExitUsage, err)
 	}
 	out, stderr := o.g.streams.Out, o.g.streams.ErrOut
 	summaryTo := out
@@ -169,7 +170,7 @@ func (o *gcOptions) Run(ctx context.Context) error {
 			return err
 		}
 		if !ok {
-			return withExitCode(gcExitDeclined, errors.New("not confirmed; nothing deleted"))
+			return cli.WithExitCode(gcExitDeclined, errors.New("not confirmed; nothing deleted"))
 		}
 	}
 	// Concurrent deletes share their live Node reads (one consistent LIST started after all the
@@ -179,7 +180,7 @@ func (o *gcOptions) Run(ctx context.Context) error {
 		Classify: lease.Options{GracePeriod: o.grace}, DryRun: o.dryRun, NodeChecker: checker,
 	})
 	if err != nil {
-		return withExitCode(gcExitError, err)
+		return cli.WithExitCode(gcExitError, err)
 	}
 	opts := gc.CollectOptions{Workers: o.workers}
 	var meter *progress.Meter // nil, drawing nothing, unless progress is shown
@@ -191,13 +192,13 @@ func (o *gcOptions) Run(ctx context.Context) error {
 	report.Requests += checker.Requests()
 	meter.Finish() // the final line, ended before the report is written
 	if err := o.writeReport(plan, report); err != nil {
-		return withExitCode(gcExitError, err)
+		return cli.WithExitCode(gcExitError, err)
 	}
 	switch {
 	case collectErr != nil:
-		return withExitCode(gcExitCancelled, collectErr)
+		return cli.WithExitCode(gcExitCancelled, collectErr)
 	case report.Failed() > 0:
-		return withExitCode(gcExitPartial, fmt.Errorf("%d of %d deletes failed", report.Failed(), n))
+		return cli.WithExitCode(gcExitPartial, fmt.Errorf("%d of %d deletes failed", report.Failed(), n))
 	}
 	return nil
 }
@@ -218,7 +219,7 @@ func (o *gcOptions) writeReport(plan *gc.Plan, report *gc.Report) error {
 // that is bad usage (exit 2), fixed by --yes or --dry-run.
 func confirm(in io.Reader, out io.Writer, n int) (bool, error) {
 	if f, ok := in.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
-		return false, usageError(errors.New("refusing to delete without confirmation: stdin is not a terminal; pass --yes (or --dry-run)"))
+		return false, cli.UsageError(errors.New("refusing to delete without confirmation: stdin is not a terminal; pass --yes (or --dry-run)"))
 	}
 	return readAnswer(in, out, n)
 }
@@ -228,7 +229,7 @@ func readAnswer(in io.Reader, out io.Writer, n int) (bool, error) {
 	fmt.Fprintf(out, "Delete %d leaked leases? [y/N] ", n)
 	line, err := bufio.NewReader(in).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
-		return false, withExitCode(gcExitError, err)
+		return false, cli.WithExitCode(gcExitError, err)
 	}
 	answer := strings.ToLower(strings.TrimSpace(line))
 	return answer == "y" || answer == "yes", nil

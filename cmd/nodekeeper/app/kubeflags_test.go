@@ -8,16 +8,17 @@ import (
 )
 
 // TestConnectionFlagsOnlyWhereTheyAct: the kubectl connection flags appear on the commands that
-// talk to a cluster and on no other; audit keeps only --cluster, for CloudWatch's log group.
+// talk to a cluster and on no other; --eks-cluster, the EKS cluster, on the commands that act on
+// a cluster's AWS side (audit keeps --cluster for it, deprecated and so hidden).
 func TestConnectionFlagsOnlyWhereTheyAct(t *testing.T) {
-	connection := []string{"--kubeconfig", "--context", "--namespace", "--server", "--token", "--as", "--request-timeout"}
+	connection := []string{"--kubeconfig", "--context", "--cluster", "--namespace", "--server", "--token", "--as", "--request-timeout"}
 	for _, tc := range []struct {
 		command string
 		talks   bool
-		cluster bool // has --cluster even without the other connection flags
+		eks     bool // has --eks-cluster
 	}{
-		{"controller", true, true},
-		{"gc", true, true},
+		{"controller", true, false},
+		{"gc", true, false},
 		{"leases", true, true},
 		{"doctor", true, true},
 		{"audit", false, true},
@@ -38,8 +39,8 @@ func TestConnectionFlagsOnlyWhereTheyAct(t *testing.T) {
 					t.Errorf("%s in the flags: %v, want %v", f, has, tc.talks)
 				}
 			}
-			if has := strings.Contains(flags, "--cluster "); has != tc.cluster {
-				t.Errorf("--cluster in the flags: %v, want %v", has, tc.cluster)
+			if has := strings.Contains(flags, "--eks-cluster "); has != tc.eks {
+				t.Errorf("--eks-cluster in the flags: %v, want %v", has, tc.eks)
 			}
 			_, errOut, code = execute(t, false, tc.command, "--kubeconfig", "x", "--help")
 			if wantCode := map[bool]int{true: 0, false: 2}[tc.talks]; code != wantCode {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 	"github.com/nodekeeper/nodekeeper/internal/leasesview"
@@ -71,8 +72,8 @@ holder or expiry, including changes caused by a Node being deleted or by time al
 
   # as a kubectl plugin (kubectl refuses flags before the plugin name)
   kubectl nodekeeper leases --context prod -o json`,
-		Args: usageArgs(cobra.NoArgs),
-		RunE: runOptions(o),
+		Args: cli.UsageArgs(cobra.NoArgs),
+		RunE: cli.RunOptions(o),
 	}
 	o.AddFlags(cmd.Flags())
 	g.addKubeFlags(cmd)

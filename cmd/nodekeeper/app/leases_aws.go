@@ -19,11 +19,12 @@ type leasesAWSFlags struct {
 func (l *leasesAWSFlags) AddFlags(f *pflag.FlagSet) {
 	f.BoolVar(&l.enabled, "aws", false, "add the EC2 instance (ID, state, launch time) of zombie and leaked node leases, found by private DNS name (read-only, docs/aws.md)")
 	l.aws.AddFlags(f)
+	l.aws.AddClusterFlag(f, "with --aws")
 }
 
 func (l *leasesAWSFlags) validate(f *pflag.FlagSet, watch bool) error {
 	if !l.enabled {
-		for _, name := range []string{"region", "profile"} {
+		for _, name := range []string{"region", "profile", "eks-cluster"} {
 			if f.Changed(name) {
 				return fmt.Errorf("--%s needs --aws", name)
 			}

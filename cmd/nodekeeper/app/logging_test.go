@@ -9,13 +9,15 @@ import (
 	"github.com/spf13/pflag"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/nodekeeper/nodekeeper/internal/cli"
 )
 
 // With --logging-format json a klog call comes out as one JSON object with the message and its
 // key/value pairs, on the given stream.
 func TestLoggingFormatJSON(t *testing.T) {
 	var out bytes.Buffer // the JSON logger writes on the caller's goroutine, unbuffered
-	l := newLoggingFlags()
+	l := cli.NewLoggingFlags()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	l.AddFlags(fs)
 	if err := fs.Parse([]string{"--logging-format", "json"}); err != nil {
@@ -52,8 +54,8 @@ func TestLoggingFormatJSON(t *testing.T) {
 func TestLoggingFormatRefused(t *testing.T) {
 	for _, args := range [][]string{{"controller", "--logging-format", "xml"}, {"maxpods", "m5.large", "--logging-format", "xml"}} {
 		_, stderr, code := execute(t, false, args...)
-		if code != exitUsage || !strings.Contains(stderr, `--logging-format "xml": want text or json`) {
-			t.Errorf("%v: exit %d, stderr %q; want %d naming text and json", args, code, stderr, exitUsage)
+		if code != cli.ExitUsage || !strings.Contains(stderr, `--logging-format "xml": want text or json`) {
+			t.Errorf("%v: exit %d, stderr %q; want %d naming text and json", args, code, stderr, cli.ExitUsage)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/maxpods"
 )
@@ -41,9 +42,9 @@ without --vcpus or --aws it is estimated from the size name.`,
   nodekeeper maxpods m5.large --prefix-delegation --show-max-allowed   # 434
   nodekeeper maxpods c6i.32xlarge --prefix-delegation -o json
   nodekeeper maxpods m8i.large --aws --region us-east-1      # a type newer than the built-in table`,
-		Args:              usageArgs(cobra.MinimumNArgs(1)),
+		Args:              cli.UsageArgs(cobra.MinimumNArgs(1)),
 		ValidArgsFunction: completeInstanceTypes,
-		RunE:              runOptions(o),
+		RunE:              cli.RunOptions(o),
 	}
 	f := cmd.Flags()
 	o.mp.AddFlags(f)
@@ -68,7 +69,7 @@ func (o *maxPodsOptions) Complete(cmd *cobra.Command, args []string) error {
 	}
 	clients, err := o.aws.clients(cmd.Context())
 	if err != nil {
-		return withExitCode(exitFailed, err)
+		return cli.WithExitCode(cli.ExitFailed, err)
 	}
 	o.mp.EC2 = clients.EC2
 	return nil

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/testenv"
 )
 
@@ -58,8 +59,8 @@ func TestProgressFlagValue(t *testing.T) {
 	for _, cmd := range []string{"audit", "doctor"} {
 		t.Run(cmd, func(t *testing.T) {
 			_, stderr, code := execute(t, false, cmd, "--progress", "sometimes")
-			if code != exitUsage || !strings.Contains(stderr, "unknown --progress \"sometimes\" (want auto, always or never)") {
-				t.Errorf("exit %d, stderr %q; want %d and the valid modes", code, stderr, exitUsage)
+			if code != cli.ExitUsage || !strings.Contains(stderr, "unknown --progress \"sometimes\" (want auto, always or never)") {
+				t.Errorf("exit %d, stderr %q; want %d and the valid modes", code, stderr, cli.ExitUsage)
 			}
 		})
 	}
@@ -82,7 +83,7 @@ func TestDoctorProgress(t *testing.T) {
 		delete(doc, "durationSeconds")
 		delete(doc, "generated")
 	}
-	checkProgressModes(t, exitFindings, "2/2 nodes", dropTimings, "doctor", "-o", "json", "--kubeconfig", env.KubeconfigPath())
+	checkProgressModes(t, cli.ExitFindings, "2/2 nodes", dropTimings, "doctor", "-o", "json", "--kubeconfig", env.KubeconfigPath())
 }
 
 // markReady gives a Node the Ready condition a kubelet posts, with an address the API server's

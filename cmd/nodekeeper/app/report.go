@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 )
 
@@ -102,7 +103,7 @@ func (f *reportFlags) finish(out io.Writer, rep *findings.Report) error {
 				n++
 			}
 		}
-		return withExitCode(exitFindings, fmt.Errorf("%s: %d findings at --fail-on %s or above (highest: %s)", rep.Tool, n, f.failOn, max))
+		return cli.WithExitCode(cli.ExitFindings, fmt.Errorf("%s: %d findings at --fail-on %s or above (highest: %s)", rep.Tool, n, f.failOn, max))
 	}
 	return nil
 }

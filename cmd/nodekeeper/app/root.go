@@ -10,15 +10,14 @@ package app
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/klog/v2"
 
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
+	"github.com/nodekeeper/nodekeeper/internal/cli"
 )
 
 // awsLoader loads AWS clients (and so reads AWS credentials). Commands call it only behind
@@ -44,7 +43,6 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 
 func newRootCommand(streams genericiooptions.IOStreams, loadAWS awsLoader) *cobra.Command {
 	g := &globalOptions{streams: streams, kube: genericclioptions.NewConfigFlags(true), loadAWS: loadAWS}
-	logging := newLoggingFlags()
 	cmd := &cobra.Command{
 		Use:   "nodekeeper",
 		Short: "Keep the node side of a Kubernetes cluster honest",
@@ -52,8 +50,6 @@ func newRootCommand(streams genericiooptions.IOStreams, loadAWS awsLoader) *cobr
 without their Node object, explains every lease in a cluster, reads kube-apiserver audit logs to
 reconstruct what happened to a lease, and checks node networking and kubelet settings that break
 clusters at scale.`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
 		// cobra applies its default distance (2) only on its own lookup path; RunE below calls
 		// SuggestionsFor directly, which without it suggests only commands the word is a prefix
 		// of ("lease"), not typos ("leeses").
@@ -61,13 +57,6 @@ clusters at scale.`,
 		// Without Args, cobra reports an unknown command while looking for it, before any
 		// check of ours could give it the usage exit code; with them it comes here.
 		Args: cobra.ArbitraryArgs,
-		// Every command logs through klog in the --logging-format asked for.
-		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			if err := logging.Validate(); err != nil {
-				return usageError(err)
-			}
-			return logging.Apply(cmd.Flags(), streams.ErrOut)
-		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return cmd.Help()
@@ -76,16 +65,12 @@ clusters at scale.`,
 			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
 				msg += "; did you mean " + orList(s) + "?"
 			}
-			return usageError(errors.New(msg + " (see --help)"))
+			return cli.UsageError(errors.New(msg + " (see --help)"))
 		},
 	}
-	// Unknown flags and bad flag values are bad usage, on every subcommand.
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
-	cmd.SetIn(streams.In)
-	cmd.SetOut(streams.Out)
-	cmd.SetErr(streams.ErrOut)
-	addKlogFlags(cmd)
-	logging.AddFlags(cmd.PersistentFlags())
+	// Unknown flags and bad flag values are bad usage on every subcommand, and every command logs
+	// through klog in the --logging-format asked for.
+	cli.SetupRoot(cmd, streams.In, streams.Out, streams.ErrOut)
 
 	cmd.AddCommand(
 		newControllerCommand(g),
@@ -98,21 +83,24 @@ clusters at scale.`,
 		newSandboxCommand(g),
 		newVersionCommand(g),
 	)
+	warnOnStderr(cmd, streams)
 	return cmd
+}
+
+// warnOnStderr sends what pflag writes while parsing (the warning for a deprecated flag) to
+// standard error: cobra would copy it to the command's output, standard output, into the
+// middle of -o json.
+func warnOnStderr(cmd *cobra.Command, streams genericiooptions.IOStreams) {
+	cmd.Flags().SetOutput(streams.ErrOut)
+	for _, c := range cmd.Commands() {
+		warnOnStderr(c, streams)
+	}
 }
 
 // addKubeFlags adds the kubectl connection flags to a command that talks to a cluster.
 func (g *globalOptions) addKubeFlags(cmd *cobra.Command) {
 	g.kube.AddFlags(cmd.Flags())
 	g.registerKubeCompletion(cmd)
-}
-
-// addKlogFlags adds klog's -v and --vmodule to every command.
-func addKlogFlags(cmd *cobra.Command) {
-	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(klogFlags)
-	cmd.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
-	cmd.PersistentFlags().AddGoFlag(klogFlags.Lookup("vmodule"))
 }
 
 // AsKubectlPlugin makes help and usage read `kubectl nodekeeper ...`, for the binary installed

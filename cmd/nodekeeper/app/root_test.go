@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/textcheck"
 )
 
@@ -22,7 +23,7 @@ func execute(t *testing.T, plugin bool, args ...string) (stdout, stderr string, 
 		AsKubectlPlugin(root)
 	}
 	root.SetArgs(args)
-	code = Execute(context.Background(), root, &errb)
+	code = cli.Execute(context.Background(), root, &errb)
 	return out.String(), errb.String(), code
 }
 
@@ -71,16 +72,16 @@ func TestRootCommandsShareNothing(t *testing.T) {
 	a := NewRootCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &outA, ErrOut: &outA})
 	b := NewRootCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &outB, ErrOut: &outB})
 	a.SetArgs([]string{"leases", "--namespace", "from-a", "--help"})
-	if code := Execute(context.Background(), a, &outA); code != 0 {
+	if code := cli.Execute(context.Background(), a, &outA); code != 0 {
 		t.Fatalf("a: exit %d: %s", code, outA.String())
 	}
 	outA.Reset()
 	a.SetArgs([]string{"version", "-o", "json"})
-	if code := Execute(context.Background(), a, &outA); code != 0 {
+	if code := cli.Execute(context.Background(), a, &outA); code != 0 {
 		t.Fatalf("a: exit %d: %s", code, outA.String())
 	}
 	b.SetArgs([]string{"version"})
-	if code := Execute(context.Background(), b, &outB); code != 0 {
+	if code := cli.Execute(context.Background(), b, &outB); code != 0 {
 		t.Fatalf("b: exit %d: %s", code, outB.String())
 	}
 	var doc map[string]any

@@ -8,8 +8,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/nodekeeper/nodekeeper/internal/cli"
+	"github.com/nodekeeper/nodekeeper/internal/controlplane"
 	"github.com/nodekeeper/nodekeeper/internal/sandbox"
-	"github.com/nodekeeper/nodekeeper/internal/testenv"
 )
 
 // sandboxOptions are the settings of `nodekeeper sandbox`.
@@ -21,6 +22,8 @@ type sandboxOptions struct {
 	runFor        time.Duration
 	verbose       bool
 	force         bool
+
+	controlPlaneDir string
 }
 
 func newSandboxCommand(g *globalOptions) *cobra.Command {
@@ -28,15 +31,16 @@ func newSandboxCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sandbox",
 		Short: "Run a local control plane with simulated EKS kubelets to try nodekeeper on",
-		Long: `Starts etcd, kube-apiserver and kube-controller-manager on 127.0.0.1 (built from Go modules
-by 'make controlplane') and simulated EKS kubelets: healthy ones, stopped machines, legacy (< 1.29)
+		Long: `Starts etcd, kube-apiserver and kube-controller-manager on 127.0.0.1 (from the release's
+nodekeeper-controlplane archive unpacked beside this binary, --controlplane-dir, or a checkout's
+'make controlplane') and simulated EKS kubelets: healthy ones, stopped machines, legacy (< 1.29)
 and modern zombie kubelets whose Node was deleted, and leases leaked in the past. Writes an admin
 kubeconfig, prints how to use it, and stops everything on Ctrl-C.`,
 		Example: `  nodekeeper sandbox
   nodekeeper sandbox --healthy 200 --legacy-zombies 5 --leaked 1000
   nodekeeper leases -A --kubeconfig nodekeeper-sandbox.kubeconfig`,
-		Args: usageArgs(cobra.NoArgs),
-		RunE: runOptions(o),
+		Args: cli.UsageArgs(cobra.NoArgs),
+		RunE: cli.RunOptions(o),
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd
@@ -55,6 +59,8 @@ func (o *sandboxOptions) AddFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.force, "force", false, "replace an existing --write-kubeconfig file (atomically, at 0600; it is then left in place on exit)")
 	f.BoolVar(&o.verbose, "kubelet-logs", false, "show the simulated kubelets' logs")
 	f.DurationVar(&o.runFor, "for", 0, "stop by itself after this long (0: run until Ctrl-C)")
+	f.StringVar(&o.controlPlaneDir, "controlplane-dir", "", "directory holding etcd, kube-apiserver and kube-controller-manager "+
+		"(default: controlplane/ beside this binary, where the release's control-plane archive unpacks, then $XDG_DATA_HOME/nodekeeper/controlplane, then bin/controlplane of a checkout)")
 }
 
 // Complete and Validate have nothing to do: the flags are the settings, and whether the local
@@ -65,11 +71,15 @@ func (o *sandboxOptions) Validate() error                         { return nil }
 // Run starts the sandbox, writes its kubeconfig and waits for ctx to end (or --for). A platform
 // where the local control plane cannot run is a failed run (exit 1), not bad usage.
 func (o *sandboxOptions) Run(ctx context.Context) error {
-	if err := testenv.Supported(); err != nil {
+	if err := controlplane.Supported(); err != nil {
 		return err
 	}
 	out := o.g.streams.ErrOut
-	sb, err := sandbox.Start(ctx, o.mix, !o.verbose, func(line string) { fmt.Fprintln(out, "sandbox:", line) })
+	sb, err := sandbox.Start(ctx, o.mix, sandbox.Options{
+		ControlPlaneDir: o.controlPlaneDir,
+		Quiet:           !o.verbose,
+		Progress:        func(line string) { fmt.Fprintln(out, "sandbox:", line) },
+	})
 	if err != nil {
 		return err
 	}

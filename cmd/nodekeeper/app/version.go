@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodekeeper/nodekeeper/internal/buildinfo"
+	"github.com/nodekeeper/nodekeeper/internal/cli"
 )
 
 // versionOptions are the settings of `nodekeeper version`.
@@ -21,8 +22,8 @@ func newVersionCommand(g *globalOptions) *cobra.Command {
 		Short: "Print the nodekeeper version, commit, build date, Go version and platform",
 		Example: `  nodekeeper version
   nodekeeper version -o json`,
-		Args: usageArgs(cobra.NoArgs),
-		RunE: runOptions(o),
+		Args: cli.UsageArgs(cobra.NoArgs),
+		RunE: cli.RunOptions(o),
 	}
 	o.output.AddFlags(cmd.Flags())
 	o.output.RegisterCompletion(cmd)

@@ -351,7 +351,7 @@ td.ident{max-width:190px;word-break:break-all} td.calls{min-width:170px}
 </div>
 {{range .R.Errors}}<p class="bad">ERROR: {{.}}</p>{{end}}
 
-<h2>analyze.Timeline per node and lease</h2>
+<h2>Timeline per node and lease</h2>
 {{if .Lanes.Lanes}}
 <svg width="{{.Lanes.Width}}" height="{{.Lanes.Height}}" role="img" aria-label="timeline">
 {{range .Lanes.Ticks}}<line class="grid" x1="{{.X}}" x2="{{.X}}" y1="20" y2="{{$.Lanes.Height}}"/><text x="{{.X}}" y="14" text-anchor="middle">{{.Label}}</text>{{end}}
@@ -373,7 +373,7 @@ td.ident{max-width:190px;word-break:break-all} td.calls{min-width:170px}
 <td>{{with .NodeRecreated}}+{{dur .After}} {{.How}}{{else}}-{{end}}</td></tr>{{end}}</table>
 {{else}}<p class="muted">No Node was deleted in the window.</p>{{end}}
 
-<h2>analyze.Zombie kubelets</h2>
+<h2>Zombie kubelets</h2>
 {{if .R.Zombies}}<table><tr><th>node</th><th>instance</th><th>source IPs</th><th>first seen</th><th>last seen</th><th>requests</th><th>per min</th><th>calls</th><th>node deleted by</th><th>status</th></tr>
 {{range .R.Zombies}}<tr><td>{{.Node}}</td><td class="ident">{{join .Identities ", "}}</td><td>{{join .SourceIPs ", "}}</td><td>{{t .FirstSeen}}</td><td>{{t .LastSeen}}</td><td class="n">{{.Requests}}</td><td class="n">{{rate .PerMinute}}</td>
 <td class="calls">{{range $i, $c := .Calls}}{{if lt $i 5}}{{$c.Verb}} {{$c.Resource}} {{$c.Code}} ×{{$c.Count}}<br>{{end}}{{end}}</td>
@@ -386,7 +386,7 @@ td.ident{max-width:190px;word-break:break-all} td.calls{min-width:170px}
 <td>{{with .NodeDeletion}}{{.Actor.User}} at {{t .Time}}{{else}}-{{end}}</td><td class="{{if eq .Status "leaked"}}bad{{end}}">{{.Status}}{{with .StatusEvent}} (+{{dur .After}} {{.Actor.User}}){{end}}</td></tr>{{end}}</table>
 {{else}}<p class="ok">No lease was created while its Node was gone or without an owner.</p>{{end}}
 
-<h2>analyze.Throttling over time</h2>
+<h2>Throttling over time</h2>
 {{if .Chart.Empty}}<p class="muted">No requests.</p>{{else}}
 <svg width="{{.Chart.Width}}" height="{{.Chart.Height}}" role="img" aria-label="throttling chart">
 <line class="axis" x1="{{.Chart.Left}}" x2="{{sub .Chart.Width 100}}" y1="{{sub .Chart.Height .Chart.Bottom}}" y2="{{sub .Chart.Height .Chart.Bottom}}"/>

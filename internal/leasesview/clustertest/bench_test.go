@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodekeeper/nodekeeper/internal/controlplane"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 	"github.com/nodekeeper/nodekeeper/internal/testenv"
@@ -139,7 +140,7 @@ func BenchmarkLeasesVersusKubectl(b *testing.B) {
 // benchKubectl is the kubectl built with the control plane (the same release as the API server it
 // lists from), else the first kubectl on PATH.
 func benchKubectl() (string, error) {
-	if dir, err := testenv.BinDir(); err == nil {
+	if dir, err := controlplane.BinDir(""); err == nil {
 		if bin := filepath.Join(dir, "kubectl"); isExecutable(bin) {
 			return bin, nil
 		}

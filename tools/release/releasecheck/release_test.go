@@ -1,5 +1,6 @@
 // Package releasecheck checks what `make release-snapshot` wrote into dist/: the six archives and
-// their checksums, the host archive's binary, the SBOMs and the krew manifest. It has no non-test
+// their checksums, the host archive's binary, the control-plane archives and the sandbox started
+// from them (sandbox_test.go), the SBOMs and the krew manifest. It has no non-test
 // code and needs a snapshot, so it lives in the tools/release module, outside `go test ./...` of
 // the product and outside `make test`; `make release-check` builds the snapshot and runs it:
 //
@@ -226,11 +227,18 @@ func TestHostArchiveRuns(t *testing.T) {
 	}
 }
 
-// Every binary has a CycloneDX SBOM naming the nodekeeper module at the release's version.
+// Every binary of nodekeeper's own (the CLI on six platforms, the controller on two) has a
+// CycloneDX SBOM naming the nodekeeper module at the release's version.
 func TestSBOMs(t *testing.T) {
 	r := loadRelease(t)
+	var names []string
 	for _, p := range platforms {
-		name := fmt.Sprintf("nodekeeper_%s_%s_%s.cdx.json", r.version, p.goos, p.goarch)
+		names = append(names, fmt.Sprintf("nodekeeper_%s_%s_%s.cdx.json", r.version, p.goos, p.goarch))
+		if p.goos == "linux" {
+			names = append(names, fmt.Sprintf("nodekeeper-controller_%s_%s_%s.cdx.json", r.version, p.goos, p.goarch))
+		}
+	}
+	for _, name := range names {
 		data, err := os.ReadFile(filepath.Join(r.dist, name))
 		if err != nil {
 			t.Error(err)

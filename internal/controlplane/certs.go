@@ -1,4 +1,4 @@
-package testenv
+package controlplane
 
 import (
 	"crypto/ecdsa"
@@ -35,7 +35,7 @@ func newAuthority() (*authority, error) {
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "nodekeeper-testenv-ca"},
+		Subject:               pkix.Name{CommonName: "nodekeeper-controlplane-ca"},
 		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().Add(10 * 365 * 24 * time.Hour),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,

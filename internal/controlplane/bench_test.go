@@ -1,4 +1,4 @@
-package testenv
+package controlplane
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 // BenchmarkStart measures a warm start of the control plane (binaries built, OS caches warm):
 // from nothing to a ready API server, with and without kube-controller-manager.
 //
-//	go test ./internal/testenv -run '^$' -bench Start -benchtime 3x
+//	go test ./internal/controlplane -run '^$' -bench Start -benchtime 3x
 func BenchmarkStart(b *testing.B) {
 	for _, tc := range []struct {
 		name string

@@ -1,4 +1,4 @@
-package app
+package cli
 
 import (
 	"context"
@@ -10,12 +10,12 @@ import (
 )
 
 // The exit codes of every command, documented in docs/exit-codes.md. gc adds its own codes from
-// 4 up (gc.go).
+// 4 up.
 const (
-	exitOK       = 0
-	exitFailed   = 1 // the run failed: unreachable cluster, unreadable input, API error
-	exitUsage    = 2 // bad usage: unknown command or flag, bad flag value, missing or extra argument
-	exitFindings = 3 // doctor, bundle, audit: a finding at or above --fail-on
+	ExitOK       = 0
+	ExitFailed   = 1 // the run failed: unreachable cluster, unreadable input, API error
+	ExitUsage    = 2 // bad usage: unknown command or flag, bad flag value, missing or extra argument
+	ExitFindings = 3 // doctor, bundle, audit: a finding at or above --fail-on
 )
 
 // exitError carries a specific process exit code (for example the doctor's severity or gc's
@@ -28,46 +28,46 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-// withExitCode wraps err so that the process exits with code; a nil err stays nil.
-func withExitCode(code int, err error) error {
+// WithExitCode wraps err so that the process exits with code; a nil err stays nil.
+func WithExitCode(code int, err error) error {
 	if err == nil {
 		return nil
 	}
 	return &exitError{code: code, err: err}
 }
 
-// usageError marks err as bad usage (exit code 2), unless it already carries a code.
-func usageError(err error) error {
+// UsageError marks err as bad usage (exit code 2), unless it already carries a code.
+func UsageError(err error) error {
 	var ee *exitError
 	if err == nil || errors.As(err, &ee) {
 		return err
 	}
-	return withExitCode(exitUsage, err)
+	return WithExitCode(ExitUsage, err)
 }
 
-// usageArgs makes an argument check's error bad usage: a missing or extra argument exits 2
+// UsageArgs makes an argument check's error bad usage: a missing or extra argument exits 2
 // like a bad flag.
-func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+func UsageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
-		return usageError(check(cmd, args))
+		return UsageError(check(cmd, args))
 	}
 }
 
-// ExitCode is the process exit code for an error returned by the command tree: 0 for nil, the
+// ExitCode is the process exit code for an error returned by a command tree: 0 for nil, the
 // code a command chose, else 1.
 func ExitCode(err error) int {
 	if err == nil {
-		return exitOK
+		return ExitOK
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
 	}
-	return exitFailed
+	return ExitFailed
 }
 
 // Execute runs root with ctx, prints an error to errOut as "error: ..." and returns the exit
-// code. main and the in-process tests both run the tree through it.
+// code. Both mains and the in-process tests run their trees through it.
 func Execute(ctx context.Context, root *cobra.Command, errOut io.Writer) int {
 	err := root.ExecuteContext(ctx)
 	if err != nil {

@@ -1,4 +1,4 @@
-package testenv
+package controlplane
 
 import (
 	"bytes"
@@ -139,7 +139,7 @@ func (e *Env) StoredAt(ctx context.Context, key string, rev int64) (*StoredVersi
 // itself, which a running API server would try to decode.
 func (e *Env) Deletions(ctx context.Context, prefix string) ([]Deletion, error) {
 	if !e.api.exited() {
-		return nil, errors.New("testenv: Deletions needs the API server stopped first (StopAPIServer)")
+		return nil, errors.New("controlplane: Deletions needs the API server stopped first (StopAPIServer)")
 	}
 	marker := prefix + "~end-of-history"
 	var hdr struct{}

@@ -1,4 +1,4 @@
-package testenv
+package controlplane
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 // BackdatedAnnotation marks a lease whose creationTimestamp BackdateLease rewrote; its value is
 // the creation time it was given.
-const BackdatedAnnotation = "testenv.nodekeeper.io/backdated"
+const BackdatedAnnotation = "controlplane.nodekeeper.io/backdated"
 
 // BackdateLease sets the creationTimestamp of an existing lease to created, as if the lease had
 // been written back then, and returns the lease as the API server now serves it.
@@ -76,7 +76,7 @@ func (e *Env) BackdateLease(ctx context.Context, namespace, name string, created
 		if err != nil {
 			return nil, err
 		}
-		got, err := leases.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "nodekeeper-testenv"})
+		got, err := leases.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "nodekeeper-controlplane"})
 		if apierrors.IsConflict(err) {
 			continue // written in between: start again
 		}

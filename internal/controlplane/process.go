@@ -1,7 +1,6 @@
-package testenv
+package controlplane
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -112,35 +111,82 @@ func (p *process) exitError() error {
 // binDirEnv names the variable that points at prebuilt control-plane binaries.
 const binDirEnv = "NODEKEEPER_CONTROLPLANE_DIR"
 
-// BinDir finds the directory holding etcd, kube-apiserver and kube-controller-manager:
-// $NODEKEEPER_CONTROLPLANE_DIR, else bin/controlplane in the nearest enclosing checkout, else
-// controlplane/ beside the running executable (how a release of the sandbox ships them).
-func BinDir() (string, error) {
-	if dir := os.Getenv(binDirEnv); dir != "" {
-		if err := checkBins(dir); err != nil {
-			return "", fmt.Errorf("%s=%s: %w", binDirEnv, dir, err)
+// BinDir finds the directory holding etcd, kube-apiserver and kube-controller-manager. It looks,
+// in order, at:
+//
+//   - explicit, when not empty (`nodekeeper sandbox --controlplane-dir`): only there;
+//   - $NODEKEEPER_CONTROLPLANE_DIR: only there;
+//   - controlplane/ beside the running executable, through symlinks too: where the release's
+//     nodekeeper-controlplane archive unpacks when it is unpacked beside the binary, and where
+//     `make build` and `make controlplane` put them in a checkout (bin/nodekeeper, bin/controlplane);
+//   - $XDG_DATA_HOME/nodekeeper/controlplane (default ~/.local/share/nodekeeper/controlplane): for
+//     a binary installed on the PATH with the control plane kept in the user's data directory;
+//   - bin/controlplane in the nearest enclosing checkout of the working directory (go test runs
+//     test binaries from a temporary directory, with the package's directory as working directory).
+func BinDir(explicit string) (string, error) {
+	for _, pinned := range []struct{ dir, what string }{{explicit, "--controlplane-dir"}, {os.Getenv(binDirEnv), binDirEnv}} {
+		if pinned.dir == "" {
+			continue
 		}
-		return dir, nil
-	}
-	var candidates []string
-	if wd, err := os.Getwd(); err == nil {
-		for dir := wd; ; dir = filepath.Dir(dir) {
-			candidates = append(candidates, filepath.Join(dir, "bin", "controlplane"))
-			if filepath.Dir(dir) == dir {
-				break
-			}
+		if err := checkBins(pinned.dir); err != nil {
+			return "", fmt.Errorf("%s=%s: %w", pinned.what, pinned.dir, err)
 		}
+		return pinned.dir, nil
 	}
-	if exe, err := os.Executable(); err == nil {
-		candidates = append(candidates, filepath.Join(filepath.Dir(exe), "controlplane"))
-	}
+	candidates := binDirCandidates()
 	for _, dir := range candidates {
 		if checkBins(dir) == nil {
 			return dir, nil
 		}
 	}
-	return "", errors.New("control plane binaries (etcd, kube-apiserver, kube-controller-manager) not found: " +
-		"run `make controlplane` in the nodekeeper checkout, or set " + binDirEnv + " to a directory that holds them")
+	return "", fmt.Errorf("control plane binaries (etcd, kube-apiserver, kube-controller-manager) not found in %s: "+
+		"unpack the release's nodekeeper-controlplane_<version>_linux_<arch>.tar.gz beside the nodekeeper binary (it holds controlplane/), "+
+		"or pass --controlplane-dir (or set %s) to a directory that holds them, or run `make controlplane` in a nodekeeper checkout",
+		strings.Join(candidates, ", "), binDirEnv)
+}
+
+// binDirCandidates lists the places BinDir searches after the pinned ones, without repeats.
+func binDirCandidates() []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(dir string) {
+		if dir != "" && !seen[dir] {
+			seen[dir] = true
+			out = append(out, dir)
+		}
+	}
+	if exe, err := os.Executable(); err == nil {
+		add(filepath.Join(filepath.Dir(exe), "controlplane"))
+		// Installed as a symlink (kubectl-nodekeeper, or /usr/local/bin/nodekeeper pointing into
+		// an unpacked release): the archive's controlplane/ sits beside the real file.
+		if real, err := filepath.EvalSymlinks(exe); err == nil {
+			add(filepath.Join(filepath.Dir(real), "controlplane"))
+		}
+	}
+	if data := xdgDataHome(); data != "" {
+		add(filepath.Join(data, "nodekeeper", "controlplane"))
+	}
+	if wd, err := os.Getwd(); err == nil {
+		for dir := wd; ; dir = filepath.Dir(dir) {
+			add(filepath.Join(dir, "bin", "controlplane"))
+			if filepath.Dir(dir) == dir {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// xdgDataHome is $XDG_DATA_HOME, else ~/.local/share as the XDG base directory specification
+// says; "" when neither can be known.
+func xdgDataHome() string {
+	if d := os.Getenv("XDG_DATA_HOME"); filepath.IsAbs(d) {
+		return d
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "share")
+	}
+	return ""
 }
 
 func checkBins(dir string) error {

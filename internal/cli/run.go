@@ -1,4 +1,4 @@
-package app
+package cli
 
 import (
 	"context"
@@ -6,9 +6,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// commandOptions is the shape of every subcommand's options, kubectl's pattern: settings are
+// CommandOptions is the shape of every command's options, kubectl's pattern: settings are
 // completed from the flags and arguments, validated, then run.
-type commandOptions interface {
+type CommandOptions interface {
 	// Complete turns the flags and arguments into settings; it reads no cluster or file (an
 	// error is bad usage unless it carries its own exit code).
 	Complete(cmd *cobra.Command, args []string) error
@@ -18,16 +18,16 @@ type commandOptions interface {
 	Run(ctx context.Context) error
 }
 
-// runOptions is the RunE of every subcommand: Complete, Validate, then Run with the command's
+// RunOptions is the RunE of every command: Complete, Validate, then Run with the command's
 // context (cancelled on the first interrupt). Errors of Complete and Validate exit 2 unless they
 // chose their own code.
-func runOptions(o commandOptions) func(*cobra.Command, []string) error {
+func RunOptions(o CommandOptions) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := o.Complete(cmd, args); err != nil {
-			return usageError(err)
+			return UsageError(err)
 		}
 		if err := o.Validate(); err != nil {
-			return usageError(err)
+			return UsageError(err)
 		}
 		return o.Run(cmd.Context())
 	}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Prints the -ldflags of the control-plane binaries: stripped, and stamped with the version of
+# k8s.io/kubernetes that tools/controlplane/go.mod pins, as the Kubernetes release builds stamp
+# theirs (kube-apiserver --version, /version). hack/build-controlplane.sh builds a checkout's
+# bin/controlplane with them, and the release's control-plane archives get the same (the
+# Makefile passes them to GoReleaser as CONTROLPLANE_LDFLAGS).
+set -euo pipefail
+
+mod="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tools/controlplane"
+k8s_version=$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ {print $2; exit}' "$mod/go.mod")
+if [[ -z "$k8s_version" ]]; then
+  echo "controlplane-ldflags: cannot find the k8s.io/kubernetes version in $mod/go.mod" >&2
+  exit 1
+fi
+major=${k8s_version#v}; major=${major%%.*}
+minor=${k8s_version#v*.}; minor=${minor%%.*}
+pkg=k8s.io/component-base/version
+ldflags="-s -w -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+ldflags+=" -X k8s.io/client-go/pkg/version.gitVersion=$k8s_version -X k8s.io/client-go/pkg/version.gitMajor=$major -X k8s.io/client-go/pkg/version.gitMinor=$minor"
+echo "$ldflags"

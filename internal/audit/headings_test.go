@@ -1,0 +1,62 @@
+package audit
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/headings"
+)
+
+// Every heading of the text and HTML reports is words for people: no Go identifier a rename left
+// behind (analyze.Zombie kubelets), no fmt error, no <nil> or struct dump. The golden files are
+// read as they are, and the HTML page is rendered for the scenario, seed 001 and an empty log.
+func TestHeadingsAreForPeople(t *testing.T) {
+	goldens, err := filepath.Glob(filepath.Join("testdata", "golden", "*.txt"))
+	if err != nil || len(goldens) == 0 {
+		t.Fatalf("no text golden files: %v", err)
+	}
+	for _, g := range goldens {
+		data, err := os.ReadFile(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		headings.Check(t, g, headings.Text(string(data)))
+	}
+
+	scenario, _ := scenarioReport(t)
+	seed, err := analyzeFiles(t, Options{}, "testdata/seed001/events.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty, err := AnalyzeReader("empty.log", bytes.NewReader(nil), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		r    *Report
+	}{{"scenario", scenario}, {"seed001", seed}, {"empty", empty}} {
+		var text, page bytes.Buffer
+		if err := WriteText(&text, tc.r); err != nil {
+			t.Fatal(err)
+		}
+		headings.Check(t, tc.name+" text", headings.Text(text.String()))
+		if err := WriteHTML(&page, tc.r); err != nil {
+			t.Fatal(err)
+		}
+		hs, err := headings.HTML(page.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		headings.Check(t, tc.name+" HTML", hs)
+		for _, want := range []string{"nodekeeper audit", "Timeline per node and lease", "Who deleted nodes", "Zombie kubelets",
+			"Lease leaks", "Throttling over time", "Top talkers", "Lease lifecycles", "Inputs"} {
+			if !slices.Contains(hs, want) {
+				t.Errorf("%s HTML: no heading %q among %q", tc.name, want, hs)
+			}
+		}
+	}
+}

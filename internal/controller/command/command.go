@@ -1,0 +1,143 @@
+// Package command is the controller's command line: its flags, their validation and the run of
+// the controller with its metrics and probe endpoints. Both binaries build it: the controller's
+// own (cmd/nodekeeper-controller, what the image runs) as its root command, and the CLI as
+// `nodekeeper controller`, for running out of the cluster. It imports the controller, the client
+// flags and the shared command plumbing, and nothing of the CLI's other commands.
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
+
+	"github.com/nodekeeper/nodekeeper/internal/cli"
+	"github.com/nodekeeper/nodekeeper/internal/controller"
+	"github.com/nodekeeper/nodekeeper/internal/kube"
+	"github.com/nodekeeper/nodekeeper/internal/lease"
+)
+
+// controllerOptions are the settings of the controller.
+type controllerOptions struct {
+	controller    controller.Options
+	client        *kube.Options
+	metricsAddr   string
+	probeAddr     string
+	leaseDuration time.Duration
+	renewDeadline time.Duration
+	retryPeriod   time.Duration
+}
+
+// New returns the controller's command, reading its connection flags from connection: the
+// CLI passes cli-runtime's ConfigFlags (registered by itself, with their completion), the
+// controller's binary kube.ConnectionFlags. invocation is how a user runs it: "nodekeeper
+// controller" in the CLI, "nodekeeper-controller" for the controller's binary.
+func New(invocation string, connection kube.ConfigSource) *cobra.Command {
+	words := strings.Fields(invocation)
+	o := &controllerOptions{client: kube.NewOptions(connection, "controller", controller.DefaultRateLimit)}
+	cmd := &cobra.Command{
+		Use:   words[len(words)-1],
+		Short: "Run the in-cluster controller that deletes leaked node leases and reports zombie kubelets",
+		Long: `Runs the nodekeeper controller. It watches leases in kube-node-lease and Nodes (metadata
+only), classifies every lease, and:
+  - deletes leases that are leaked (no Node, no owner, not renewed for --grace-period), only after a
+    live GET of the Node returns NotFound, with UID and resourceVersion preconditions;
+  - adopts unowned leases whose Node exists (adds the ownerReference) so the garbage collector
+    removes them with their Node;
+  - reports zombie kubelets (a lease renewed without a Node) with a Warning event and a metric,
+    and never deletes their lease while it is renewed.
+Run it with the RBAC in deploy/; it checks its permissions at start-up and names any that is missing.`,
+		Example: fmt.Sprintf(`  # in a cluster (see deploy/): %[1]s --grace-period=1h
+  # locally, reporting only:
+  %[1]s --kubeconfig ~/.kube/config --leader-elect=false --dry-run`, invocation),
+		Args: cli.UsageArgs(cobra.NoArgs),
+		RunE: cli.RunOptions(o),
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+func (o *controllerOptions) AddFlags(f *pflag.FlagSet) {
+	opts := &o.controller
+	f.DurationVar(&opts.GracePeriod, "grace-period", lease.DefaultGracePeriod,
+		"how long an ownerless lease without a Node must go unrenewed before it is deleted")
+	f.BoolVar(&opts.DryRun, "dry-run", false, "decide, log, count and emit events, but send no DELETE and no PATCH")
+	o.client.AddRateLimitFlags(f) // lease and Node requests; leader election and events have their own
+	f.IntVar(&opts.Workers, "workers", controller.DefaultWorkers, "leases processed in parallel")
+	f.DurationVar(&opts.AdoptAfter, "adopt-after", controller.DefaultAdoptAfter,
+		"leave a new unowned lease to its kubelet this long before adopting it")
+	f.DurationVar(&opts.ZombieReportAfter, "zombie-report-after", controller.DefaultZombieReportAfter,
+		"report a lease renewed without a Node only once it is this old (a starting kubelet registers its Node first)")
+	f.BoolVar(&opts.LeaderElection.Enabled, "leader-elect", true, "elect one active replica through a Lease in --leader-election-namespace")
+	f.StringVar(&opts.LeaderElection.Namespace, "leader-election-namespace", controller.DefaultElectionNamespaceFromEnv(),
+		"namespace of the leader election Lease (default: $POD_NAMESPACE, else \"nodekeeper\")")
+	f.StringVar(&opts.LeaderElection.Name, "leader-election-id", controller.DefaultElectionID, "name of the leader election Lease")
+	f.DurationVar(&o.leaseDuration, "leader-election-lease-duration", controller.DefaultLeaseDuration, "how long a standby waits before taking over an unrenewed leadership")
+	f.DurationVar(&o.renewDeadline, "leader-election-renew-deadline", controller.DefaultRenewDeadline, "how long the leader keeps retrying a renewal before it stops acting")
+	f.DurationVar(&o.retryPeriod, "leader-election-retry-period", controller.DefaultRetryPeriod, "interval between leader election attempts")
+	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus /metrics endpoint (\"0\" disables it)")
+	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints (\"0\" disables it)")
+}
+
+// Complete sets the leader election timings.
+func (o *controllerOptions) Complete(*cobra.Command, []string) error {
+	le := &o.controller.LeaderElection
+	le.LeaseDuration, le.RenewDeadline, le.RetryPeriod = o.leaseDuration, o.renewDeadline, o.retryPeriod
+	return nil
+}
+
+// Validate refuses settings that cannot work, with exit code 2.
+func (o *controllerOptions) Validate() error {
+	if err := o.client.Validate(); err != nil {
+		return err
+	}
+	if o.controller.GracePeriod <= 0 {
+		return fmt.Errorf("--grace-period must be positive, got %s", o.controller.GracePeriod)
+	}
+	return nil
+}
+
+// Run runs the controller, its metrics and its probes until ctx ends.
+func (o *controllerOptions) Run(ctx context.Context) error {
+	cfg, err := o.client.RESTConfig()
+	if err != nil {
+		return err
+	}
+	ctx = klog.NewContext(ctx, klog.Background().WithName("controller"))
+	c, err := controller.NewForConfig(cfg, o.controller)
+	if err != nil {
+		return cli.WithExitCode(cli.ExitUsage, err)
+	}
+	stopMetrics, err := controller.Serve(ctx, "metrics", o.metricsAddr, c.MetricsHandler())
+	if err != nil {
+		return err
+	}
+	stopProbes, err := controller.Serve(ctx, "health probes", o.probeAddr, c.ProbeHandler())
+	if err != nil {
+		return errors.Join(err, stopMetrics())
+	}
+	runErr := c.Run(ctx)
+	shutdownErr := errors.Join(stopMetrics(), stopProbes())
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		return runErr
+	}
+	klog.InfoS("Controller stopped")
+	return shutdownErr
+}
+
+// NewRoot is the controller's binary's root command (cmd/nodekeeper-controller, what the image
+// runs): the controller's flags, kubectl's connection flags from client-go alone, the logging
+// flags, and the shared exit codes. Tests run it in-process with the manifests' arguments.
+func NewRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
+	connection := kube.NewConnectionFlags()
+	root := New("nodekeeper-controller", connection)
+	connection.AddFlags(root.Flags())
+	cli.SetupRoot(root, in, out, errOut)
+	return root
+}

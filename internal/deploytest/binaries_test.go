@@ -1,0 +1,140 @@
+package deploytest
+
+import (
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/nodekeeper/nodekeeper/internal/controller/command"
+)
+
+// What ships is what is tested: the shipped binaries link no test harness, and the controller's
+// image links the controller and nothing of the CLI's weight.
+
+// shippedMains are the binaries users install, with the platforms they are released for
+// (.goreleaser.yaml): build tags can change a package's imports from one platform to another.
+var shippedMains = []struct {
+	main string
+	goos []string
+}{
+	{"./cmd/nodekeeper", []string{"linux", "darwin", "windows"}},
+	{"./cmd/nodekeeper-controller", []string{"linux"}},
+}
+
+// harness are the packages that exist only to test: none may reach a shipped binary. A path
+// ending in "/" stands for the package and everything under it.
+var harness = []string{
+	"testing", "testing/", "net/http/httptest",
+	modulePath + "/internal/testenv",
+	modulePath + "/internal/testsupport/",
+	modulePath + "/internal/schematest",
+	modulePath + "/internal/aws/awsfake",
+	modulePath + "/internal/audit/gen",
+	modulePath + "/internal/audit/groundtruth",
+	modulePath + "/internal/doctor/kubeletstub",
+	modulePath + "/internal/integration",
+	modulePath + "/internal/leasesview/clustertest",
+	modulePath + "/internal/deploytest",
+	modulePath + "/internal/e2e",
+}
+
+// notInController are what the CLI links and the controller's image must not: the AWS SDK, the
+// readers and checks of the other commands, the sandbox and its control plane, and cli-runtime
+// (its ConfigFlags bring its printers; the controller takes client-go's clientcmd flags).
+var notInController = []string{
+	"github.com/aws/",
+	"k8s.io/cli-runtime/",
+	modulePath + "/internal/aws",
+	modulePath + "/internal/audit",
+	modulePath + "/internal/bundle",
+	modulePath + "/internal/doctor",
+	modulePath + "/internal/findings",
+	modulePath + "/internal/gc",
+	modulePath + "/internal/leasesview",
+	modulePath + "/internal/kubeprint",
+	modulePath + "/internal/maxpods",
+	modulePath + "/internal/sandbox",
+	modulePath + "/internal/controlplane",
+	modulePath + "/internal/kubeletsim",
+	modulePath + "/cmd/nodekeeper/",
+}
+
+// matches reports whether pkg is one of patterns: an exact path, or under a path ending in "/"
+// (for a pattern without "/" at the end, its subpackages match too).
+func matches(pkg string, patterns []string) string {
+	for _, p := range patterns {
+		if pkg == strings.TrimSuffix(p, "/") || strings.HasPrefix(pkg, strings.TrimSuffix(p, "/")+"/") {
+			return p
+		}
+	}
+	return ""
+}
+
+func deps(t *testing.T, main, goos string) []string {
+	t.Helper()
+	trackInputs(t, "cmd", "internal", "go.mod")
+	cmd := exec.Command("go", "list", "-deps", main)
+	cmd.Dir = repoRoot(t)
+	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH=amd64", "CGO_ENABLED=0")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s (%s): %v", main, goos, err)
+	}
+	pkgs := strings.Fields(string(out))
+	if len(pkgs) < 50 {
+		t.Fatalf("go list -deps %s listed %d packages; expected the whole import graph", main, len(pkgs))
+	}
+	return pkgs
+}
+
+func TestShippedBinariesLinkNoHarness(t *testing.T) {
+	for _, m := range shippedMains {
+		for _, goos := range m.goos {
+			t.Run(strings.TrimPrefix(m.main, "./cmd/")+"/"+goos, func(t *testing.T) {
+				for _, pkg := range deps(t, m.main, goos) {
+					if p := matches(pkg, harness); p != "" {
+						t.Errorf("%s (%s) links %s, a test-only package (%s)", m.main, goos, pkg, p)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestControllerBinaryIsLean(t *testing.T) {
+	pkgs := deps(t, "./cmd/nodekeeper-controller", "linux")
+	for _, pkg := range pkgs {
+		if p := matches(pkg, notInController); p != "" {
+			t.Errorf("nodekeeper-controller links %s (%s): the image must carry the controller alone", pkg, p)
+		}
+	}
+	// The filter must be able to fail: the same rules catch the CLI, which links all of them.
+	cli := deps(t, "./cmd/nodekeeper", "linux")
+	for _, want := range []string{"github.com/aws/aws-sdk-go-v2/service/ec2", "k8s.io/cli-runtime/pkg/printers", modulePath + "/internal/sandbox"} {
+		if !slices.Contains(cli, want) || matches(want, notInController) == "" {
+			t.Errorf("the CLI should link %s and the controller's rules should refuse it", want)
+		}
+	}
+	for _, want := range []string{modulePath + "/internal/controller", modulePath + "/internal/deleter", "k8s.io/client-go/tools/leaderelection"} {
+		if !slices.Contains(pkgs, want) {
+			t.Errorf("nodekeeper-controller does not link %s", want)
+		}
+	}
+}
+
+// Every flag the manifests may pass exists on the controller's binary, the image's entrypoint.
+func TestControllerFlagsExist(t *testing.T) {
+	root := command.NewRoot(strings.NewReader(""), &strings.Builder{}, &strings.Builder{})
+	for name := range controllerFlags {
+		if root.Flags().Lookup(name) == nil && root.PersistentFlags().Lookup(name) == nil {
+			t.Errorf("the manifests' contract names --%s, which nodekeeper-controller does not have", name)
+		}
+	}
+	for _, name := range []string{"kubeconfig", "context", "cluster", "server", "namespace"} {
+		if root.Flags().Lookup(name) == nil {
+			t.Errorf("nodekeeper-controller has no kubectl connection flag --%s", name)
+		}
+	}
+}

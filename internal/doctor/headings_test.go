@@ -1,0 +1,53 @@
+package doctor
+
+import (
+	"bytes"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/headings"
+)
+
+// The doctor's text report, with every section and one finding of every rule, has titles for
+// people: no Go identifier, fmt error or dump in a section title or a rule line. The golden
+// report is read too.
+func TestHeadingsAreForPeople(t *testing.T) {
+	sections := append(append([][2]string(nil), Sections...), sectionEC2)
+	names := map[string]bool{}
+	for _, s := range sections {
+		names[s[0]] = true
+	}
+	r := findings.NewReport("doctor", "https://127.0.0.1:6443", time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), sections...)
+	var rules int
+	for _, rule := range findings.Rules() {
+		if names[rule.Section] {
+			r.Add(rule.New("node/ip-10-0-1-1.ec2.internal", "a message"))
+			rules++
+		}
+	}
+	if rules < 10 {
+		t.Fatalf("only %d doctor rules registered", rules)
+	}
+	for _, color := range []bool{false, true} {
+		var b bytes.Buffer
+		if err := findings.PrintText(&b, r, findings.PrintOptions{Color: color}); err != nil {
+			t.Fatal(err)
+		}
+		hs := headings.Text(b.String())
+		headings.Check(t, "doctor text", hs)
+		for _, s := range sections { // the extraction sees every section title
+			if !slices.ContainsFunc(hs, func(h string) bool { return strings.HasPrefix(h, strings.ToUpper(s[1])) }) {
+				t.Errorf("no heading for section %q among %q", s[1], hs)
+			}
+		}
+	}
+	data, err := os.ReadFile("testdata/podnet.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	headings.Check(t, "testdata/podnet.txt", headings.Text(string(data)))
+}
