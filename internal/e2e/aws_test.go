@@ -111,6 +111,9 @@ func TestDoctorAWS(t *testing.T) {
 		// never "arn:...".
 		{"--cluster ARN", []string{"--cluster", eksARN}},
 		{"--context ARN", []string{"--context", eksARN}},
+		// --eks-cluster names it outright, by name or by ARN.
+		{"--eks-cluster NAME", []string{"--eks-cluster", eksClusterName}},
+		{"--eks-cluster ARN", []string{"--eks-cluster", eksARN}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := awsserver.Start(t, eksCloud(c))
@@ -200,16 +203,22 @@ func TestAuditCloudWatch(t *testing.T) {
 	window := []string{"--since", "2024-04-05 05:00", "--until", "2024-04-08 00:00"}
 
 	for _, tc := range []struct {
-		name string
-		args []string
+		name       string
+		args       []string
+		deprecated bool
 	}{
-		{"--cluster ARN", []string{"--cluster", eksARN}},
-		{"cluster from the context", nil},
+		{"--eks-cluster ARN", []string{"--eks-cluster", eksARN}, false},
+		{"cluster from the context", nil, false},
+		// audit reads no cluster: its --cluster is the deprecated spelling of --eks-cluster.
+		{"deprecated --cluster ARN", []string{"--cluster", eksARN}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(srv.Calls())
 			r := u.expect(exitOK, append(append([]string{"audit", "--cloudwatch", "-o", "json"}, window...), tc.args...)...)
 			rep := auditJSON(t, r)
+			if tc.deprecated && !strings.Contains(r.stderr, "--eks-cluster") {
+				t.Errorf("the deprecated --cluster does not point at --eks-cluster on stderr:\n%s", r)
+			}
 			if len(rep.Zombies) != 1 || rep.Zombies[0].Node != "ip-10-29-79-205.ap-northeast-2.compute.internal" {
 				t.Errorf("zombies %+v:\n%s", rep.Zombies, r)
 			}

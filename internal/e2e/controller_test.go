@@ -15,14 +15,14 @@ import (
 )
 
 // controllerBinaries are the ways the controller ships: the subcommand of the CLI, and the
-// controller-only binary of the image (same flags, no subcommand) once make build produces it,
-// as {"bin/nodekeeper-controller", "nodekeeper-controller", nil}.
+// controller-only binary the image runs (same flags, no subcommand); make build makes both.
 var controllerBinaries = []struct {
 	name string
 	bin  string
 	args []string
 }{
 	{"bin/nodekeeper controller", "nodekeeper", []string{"controller"}},
+	{"bin/nodekeeper-controller", "nodekeeper-controller", nil},
 }
 
 // Generous bounds for a loaded machine; each only catches a hang.

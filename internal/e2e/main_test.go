@@ -79,7 +79,7 @@ func build() error {
 	if testing.Verbose() {
 		fmt.Fprintf(os.Stderr, "e2e: make build done in %s\n", time.Since(start).Round(time.Millisecond))
 	}
-	for _, name := range []string{"nodekeeper", "kubectl-nodekeeper"} {
+	for _, name := range []string{"nodekeeper", "kubectl-nodekeeper", "nodekeeper-controller"} {
 		if info, err := os.Stat(filepath.Join(binDir, name)); err != nil || info.Mode()&0o111 == 0 {
 			return fmt.Errorf("make build succeeded but bin/%s is not an executable (%v)", name, err)
 		}
