@@ -57,9 +57,27 @@ func TestSandbox(t *testing.T) {
 	}
 	mustContain(t, result{args: []string{"sandbox"}, stdout: d.stdout.String(), stderr: d.stderr.String()}, d.stdout.String(),
 		"export KUBECONFIG="+kubeconfig, "Ctrl-C")
-	r := u.expect(exitOK, "gc", "--kubeconfig", kubeconfig, "--dry-run", "-o", "json")
+	// What it tells the user to run works as told: export KUBECONFIG, gc --dry-run, audit.
+	follower := newUser(t)
+	follower.dir = u.dir
+	follower.setenv("KUBECONFIG", kubeconfig)
+	r := follower.expect(exitOK, "gc", "--dry-run", "-o", "json")
 	if res := gcJSON(t, r); len(res.Results) != leaked {
 		t.Errorf("gc --dry-run in the sandbox would act on %d leases, want its %d leaked:\n%s", len(res.Results), leaked, r)
+	}
+	var auditLog string
+	for _, line := range strings.Split(d.stdout.String(), "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "nodekeeper audit "); ok {
+			auditLog = rest
+		}
+	}
+	if auditLog == "" {
+		t.Errorf("the sandbox does not say which audit log to read:\n%s", d)
+	} else {
+		r = follower.expect(exitOK, "audit", auditLog, "-o", "json")
+		if rep := auditJSON(t, r); len(rep.Inputs) != 1 || rep.Inputs[0].Events == 0 {
+			t.Errorf("the sandbox's audit log holds no event: %+v\n%s", rep.Inputs, r)
+		}
 	}
 
 	// What it started: the control plane, each in a process group of its own.
