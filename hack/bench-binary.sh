@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Binary size and start-up time of nodekeeper built with the release flags (CGO_ENABLED=0,
-# -trimpath, -ldflags '-s -w', as .goreleaser.yaml and `make build` build it).
+# -trimpath, -ldflags '-s -w', as .goreleaser.yaml and `make build` build it), and the size of the
+# controller's own binary (cmd/nodekeeper-controller, what the image runs) where a revision has one.
 #
 #   hack/bench-binary.sh            the current tree
 #   hack/bench-binary.sh REV...     each git revision (built in a temporary detached worktree,
@@ -25,6 +26,9 @@ trap cleanup EXIT
 
 build() { # build DIR OUT
   (cd "$1" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$2" ./cmd/nodekeeper)
+  if [[ -d "$1/cmd/nodekeeper-controller" ]]; then
+    (cd "$1" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$2-controller" ./cmd/nodekeeper-controller)
+  fi
 }
 
 names=() bins=()
@@ -61,4 +65,11 @@ for i in "${!bins[@]}"; do
   fi
   printf '  %-28s size %9d bytes (%5.1f MiB)  start-up median %6.1f ms%s\n' \
     "${names[$i]}" "$size" "$(echo "$size" | awk '{print $1/1048576}')" "$(echo "$median" | awk '{print $1/1000}')" "$cpu"
+  if [[ -f "${bins[$i]}-controller" ]]; then
+    size=$(stat -c %s "${bins[$i]}-controller")
+    printf '  %-28s size %9d bytes (%5.1f MiB)  nodekeeper-controller (the image'"'"'s binary)\n' \
+      "" "$size" "$(echo "$size" | awk '{print $1/1048576}')"
+  else
+    echo "  ${names[$i]}: no cmd/nodekeeper-controller; the image ran the binary above"
+  fi
 done

@@ -18,6 +18,8 @@
 #   doctor     doctor on 2,000 simulated nodes through the real node proxy; then the pod
 #              networking section on 2,000 nodes, 20,000 pods (2,000 stuck), 50,000 events,
 #              next to the doctor without that section
+#   doctor-rss peak RSS of the built `nodekeeper doctor` (ru_maxrss) with one stuck pod and 300
+#              FailedCreatePodSandBox events of 1 MB each, against the 256 MiB target
 #   binary     size and median start-up (`nodekeeper version`) of the release-flags build of this tree
 #              (hack/bench-binary.sh; give it revisions to compare, e.g. hack/bench-binary.sh 186e385)
 #   aws        audit --cloudwatch against the in-memory CloudWatch (2 million events over 24 h)
@@ -39,9 +41,10 @@ declare -A cmd=(
   [audit-worst]="./internal/audit -bench BenchmarkAuditWorstCaseVsJQ\$ -timeout 60m"
   [audit-distinct]="./internal/audit -bench BenchmarkAuditDistinctKeys\$ -timeout 60m"
   [doctor]="./internal/doctor -bench Doctor2000|DoctorPodNetworking -timeout 60m"
+  [doctor-rss]="./internal/doctor -bench DoctorEventMemory -timeout 30m"
   [aws]="./internal/aws/cwaudit -bench CloudWatchVsFile -timeout 30m"
 )
-order=(binary testenv gc controller faults leases audit audit-rss audit-worst audit-distinct doctor aws capacity)
+order=(binary testenv gc controller faults leases audit audit-rss audit-worst audit-distinct doctor doctor-rss aws capacity)
 # The audit RSS benchmark measures at 1 GB and 4 GB unless told otherwise.
 export NODEKEEPER_AUDIT_BENCH_RSS_SIZES=${NODEKEEPER_AUDIT_BENCH_RSS_SIZES:-1G,4G}
 selected=(${BENCH:-${order[*]}})

@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/nodekeeper/nodekeeper/internal/doctor"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/rules"
 )
 
 // Options tune an analysis.
@@ -106,7 +106,7 @@ func (a *analysis) sections() [][2]string {
 		keep[SectionBootstrap] = true
 	}
 	if a.userDataSet {
-		keep[doctor.SectionNodes], keep[doctor.SectionKubelet], keep[doctor.SectionAWSNode] = true, true, true
+		keep[rules.SectionNodes], keep[rules.SectionKubelet], keep[rules.SectionAWSNode] = true, true, true
 	}
 	var out [][2]string
 	for _, s := range Sections {
@@ -128,13 +128,13 @@ type analysis struct {
 	evictionZombie zombieLines
 	tracedLines    int // "+ cmd" lines in cloud-init-output.log
 
-	// OS and provisioner hints for the max-pods fix (doctor.MaxPodsFix).
-	osHint   doctor.NodeOS
-	provHint doctor.Provisioner
+	// OS and provisioner hints for the max-pods fix (rules.MaxPodsFix).
+	osHint   rules.NodeOS
+	provHint rules.Provisioner
 
 	// --user-data: read, the kubelet settings it gives, and parts that could not be read.
 	userDataRead     bool
-	userDataCfg      doctor.KubeletConfig
+	userDataCfg      rules.KubeletConfig
 	userDataSet      bool
 	userDataSrc      string
 	userDataProblems []string
@@ -150,10 +150,10 @@ type analysis struct {
 	cniVersionFrom string
 	vcpus          int
 
-	configs     map[string]doctor.KubeletConfig // base files by path
-	dropins     map[string]doctor.KubeletConfig
+	configs     map[string]rules.KubeletConfig // base files by path
+	dropins     map[string]rules.KubeletConfig
 	configErrs  []string
-	flags       doctor.KubeletConfig
+	flags       rules.KubeletConfig
 	flagsSeen   bool
 	runtimeHint []string // evidence that containerd is the runtime
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/rules"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/golden"
 )
 
@@ -189,7 +190,7 @@ func TestSeedBundle(t *testing.T) {
 		}
 	}
 	var buf bytes.Buffer
-	if err := findings.PrintText(&buf, rep, findings.PrintOptions{}); err != nil {
+	if err := findings.PrintText(&buf, rep, findings.PrintOptions{Catalog: catalog}); err != nil {
 		t.Fatal(err)
 	}
 	assertGolden(t, "seed002.txt", buf.Bytes())
@@ -429,6 +430,10 @@ func TestAnalyzeFile(t *testing.T) {
 	}
 }
 
+// catalog is what the CLI looks bundle's rules up in: the shared node rules and bundle's own.
+// Building it checks that every rule is complete and that no code or name is used twice.
+var catalog = findings.MustCatalog(rules.Rules, Rules)
+
 // TestDocsListEveryRule keeps docs/bundle.md in step with the bundle's rules.
 func TestDocsListEveryRule(t *testing.T) {
 	data, err := os.ReadFile("../../docs/bundle.md")
@@ -441,7 +446,7 @@ func TestDocsListEveryRule(t *testing.T) {
 			t.Errorf("docs/bundle.md lacks the row for %s %s (%s)", r.Code, r.Name, r.Severity)
 		}
 	}
-	for _, r := range findings.Rules() {
+	for _, r := range catalog.Rules() {
 		if strings.HasPrefix(r.Code, "NK6") && !strings.Contains(doc, r.Code) {
 			t.Errorf("docs/bundle.md does not mention %s", r.Code)
 		}

@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nodekeeper/nodekeeper/internal/doctor"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
+	"github.com/nodekeeper/nodekeeper/internal/rules"
 )
 
 // smallFileCap bounds the members read whole (configuration, environment, /proc/stat copies).
@@ -60,8 +60,8 @@ func newAnalysis(o Options) *analysis {
 		o:       o,
 		kind:    InputArchive,
 		lines:   lines,
-		configs: map[string]doctor.KubeletConfig{},
-		dropins: map[string]doctor.KubeletConfig{},
+		configs: map[string]rules.KubeletConfig{},
+		dropins: map[string]rules.KubeletConfig{},
 	}
 	zombie := func(into *zombieLines) func(line []byte) {
 		return func(line []byte) {
@@ -147,24 +147,24 @@ func is(paths ...string) func(string) bool {
 var memberKinds = []memberKind{
 	{what: pKubeletLog, match: is(pKubeletLog), feeds: []string{SectionKubeletLog},
 		stream: func(a *analysis, name string, r io.Reader) error { return a.kubeletLog.scan(name, r, nil) }},
-	{what: pCNILogDir + "{ipamd,plugin}*.log", feeds: []string{SectionCNILog, doctor.SectionNodes, doctor.SectionAWSNode},
+	{what: pCNILogDir + "{ipamd,plugin}*.log", feeds: []string{SectionCNILog, rules.SectionNodes, rules.SectionAWSNode},
 		match:  func(name string) bool { return strings.HasPrefix(name, pCNILogDir) && isCNILog(path.Base(name)) },
 		stream: (*analysis).readCNILog},
-	{what: pCloudInitOut + ", " + pUserData, match: is(pCloudInitOut, pUserData), feeds: []string{SectionBootstrap, doctor.SectionNodes},
+	{what: pCloudInitOut + ", " + pUserData, match: is(pCloudInitOut, pUserData), feeds: []string{SectionBootstrap, rules.SectionNodes},
 		stream: (*analysis).readBootstrapLog},
 	{what: pIOThrottling, match: is(pIOThrottling), feeds: []string{SectionIO},
 		stream: func(a *analysis, _ string, r io.Reader) error { return a.readIO(r) }},
-	{what: pInstanceID, match: is(pInstanceID), feeds: []string{doctor.SectionNodes},
+	{what: pInstanceID, match: is(pInstanceID), feeds: []string{rules.SectionNodes},
 		whole: func(a *analysis, _ string, data []byte) { a.instanceID = strings.TrimSpace(string(data)) }},
-	{what: pProcStat, match: is(pProcStat), feeds: []string{doctor.SectionNodes},
+	{what: pProcStat, match: is(pProcStat), feeds: []string{rules.SectionNodes},
 		whole: (*analysis).readProcStat},
-	{what: pKubeletService, match: is(pKubeletService), feeds: []string{doctor.SectionKubelet, doctor.SectionNodes},
+	{what: pKubeletService, match: is(pKubeletService), feeds: []string{rules.SectionKubelet, rules.SectionNodes},
 		whole: func(a *analysis, _ string, data []byte) { a.readFlags(data) }},
-	{what: pIPAMDEnv, match: is(pIPAMDEnv), feeds: []string{doctor.SectionAWSNode, doctor.SectionNodes},
+	{what: pIPAMDEnv, match: is(pIPAMDEnv), feeds: []string{rules.SectionAWSNode, rules.SectionNodes},
 		whole: func(a *analysis, _ string, data []byte) { a.readIPAMDEnv(data) }},
-	{what: pCNIVarsCtrd + ", " + pCNIVarsDocker, match: is(pCNIVarsCtrd, pCNIVarsDocker), feeds: []string{doctor.SectionAWSNode, doctor.SectionNodes},
+	{what: pCNIVarsCtrd + ", " + pCNIVarsDocker, match: is(pCNIVarsCtrd, pCNIVarsDocker), feeds: []string{rules.SectionAWSNode, rules.SectionNodes},
 		whole: (*analysis).readContainerEnv},
-	{what: "kubelet configuration files and drop-ins", match: isKubeletConfig, feeds: []string{doctor.SectionKubelet, doctor.SectionNodes},
+	{what: "kubelet configuration files and drop-ins", match: isKubeletConfig, feeds: []string{rules.SectionKubelet, rules.SectionNodes},
 		whole: (*analysis).readKubeletConfig},
 	{what: "containerd version and configuration", match: is("containerd/containerd-version.txt", "containerd/containerd-config.txt"), feeds: []string{SectionBootstrap},
 		whole: (*analysis).readContainerdPresence},
@@ -174,9 +174,9 @@ func (a *analysis) visit(m Member, r io.Reader) error {
 	name := m.Name
 	switch {
 	case strings.HasPrefix(name, "nodeadm/") || name == "kubelet/config.json":
-		a.osHint = doctor.OSAmazonLinux2023 // nodeadm writes these; bootstrap.sh does not
-	case name == "kubelet/kubelet-config.json" && a.osHint == doctor.OSUnknown:
-		a.osHint = doctor.OSAmazonLinux2
+		a.osHint = rules.OSAmazonLinux2023 // nodeadm writes these; bootstrap.sh does not
+	case name == "kubelet/kubelet-config.json" && a.osHint == rules.OSUnknown:
+		a.osHint = rules.OSAmazonLinux2
 	}
 	i := slices.IndexFunc(memberKinds, func(k memberKind) bool { return k.match(name) })
 	if i < 0 {
@@ -235,7 +235,7 @@ func (a *analysis) readProcStat(_ string, data []byte) {
 
 // readKubeletConfig reads a kubelet configuration file or drop-in, noting a containerd endpoint.
 func (a *analysis) readKubeletConfig(name string, data []byte) {
-	c, err := doctor.ParseKubeletConfigFile(data)
+	c, err := rules.ParseKubeletConfigFile(data)
 	if err != nil {
 		a.configErrs = append(a.configErrs, fmt.Sprintf("%s: %v", name, err))
 		return
@@ -279,15 +279,15 @@ func isKubeletConfig(name string) bool {
 func (a *analysis) hintsFrom(line []byte) {
 	switch {
 	case bytes.Contains(line, []byte("nodeadm")):
-		a.osHint = doctor.OSAmazonLinux2023
-	case bytes.Contains(line, []byte("/etc/eks/bootstrap.sh")) && a.osHint == doctor.OSUnknown:
-		a.osHint = doctor.OSAmazonLinux2
+		a.osHint = rules.OSAmazonLinux2023
+	case bytes.Contains(line, []byte("/etc/eks/bootstrap.sh")) && a.osHint == rules.OSUnknown:
+		a.osHint = rules.OSAmazonLinux2
 	}
 	switch {
-	case bytes.Contains(line, []byte(doctor.LabelKarpenterNodePool+"=")) || bytes.Contains(line, []byte(doctor.LabelKarpenterProvisioner+"=")):
-		a.provHint = doctor.ProvisionerKarpenter
-	case bytes.Contains(line, []byte(doctor.LabelEKSNodegroup+"=")) && a.provHint == doctor.ProvisionerUnknown:
-		a.provHint = doctor.ProvisionerManagedNodeGroup
+	case bytes.Contains(line, []byte(rules.LabelKarpenterNodePool+"=")) || bytes.Contains(line, []byte(rules.LabelKarpenterProvisioner+"=")):
+		a.provHint = rules.ProvisionerKarpenter
+	case bytes.Contains(line, []byte(rules.LabelEKSNodegroup+"=")) && a.provHint == rules.ProvisionerUnknown:
+		a.provHint = rules.ProvisionerManagedNodeGroup
 	}
 }
 

@@ -21,13 +21,13 @@ func TestHeadingsAreForPeople(t *testing.T) {
 		names[s[0]] = true
 	}
 	r := findings.NewReport("bundle", "eks_i-0123456789abcdef0.tar.gz", time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Sections...)
-	for _, rule := range findings.Rules() {
+	for _, rule := range catalog.Rules() {
 		if names[rule.Section] {
 			r.Add(rule.New("kubelet/kubelet.log", "a message"))
 		}
 	}
 	var b bytes.Buffer
-	if err := findings.PrintText(&b, r, findings.PrintOptions{}); err != nil {
+	if err := findings.PrintText(&b, r, findings.PrintOptions{Catalog: catalog}); err != nil {
 		t.Fatal(err)
 	}
 	hs := headings.Text(b.String())

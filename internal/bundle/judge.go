@@ -9,9 +9,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/nodekeeper/nodekeeper/internal/doctor"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/rules"
 	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
@@ -185,8 +185,8 @@ func (a *analysis) reportIO(rep *findings.Report) {
 
 // kubeletConfig merges what the bundle says about the kubelet's configuration: base file, drop-ins
 // in name order, then command-line flags (which win, as in the kubelet).
-func (a *analysis) kubeletConfig() (doctor.KubeletConfig, string, bool) {
-	var c doctor.KubeletConfig
+func (a *analysis) kubeletConfig() (rules.KubeletConfig, string, bool) {
+	var c rules.KubeletConfig
 	var srcs []string
 	for _, f := range kubeletConfigFiles {
 		if cfg, ok := a.configs[f]; ok {
@@ -219,7 +219,7 @@ func (a *analysis) reportConfig(rep *findings.Report) {
 	cfg, src, ok := a.kubeletConfig()
 	for _, e := range a.configErrs {
 		f := RuleMissing.Skip("kubelet/config", e)
-		f.Section = doctor.SectionKubelet
+		f.Section = rules.SectionKubelet
 		rep.Add(f)
 	}
 	node := "node"
@@ -228,11 +228,11 @@ func (a *analysis) reportConfig(rep *findings.Report) {
 	}
 	if !ok {
 		f := RuleMissing.Skip("kubelet/config.json", "no kubelet configuration (kubelet/config.json, kubelet/kubelet-config.json) or kubelet flags in the bundle")
-		f.Section = doctor.SectionKubelet
+		f.Section = rules.SectionKubelet
 		rep.Add(f)
 	} else {
-		rep.Checked(doctor.SectionKubelet, 1)
-		rep.Add(doctor.CheckKubeletConfig(node, src, cfg, cfg.EffectiveMaxPods())...)
+		rep.Checked(rules.SectionKubelet, 1)
+		rep.Add(rules.CheckKubeletConfig(node, src, cfg, cfg.EffectiveMaxPods())...)
 	}
 
 	// aws-node settings.
@@ -240,17 +240,17 @@ func (a *analysis) reportConfig(rep *findings.Report) {
 	switch {
 	case a.env != nil:
 		settings = eni.ParseSettings(a.env)
-		rep.Checked(doctor.SectionAWSNode, 1)
-		in := doctor.CNIInput{Resource: a.envSource, Env: a.env, MinVersion: a.o.MinCNIVersion}
+		rep.Checked(rules.SectionAWSNode, 1)
+		in := rules.CNIInput{Resource: a.envSource, Env: a.env, MinVersion: a.o.MinCNIVersion}
 		if v, err := eni.ParseVersion(a.cniVersion); err == nil && a.cniVersion != "" {
 			in.Version = &v
 		}
-		fs := doctor.CheckCNISettings(in)
+		fs := rules.CheckCNISettings(in)
 		if !a.envFull {
 			// ipamd's introspection lists only a few settings: absence proves nothing there.
 			kept := fs[:0]
 			for _, f := range fs {
-				if f.Code != doctor.RuleClusterEndpoint.Code {
+				if f.Code != rules.RuleClusterEndpoint.Code {
 					kept = append(kept, f)
 				}
 			}
@@ -263,7 +263,7 @@ func (a *analysis) reportConfig(rep *findings.Report) {
 			reason += ": " + strings.Join(a.envErrs, "; ")
 		}
 		f := RuleMissing.Skip(pCNIVarsCtrd, reason)
-		f.Section = doctor.SectionAWSNode
+		f.Section = rules.SectionAWSNode
 		rep.Add(f)
 	}
 
@@ -275,7 +275,7 @@ func (a *analysis) reportConfig(rep *findings.Report) {
 	switch {
 	case !ok:
 		f := RuleMissing.Skip(node, "max pods unknown: no kubelet configuration in the bundle")
-		f.Section = doctor.SectionNodes
+		f.Section = rules.SectionNodes
 		rep.Add(f)
 	case itype == "":
 		id := ""
@@ -283,20 +283,20 @@ func (a *analysis) reportConfig(rep *findings.Report) {
 			id = " (" + pInstanceID + " has " + a.instanceID + ", which does not name the type)"
 		}
 		f := RuleMissing.Skip(node, "instance type unknown: no \"Found instance-type\" line in ipamd.log"+id+"; pass --instance-type")
-		f.Section = doctor.SectionNodes
+		f.Section = rules.SectionNodes
 		rep.Add(f)
 	default:
-		n := doctor.NodeCapacity{Resource: node, InstanceType: itype, CapacityPods: cfg.EffectiveMaxPods()}
+		n := rules.NodeCapacity{Resource: node, InstanceType: itype, CapacityPods: cfg.EffectiveMaxPods()}
 		if a.vcpus > 0 {
 			n.VCPUs, n.VCPUSource = a.vcpus, pProcStat
 		}
-		res := doctor.CheckPodCapacity(n, doctor.CNIMode{Settings: settings, Version: a.cniVersion, ReservedENIs: a.o.ReservedENIs})
+		res := rules.CheckPodCapacity(n, rules.CNIMode{Settings: settings, Version: a.cniVersion, ReservedENIs: a.o.ReservedENIs})
 		if res.Evaluated {
-			rep.Checked(doctor.SectionNodes, 1)
+			rep.Checked(rules.SectionNodes, 1)
 		}
 		for i := range res.Findings {
 			res.Findings[i] = res.Findings[i].WithEvidence(fmt.Sprintf("instance type %s from %s; max pods %d from %s", itype, isrc, cfg.EffectiveMaxPods(), maxPodsSource(cfg, src)))
-			if res.Findings[i].Code == doctor.RuleMaxPodsAboveIPs.Code && settings.CustomNetworking {
+			if res.Findings[i].Code == rules.RuleMaxPodsAboveIPs.Code && settings.CustomNetworking {
 				// The usual cause: custom networking with the bootstrap script's default max pods.
 				res.Findings[i] = res.Findings[i].WithEvidence("custom networking is on: bootstrap.sh needs --use-max-pods false and --kubelet-extra-args '--max-pods=N'; Karpenter needs reservedENIs: 1")
 			}
@@ -307,21 +307,21 @@ func (a *analysis) reportConfig(rep *findings.Report) {
 }
 
 // fitMaxPodsFix adds to NK101/NK409 the max-pods fix for the node's OS and provisioner, as far
-// as the input shows them (doctor.MaxPodsFix lists every option when it does not).
+// as the input shows them (rules.MaxPodsFix lists every option when it does not).
 func (a *analysis) fitMaxPodsFix(fs []findings.Finding, limit int, customNetworking bool) {
 	if limit <= 0 {
 		return
 	}
 	for i := range fs {
-		if fs[i].Code == doctor.RuleMaxPodsAboveIPs.Code || fs[i].Code == "NK409" {
+		if fs[i].Code == rules.RuleMaxPodsAboveIPs.Code || fs[i].Code == "NK409" {
 			// The same evidence line doctor gives each node.
 			fs[i] = fs[i].WithEvidence(fmt.Sprintf("fix for this node (%s, %s): %s", a.osHint, a.provHint,
-				doctor.MaxPodsFix(a.osHint, a.provHint, limit, customNetworking)))
+				rules.MaxPodsFix(a.osHint, a.provHint, limit, customNetworking)))
 		}
 	}
 }
 
-func maxPodsSource(c doctor.KubeletConfig, src string) string {
+func maxPodsSource(c rules.KubeletConfig, src string) string {
 	if c.MaxPods == nil {
 		return "the kubelet default (not set in " + src + ")"
 	}

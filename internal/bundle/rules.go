@@ -1,11 +1,12 @@
 package bundle
 
 import (
-	"github.com/nodekeeper/nodekeeper/internal/doctor"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/rules"
 )
 
-// Bundle sections; the configuration sections reuse the doctor's names and rules.
+// Bundle sections; the configuration sections are those of the rules shared with doctor
+// (internal/rules).
 const (
 	SectionKubeletLog = "kubelet-log"
 	SectionCNILog     = "cni-log"
@@ -19,113 +20,134 @@ var Sections = [][2]string{
 	{SectionCNILog, "VPC CNI logs (ipamd, plugin)"},
 	{SectionIO, "Block IO delay"},
 	{SectionBootstrap, "Bootstrap user data"},
-	{doctor.SectionNodes, "Pod capacity against VPC CNI addresses"},
-	{doctor.SectionKubelet, "Kubelet configuration"},
-	{doctor.SectionAWSNode, "aws-node (Amazon VPC CNI) settings"},
+	{rules.SectionNodes, "Pod capacity against VPC CNI addresses"},
+	{rules.SectionKubelet, "Kubelet configuration"},
+	{rules.SectionAWSNode, "aws-node (Amazon VPC CNI) settings"},
 }
 
 // The bundle's own rules (NK6xx).
 var (
-	RulePullQPS = findings.Define(findings.Rule{
+	RulePullQPS = findings.Rule{
 		Code: "NK601", Name: "image-pull-qps-exceeded", Section: SectionKubeletLog, Severity: findings.Warning,
 		Title:       "image pulls failed with \"pull QPS exceeded\"",
 		Remediation: "raise the kubelet's registryPullQPS (for example 50) and registryBurst; pods retry with back-off meanwhile (ErrImagePull, ImagePullBackOff)",
-		DocURL:      findings.DocKubeletConfig,
-	})
-	RuleLeaseOwner = findings.Define(findings.Rule{
+		DocURL:      rules.DocKubeletConfig,
+	}
+	RuleLeaseOwner = findings.Rule{
 		Code: "NK602", Name: "lease-owner-ref-failed", Section: SectionKubeletLog, Severity: findings.Warning,
 		Title:       "the kubelet could not get its Node to set the owner of its lease",
 		Remediation: "a few lines at boot precede the Node's registration; lines that continue mean the Node was deleted while the kubelet runs (a zombie) or the kubelet cannot read it: check with nodekeeper leases",
-		DocURL:      findings.DocLeases,
-	})
-	RuleNodeStatus = findings.Define(findings.Rule{
+		DocURL:      rules.DocLeases,
+	}
+	RuleNodeStatus = findings.Rule{
 		Code: "NK603", Name: "node-status-update-failed", Section: SectionKubeletLog, Severity: findings.Warning,
 		Title:       "the kubelet could not update its node status",
 		Remediation: "check the node's path to the API server and API server throttling (429); a Node that stops reporting goes NotReady",
-		DocURL:      findings.DocLeases,
-	})
-	RuleEvictionStats = findings.Define(findings.Rule{
+		DocURL:      rules.DocLeases,
+	}
+	RuleEvictionStats = findings.Rule{
 		Code: "NK604", Name: "eviction-summary-stats-failed", Section: SectionKubeletLog, Severity: findings.Warning,
 		Title:       "the kubelet's eviction manager could not get node summary stats",
 		Remediation: "node-pressure eviction is blind while this lasts: check the container runtime's stats (crictl stats) and cAdvisor errors in the same log; when the error says the node is not found, the Node was deleted under a running kubelet (see NK603)",
-		DocURL:      findings.DocEviction,
-	})
-	RuleServingCert = findings.Define(findings.Rule{
+		DocURL:      DocEviction,
+	}
+	RuleServingCert = findings.Rule{
 		Code: "NK605", Name: "kubelet-serving-cert-missing", Section: SectionKubeletLog, Severity: findings.Warning,
 		Title:       "the kubelet has no serving certificate: its kubelet-serving CSR was not approved",
 		Remediation: "kubectl logs/exec/port-forward and metrics scrapes to this node fail until it has one: list the node's CSRs (kubectl get csr --field-selector spec.signerName=kubernetes.io/kubelet-serving); EKS approves a kubelet-serving CSR only when it comes from system:node:<the instance's EC2 private DNS name> and asks for that name and the instance's addresses, so keep the hostname EC2 gives the node; approve by hand (kubectl certificate approve) only after checking the names in the request",
-		DocURL:      findings.DocServingCert,
-	})
-	RuleIPAMDRefused = findings.Define(findings.Rule{
+		DocURL:      DocServingCert,
+	}
+	RuleIPAMDRefused = findings.Rule{
 		Code: "NK611", Name: "ipamd-connection-refused", Section: SectionCNILog, Severity: findings.Error,
 		Title:       "the CNI plugin could not reach ipamd (127.0.0.1:50051 / ipamd.sock): pods stay in ContainerCreating",
 		Remediation: "ipamd was not up: look for its start-up errors (API server unreachable, invalid settings) in ipamd.log; set CLUSTER_ENDPOINT so it does not wait for kube-proxy",
-		DocURL:      findings.DocCNITroubleshooting,
-	})
-	RuleIPAMDAPIServer = findings.Define(findings.Rule{
+		DocURL:      rules.DocCNITroubleshooting,
+	}
+	RuleIPAMDAPIServer = findings.Rule{
 		Code: "NK612", Name: "ipamd-api-server-unreachable", Section: SectionCNILog, Severity: findings.Error,
 		Title:       "ipamd could not reach the API server",
 		Remediation: "set CLUSTER_ENDPOINT on aws-node (ipamd then does not depend on kube-proxy's iptables rules at boot) and check security groups between nodes and the control plane",
-		DocURL:      findings.DocCNITroubleshooting,
-	})
-	RuleEC2Throttle = findings.Define(findings.Rule{
+		DocURL:      rules.DocCNITroubleshooting,
+	}
+	RuleEC2Throttle = findings.Rule{
 		Code: "NK613", Name: "ec2-api-throttling", Section: SectionCNILog, Severity: findings.Warning,
 		Title:       "EC2 API throttling (RequestLimitExceeded / ThrottlingException)",
 		Remediation: "keep warm pools (WARM_ENI_TARGET, MINIMUM_IP_TARGET) so scale-ups need fewer EC2 calls, spread node launches, and ask for higher EC2 API rate quotas",
-		DocURL:      findings.DocEC2Throttling,
-	})
-	RuleNoAddress = findings.Define(findings.Rule{
+		DocURL:      rules.DocEC2Throttling,
+	}
+	RuleNoAddress = findings.Rule{
 		Code: "NK614", Name: "ipam-no-address", Section: SectionCNILog, Severity: findings.Error,
 		Title:       "the VPC CNI had no IP address to give a pod: pods stay in ContainerCreating",
 		Remediation: "the node's ENIs are full or ipamd could not add addresses: keep the kubelet's maxPods within the node's address capacity (nodekeeper maxpods), enable prefix delegation on Nitro instances, and see NK613/NK615 in the same bundle for why no address could be added",
-		DocURL:      findings.DocIPOptimization,
-	})
-	RuleSubnetExhausted = findings.Define(findings.Rule{
+		DocURL:      rules.DocIPOptimization,
+	}
+	RuleSubnetExhausted = findings.Rule{
 		Code: "NK615", Name: "subnet-addresses-exhausted", Section: SectionCNILog, Severity: findings.Error,
 		Title:       "the subnet has no free addresses (InsufficientFreeAddressesInSubnet / InsufficientCidrBlocks)",
 		Remediation: "give pods more address space: larger or additional subnets, a secondary VPC CIDR with custom networking (ENIConfig per zone), or prefix delegation with subnets that have free /28 blocks; release leaked ENIs (status available) in the subnet",
-		DocURL:      findings.DocIPOptimization,
-	})
-	RuleIODelay = findings.Define(findings.Rule{
+		DocURL:      rules.DocIPOptimization,
+	}
+	RuleIODelay = findings.Rule{
 		Code: "NK621", Name: "block-io-delay", Section: SectionIO, Severity: findings.Warning,
 		Title:       "processes spent long waiting for block IO (EBS throttling)",
 		Remediation: "give the root volume more IOPS/throughput (gp3) or move container state (/var/lib/containerd, /var/lib/kubelet) to its own volume; the CNI binary and kubelet run from the root volume",
-		DocURL:      findings.DocEBSIO,
-	})
-	RuleHostname = findings.Define(findings.Rule{
+		DocURL:      DocEBSIO,
+	}
+	RuleHostname = findings.Rule{
 		Code: "NK631", Name: "user-data-hostname-override", Section: SectionBootstrap, Severity: findings.Warning,
 		Title:       "user data overrides the hostname",
 		Remediation: "let the node keep its EC2 private DNS name; the Node name, its lease and the AWS cloud provider expect it",
-		DocURL:      findings.DocUserData,
-	})
-	RuleIptablesFlush = findings.Define(findings.Rule{
+		DocURL:      DocUserData,
+	}
+	RuleIptablesFlush = findings.Rule{
 		Code: "NK632", Name: "user-data-iptables-flush", Section: SectionBootstrap, Severity: findings.Error,
 		Title:       "user data flushes iptables",
 		Remediation: "remove the flush: it deletes the rules kube-proxy and the VPC CNI program at boot (Service routing, SNAT, pod traffic)",
-		DocURL:      findings.DocUserData,
-	})
-	RuleDocker = findings.Define(findings.Rule{
+		DocURL:      DocUserData,
+	}
+	RuleDocker = findings.Rule{
 		Code: "NK633", Name: "user-data-docker-on-containerd", Section: SectionBootstrap, Severity: findings.Warning,
 		Title:       "user data manages the Docker service on a node whose runtime is containerd",
 		Remediation: "remove the Docker steps from the bootstrap script; containerd is the runtime and a restarted dockerd only adds iptables rules and load",
-		DocURL:      findings.DocUserData,
-	})
-	RuleUserDataUntraced = findings.Define(findings.Rule{
+		DocURL:      DocUserData,
+	}
+	RuleUserDataUntraced = findings.Rule{
 		Code: "NK634", Name: "user-data-not-traced", Section: SectionBootstrap, Severity: findings.Skipped,
 		Title:       "the user data's commands are not in cloud-init-output.log",
 		Remediation: "the user data runs without `set -x`, so the hostname, iptables and Docker checks (NK631-NK633) could not see its commands: pass the user data itself with --user-data FILE (aws ec2 describe-instance-attribute --attribute userData, or the launch template)",
-		DocURL:      findings.DocUserData,
-	})
-	RuleUserDataUnreadable = findings.Define(findings.Rule{
+		DocURL:      DocUserData,
+	}
+	RuleUserDataUnreadable = findings.Rule{
 		Code: "NK635", Name: "user-data-unreadable", Section: SectionBootstrap, Severity: findings.Warning,
 		Title:       "a part of the user data could not be read",
 		Remediation: "check the MIME structure (boundary, Content-Type of each part) and the NodeConfig YAML; nodeadm and cloud-init skip what they cannot parse, so the node may boot without that part",
-		DocURL:      findings.DocNodeadm,
-	})
-	RuleMissing = findings.Define(findings.Rule{
+		DocURL:      DocNodeadm,
+	}
+	RuleMissing = findings.Rule{
 		Code: "NK641", Name: "bundle-input-missing", Section: SectionKubeletLog, Severity: findings.Skipped,
 		Title:       "a file these checks read is not in the bundle",
 		Remediation: "collect the bundle with a current eks-log-collector.sh, as root, without --ignore_introspection",
-		DocURL:      findings.DocLogCollector,
-	})
+		DocURL:      DocLogCollector,
+	}
 )
+
+// Rules lists bundle's own rules, for the catalog (findings.NewCatalog with rules.Rules).
+var Rules = []findings.Rule{
+	RulePullQPS,
+	RuleLeaseOwner,
+	RuleNodeStatus,
+	RuleEvictionStats,
+	RuleServingCert,
+	RuleIPAMDRefused,
+	RuleIPAMDAPIServer,
+	RuleEC2Throttle,
+	RuleNoAddress,
+	RuleSubnetExhausted,
+	RuleIODelay,
+	RuleHostname,
+	RuleIptablesFlush,
+	RuleDocker,
+	RuleUserDataUntraced,
+	RuleUserDataUnreadable,
+	RuleMissing,
+}

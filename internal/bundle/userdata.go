@@ -14,8 +14,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/nodekeeper/nodekeeper/internal/doctor"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/rules"
 )
 
 // MaxUserDataSize bounds --user-data. EC2 accepts 16 KB of user data (before base64); a gzip-free
@@ -147,7 +147,7 @@ func (a *analysis) readUserData(name string, data []byte) {
 				a.readUserDataFlags(p.name, line)
 			})
 		case "nodeconfig":
-			a.osHint = doctor.OSAmazonLinux2023
+			a.osHint = rules.OSAmazonLinux2023
 			a.readNodeConfig(p, &problems)
 		}
 	}
@@ -179,7 +179,7 @@ func (a *analysis) readNodeConfig(p userDataPart, problems *[]string) {
 		}
 		if nc.Spec.Kubelet.Config != nil {
 			raw, _ := json.Marshal(nc.Spec.Kubelet.Config)
-			c, err := doctor.ParseKubeletConfigFile(raw)
+			c, err := rules.ParseKubeletConfigFile(raw)
 			if err != nil {
 				*problems = append(*problems, fmt.Sprintf("%s: NodeConfig spec.kubelet.config: %v", p.name, err))
 			} else {

@@ -137,7 +137,7 @@ func TestUserDataUnreadable(t *testing.T) {
 }
 
 // TestMaxPodsFixFitsTheNode: NK101 names the fix for the node's OS and provisioner as the input
-// shows them (doctor.MaxPodsFix), as doctor does for each node, besides the rule's list.
+// shows them (rules.MaxPodsFix), as doctor does for each node, besides the rule's list.
 func TestMaxPodsFixFitsTheNode(t *testing.T) {
 	karpenter := strings.Replace(seedUserDataScript, "--node-labels=team=shop", "--node-labels=karpenter.sh/nodepool=default", 1)
 	for _, tc := range []struct {

@@ -131,7 +131,7 @@ func BenchmarkDoctor2000Nodes(b *testing.B) {
 					before[j] = e.Hits()
 				}
 				start := time.Now()
-				rep, err := Run(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-bench", Limit: kube.RateLimit{QPS: qps, Burst: int(3 * qps)}})
+				rep, err := runLimited(ctx, env.AdminConfig(), kube.RateLimit{QPS: qps, Burst: int(3 * qps)}, Options{AWSNodeName: "aws-node-bench"})
 				el := time.Since(start)
 				total += el
 				if err != nil {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/doctor/kubeletstub"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
 	"github.com/nodekeeper/nodekeeper/internal/testenv"
 )
@@ -214,7 +215,7 @@ func TestDoctorSeedCluster(t *testing.T) {
 		"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true", "WARM_ENI_TARGET": "1", "IP_COOLDOWN_PERIOD": "0",
 	}))
 
-	rep, err := Run(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-seed", Workers: 4})
+	rep, err := runOn(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-seed", Workers: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +324,7 @@ func TestDoctorWithoutPermissions(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 
-	rep, err := Run(ctx, limited, Options{})
+	rep, err := runOn(ctx, limited, Options{})
 	if err != nil {
 		t.Fatalf("the run must not fail for missing permissions: %v", err)
 	}
@@ -431,7 +432,7 @@ func TestDoctorAPFRejections(t *testing.T) {
 		}
 		t.Fatal("the API server rejected no request of the noisy client")
 	}
-	rep, err := Run(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-none"})
+	rep, err := runOn(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-none"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -502,7 +503,7 @@ func TestDoctorNoAWSNode(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = admin.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
 
-	rep, err := Run(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-none"})
+	rep, err := runOn(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-none"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -511,7 +512,7 @@ func TestDoctorNoAWSNode(t *testing.T) {
 		t.Fatalf("got %v", got)
 	}
 	// With --custom-networking the 29-pod m5.large is over its 20 addresses.
-	rep, err = Run(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-none", CustomNetworking: ptr.To(true)})
+	rep, err = runOn(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-none", CustomNetworking: ptr.To(true)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -522,4 +523,20 @@ func TestDoctorNoAWSNode(t *testing.T) {
 	if srv.Endpoints()[0].Hits() != 2 {
 		t.Errorf("two runs, %d configz requests", srv.Endpoints()[0].Hits())
 	}
+}
+
+// runOn runs doctor against cfg without a client-side limit, its clients built as the CLI
+// builds them (kube.NewClients, DepsFrom).
+func runOn(ctx context.Context, cfg *rest.Config, o Options) (*findings.Report, error) {
+	return runLimited(ctx, cfg, kube.RateLimit{}, o)
+}
+
+func runLimited(ctx context.Context, cfg *rest.Config, limit kube.RateLimit, o Options) (*findings.Report, error) {
+	cfg, requests := kube.CountRequests(kube.Configure(cfg, "doctor", limit))
+	clients, err := kube.NewClients(cfg)
+	if err != nil {
+		return nil, err
+	}
+	o.Target = cfg.Host
+	return Run(ctx, DepsFrom(clients, requests), o)
 }

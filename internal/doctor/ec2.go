@@ -9,8 +9,6 @@ import (
 
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 
@@ -306,51 +304,46 @@ func reasonSuffix(inst ec2types.Instance) string {
 
 // ec2InstanceTypes asks EC2 (one batched DescribeInstanceTypes) about the Nodes' instance
 // types that the built-in table does not know, so that their capacity is checked too; the
-// table's own types cost no call. AccessDenied leaves those types unknown and says which
-// permission is missing; other AWS errors fail the run like the rest of the EC2 section.
-func (r *runner) ec2InstanceTypes(ctx context.Context, nodes []corev1.Node) (*eni.Catalog, error) {
+// table's own types cost no call. AccessDenied leaves those types unknown and the fact missing
+// with the permission named; other AWS errors fail the run like the rest of the EC2 section.
+func (g *gatherer) ec2InstanceTypes(ctx context.Context) error {
 	var ask []string
-	for i := range nodes {
-		if t := instanceType(&nodes[i]); t != "" && !eni.Known(t) {
+	for i := range g.f.Nodes {
+		if t := instanceType(&g.f.Nodes[i]); t != "" && !eni.Known(t) {
 			ask = append(ask, t)
 		}
 	}
 	if len(ask) == 0 {
-		return nil, nil
+		return nil
 	}
-	cat, err := nkaws.InstanceCatalog(ctx, r.o.EC2.API, ask)
+	cat, err := nkaws.InstanceCatalog(ctx, g.o.EC2.API, ask)
 	if nkaws.IsAccessDenied(err) {
-		r.rep.Add(RuleInstanceUnknown.Skip("ec2", err.Error()))
-		return nil, nil
+		g.f.miss(FactEC2Types, "ec2", err.Error())
+		return nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("EC2: %w", err)
-	}
-	return cat, nil
-}
-
-// checkEC2 gathers the EC2 inputs. AccessDenied skips the section with the missing permission
-// named; other AWS errors fail the run.
-func (r *runner) checkEC2(ctx context.Context, nodes []corev1.Node, settings eni.Settings) error {
-	o := r.o.EC2
-	grace := o.RegisterGrace
-	if grace <= 0 {
-		grace = 10 * time.Minute
-	}
-	skip := func(err error) error {
-		if nkaws.IsAccessDenied(err) {
-			r.rep.Add(RuleInstanceWithoutNode.Skip("ec2", err.Error()))
-			return nil
-		}
 		return fmt.Errorf("EC2: %w", err)
 	}
+	g.f.EC2.Types = cat
+	return nil
+}
+
+// ec2 reads the cluster's running instances (by tag), the instances the Nodes name, and the
+// subnets of both (with custom networking, the ENIConfigs' pod subnets too). AccessDenied leaves
+// the fact missing with the permission named; other AWS errors fail the run.
+func (g *gatherer) ec2(ctx context.Context) error {
+	o := g.o.EC2
 	seen := map[string]bool{}
 	var running []ec2types.Instance
 	for _, filters := range clusterTagFilters(o.Cluster) {
 		filters = append(filters, ec2types.Filter{Name: strp("instance-state-name"), Values: []string{"running"}})
 		insts, err := nkaws.DescribeInstances(ctx, o.API, &ec2.DescribeInstancesInput{Filters: filters})
+		if nkaws.IsAccessDenied(err) {
+			g.f.miss(FactEC2Instances, "ec2", err.Error())
+			return nil
+		}
 		if err != nil {
-			return skip(err)
+			return fmt.Errorf("EC2: %w", err)
 		}
 		for _, inst := range insts {
 			if id := strDeref(inst.InstanceId); !seen[id] {
@@ -360,8 +353,8 @@ func (r *runner) checkEC2(ctx context.Context, nodes []corev1.Node, settings eni
 		}
 	}
 	var ids []string
-	for i := range nodes {
-		if id := InstanceIDFromProviderID(nodes[i].Spec.ProviderID); id != "" {
+	for i := range g.f.Nodes {
+		if id := InstanceIDFromProviderID(g.f.Nodes[i].Spec.ProviderID); id != "" {
 			ids = append(ids, id)
 		}
 	}
@@ -372,50 +365,46 @@ func (r *runner) checkEC2(ctx context.Context, nodes []corev1.Node, settings eni
 		batch := ids[:min(len(ids), 200)]
 		ids = ids[len(batch):]
 		insts, err := nkaws.DescribeInstances(ctx, o.API, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{{Name: strp("instance-id"), Values: batch}}})
+		if nkaws.IsAccessDenied(err) {
+			g.f.miss(FactEC2Instances, "ec2", err.Error())
+			return nil
+		}
 		if err != nil {
-			return skip(err)
+			return fmt.Errorf("EC2: %w", err)
 		}
 		for _, inst := range insts {
 			byID[strDeref(inst.InstanceId)] = inst
 		}
 	}
+	g.f.EC2.Running, g.f.EC2.ByID = running, byID
 	subnetIDs := map[string]bool{}
 	for _, inst := range byID {
 		if inst.SubnetId != nil {
 			subnetIDs[*inst.SubnetId] = true
 		}
 	}
-	var podSubnets map[string]string
-	if settings.CustomNetworking {
-		var err error
-		if podSubnets, err = r.eniConfigSubnets(ctx, nodes); err != nil {
-			return err
-		}
-		for _, id := range podSubnets {
+	if mode, _ := cniMode(g.f); mode.Settings.CustomNetworking {
+		for _, id := range podSubnets(g.f) {
 			subnetIDs[id] = true
 		}
 	}
-	var subnets []ec2types.Subnet
-	if len(subnetIDs) > 0 {
-		var list []string
-		for id := range subnetIDs {
-			list = append(list, id)
-		}
-		sort.Strings(list)
-		var err error
-		subnets, err = nkaws.DescribeSubnets(ctx, o.API, &ec2.DescribeSubnetsInput{Filters: []ec2types.Filter{{Name: strp("subnet-id"), Values: list}}})
-		if err != nil {
-			if nkaws.IsAccessDenied(err) {
-				r.rep.Add(RuleSubnetAddressesLow.Skip("ec2", err.Error()))
-				subnets = nil
-			} else {
-				return fmt.Errorf("EC2: %w", err)
-			}
-		}
+	if len(subnetIDs) == 0 {
+		return nil
 	}
-	r.rep.Add(CheckEC2(EC2Inputs{Cluster: o.Cluster, Running: running, ByID: byID, Subnets: subnets, Nodes: nodes,
-		Settings: settings, PodSubnets: podSubnets, Types: r.types, Now: r.o.Now(), RegisterGrace: grace})...)
-	r.rep.Checked(SectionEC2, len(running)+len(nodes)+len(subnets))
+	var list []string
+	for id := range subnetIDs {
+		list = append(list, id)
+	}
+	sort.Strings(list)
+	subnets, err := nkaws.DescribeSubnets(ctx, o.API, &ec2.DescribeSubnetsInput{Filters: []ec2types.Filter{{Name: strp("subnet-id"), Values: list}}})
+	if nkaws.IsAccessDenied(err) {
+		g.f.miss(FactEC2Subnets, "ec2", err.Error())
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("EC2: %w", err)
+	}
+	g.f.EC2.Subnets = subnets
 	return nil
 }
 
@@ -444,32 +433,22 @@ func prefixNeed(pods, perENI, limit int64, s eni.Settings) (addrs, enis int64, w
 	return prefixes * perPrefix, enis, fmt.Sprintf("%d /28 prefixes of 16 addresses: %s", prefixes, why)
 }
 
-// eniConfigSubnets maps each node (with custom networking) to the subnet of the ENIConfig it
-// selects. A missing CRD, a forbidden list or a node selecting a missing ENIConfig leave nodes
-// out: the pod networking section reports those.
-func (r *runner) eniConfigSubnets(ctx context.Context, nodes []corev1.Node) (map[string]string, error) {
-	served, err := r.servedResource(gvrENIConfig)
-	if err != nil || !served {
-		return nil, err
-	}
+// podSubnets maps each node to the subnet of the ENIConfig it selects (custom networking). A
+// missing CRD, a forbidden list or a node selecting a missing ENIConfig leave nodes out: the pod
+// networking section reports those.
+func podSubnets(f *Facts) map[string]string {
 	subnetOf := map[string]string{}
-	err = r.listAll(ctx, gvrENIConfig, func(u *unstructured.Unstructured) {
-		if subnet, _, _ := unstructured.NestedString(u.Object, "spec", "subnet"); strings.TrimSpace(subnet) != "" {
-			subnetOf[u.GetName()] = strings.TrimSpace(subnet)
+	for _, c := range f.ENIConfigs.Items {
+		if c.Subnet != "" {
+			subnetOf[c.Name] = c.Subnet
 		}
-	})
-	if apierrors.IsForbidden(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("listing ENIConfigs: %w", err)
 	}
 	out := map[string]string{}
-	labelDef, annotationDef := r.awsNodeEnv["ENI_CONFIG_LABEL_DEF"], r.awsNodeEnv["ENI_CONFIG_ANNOTATION_DEF"]
-	for i := range nodes {
-		if name, _ := selectedENIConfig(&nodes[i], labelDef, annotationDef); subnetOf[name] != "" {
-			out[nodes[i].Name] = subnetOf[name]
+	labelDef, annotationDef := f.AWSNode.Env["ENI_CONFIG_LABEL_DEF"], f.AWSNode.Env["ENI_CONFIG_ANNOTATION_DEF"]
+	for i := range f.Nodes {
+		if name, _ := selectedENIConfig(&f.Nodes[i], labelDef, annotationDef); subnetOf[name] != "" {
+			out[f.Nodes[i].Name] = subnetOf[name]
 		}
 	}
-	return out, nil
+	return out
 }

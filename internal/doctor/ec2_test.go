@@ -81,7 +81,7 @@ func TestDoctorEC2(t *testing.T) {
 		{SubnetId: strp("subnet-b"), CidrBlock: strp("10.80.2.0/24"), AvailabilityZone: strp("us-east-1b"), AvailableIpAddressCount: free(200)},
 	}
 
-	rep, err := Run(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-none", EC2: &EC2Options{API: cloud, Cluster: "prod"}})
+	rep, err := runOn(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-none", EC2: &EC2Options{API: cloud, Cluster: "prod"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestDoctorEC2(t *testing.T) {
 	}
 
 	cloud.Deny[nkaws.PermDescribeInstances] = true
-	rep, err = Run(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-none", EC2: &EC2Options{API: cloud, Cluster: "prod"}})
+	rep, err = runOn(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-none", EC2: &EC2Options{API: cloud, Cluster: "prod"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func TestDoctorEC2CapacityAndPodSubnets(t *testing.T) {
 	}
 	run := func(ec2 *EC2Options) map[string][]string {
 		t.Helper()
-		rep, err := Run(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-ec2", SkipPodNetworking: true, EC2: ec2})
+		rep, err := runOn(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-ec2", SkipPodNetworking: true, EC2: ec2})
 		if err != nil {
 			t.Fatal(err)
 		}

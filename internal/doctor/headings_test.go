@@ -23,7 +23,7 @@ func TestHeadingsAreForPeople(t *testing.T) {
 	}
 	r := findings.NewReport("doctor", "https://127.0.0.1:6443", time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), sections...)
 	var rules int
-	for _, rule := range findings.Rules() {
+	for _, rule := range catalog.Rules() {
 		if names[rule.Section] {
 			r.Add(rule.New("node/ip-10-0-1-1.ec2.internal", "a message"))
 			rules++
@@ -34,7 +34,7 @@ func TestHeadingsAreForPeople(t *testing.T) {
 	}
 	for _, color := range []bool{false, true} {
 		var b bytes.Buffer
-		if err := findings.PrintText(&b, r, findings.PrintOptions{Color: color}); err != nil {
+		if err := findings.PrintText(&b, r, findings.PrintOptions{Color: color, Catalog: catalog}); err != nil {
 			t.Fatal(err)
 		}
 		hs := headings.Text(b.String())

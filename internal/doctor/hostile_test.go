@@ -38,7 +38,7 @@ func TestVersionSkewEscapesKubeletVersion(t *testing.T) {
 				[2]string{SectionVersions, "Versions"})
 			r.Add(fs...)
 			var out bytes.Buffer
-			if err := findings.PrintText(&out, r, findings.PrintOptions{}); err != nil {
+			if err := findings.PrintText(&out, r, findings.PrintOptions{Catalog: catalog}); err != nil {
 				t.Fatal(err)
 			}
 			for i, line := range strings.Split(out.String(), "\n") {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/rules"
 	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
@@ -179,21 +180,21 @@ func podList(now time.Time, ps []*StuckPod) []string {
 type NodeAddressInfo struct {
 	Node *corev1.Node
 	// Capacity is the capacity check's result for the node (Evaluated false: unknown).
-	Capacity CapacityResult
+	Capacity rules.CapacityResult
 	// CustomNetworking as used for the capacity.
 	CustomNetworking bool
 	// ModeText describes the address mode ("custom networking", ...).
 	ModeText string
 }
 
-// stuckFindings turns the gathered state into the section's findings: per cause and node, per
+// stuckFindings turns the gathered pods into the section's findings: per cause and node, per
 // namespace, and per node at its address capacity.
-func (s *podNetState) stuckFindings(nodes map[string]NodeAddressInfo) []findings.Finding {
+func stuckFindings(now time.Time, s PodFacts, nodes map[string]NodeAddressInfo) []findings.Finding {
 	var out []findings.Finding
 	byCauseNode := map[SandboxCause]map[string][]*StuckPod{}
 	byNS := map[string][]*StuckPod{}
 	byNode := map[string][]*StuckPod{}
-	for _, p := range s.stuck {
+	for _, p := range s.Stuck {
 		if byCauseNode[p.Cause] == nil {
 			byCauseNode[p.Cause] = map[string][]*StuckPod{}
 		}
@@ -212,7 +213,7 @@ func (s *podNetState) stuckFindings(nodes map[string]NodeAddressInfo) []findings
 				events += p.Events
 			}
 			msg := fmt.Sprintf("%s stuck in ContainerCreating (%s), oldest %s/%s for %s",
-				plural(len(ps), "pod"), c, textsafe.Escape(ps[0].Namespace), textsafe.Escape(ps[0].Name), age(s.now, ps[0].Since))
+				plural(len(ps), "pod"), c, textsafe.Escape(ps[0].Namespace), textsafe.Escape(ps[0].Name), age(now, ps[0].Since))
 			if c != CauseNoEvent {
 				msg += ", " + plural(int(events), "sandbox failure")
 			}
@@ -220,7 +221,7 @@ func (s *podNetState) stuckFindings(nodes map[string]NodeAddressInfo) []findings
 			if c != CauseNoEvent && ps[0].Message != "" {
 				f = f.WithEvidence("newest message: " + ps[0].Message)
 			}
-			out = append(out, f.WithEvidence(podList(s.now, ps)...))
+			out = append(out, f.WithEvidence(podList(now, ps)...))
 		}
 	}
 	for _, ns := range sortedKeys(byNS) {
@@ -239,7 +240,7 @@ func (s *podNetState) stuckFindings(nodes map[string]NodeAddressInfo) []findings
 			}
 		}
 		out = append(out, RuleStuckByNamespace.New("namespace/"+ns, "%s stuck on %s (%s), oldest %s for %s",
-			plural(len(ps), "pod"), plural(len(nodesSeen), "node"), strings.Join(parts, ", "), textsafe.Escape(ps[0].Name), age(s.now, ps[0].Since)))
+			plural(len(ps), "pod"), plural(len(nodesSeen), "node"), strings.Join(parts, ", "), textsafe.Escape(ps[0].Name), age(now, ps[0].Since)))
 	}
 	for _, n := range sortedKeys(byNode) {
 		info, ok := nodes[n]
@@ -247,7 +248,7 @@ func (s *podNetState) stuckFindings(nodes map[string]NodeAddressInfo) []findings
 			continue
 		}
 		addresses := info.Capacity.IPLimit - eni.HostNetworkPods
-		used := s.vpcPods[n]
+		used := s.VPCPods[n]
 		maxPods := int(info.Node.Status.Capacity.Pods().Value())
 		if used < addresses || maxPods <= info.Capacity.IPLimit {
 			continue

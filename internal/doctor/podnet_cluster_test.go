@@ -35,6 +35,7 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
+	"github.com/nodekeeper/nodekeeper/internal/rules"
 	"github.com/nodekeeper/nodekeeper/internal/schematest"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/golden"
 )
@@ -140,8 +141,9 @@ func approveCSR(ctx context.Context, t *testing.T, name string) {
 	}
 }
 
-// servingCSR creates a kubelet-serving CSR as the node's kubelet would (username system:node:NAME).
-func servingCSR(ctx context.Context, t *testing.T, node string) string {
+// servingCSR creates a kubelet-serving CSR for node as user in groups: as the node's kubelet
+// would with system:node:NODE in system:nodes, or as anyone else allowed to create CSRs.
+func servingCSR(ctx context.Context, t *testing.T, node, user string, groups ...string) string {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -162,8 +164,8 @@ func servingCSR(ctx context.Context, t *testing.T, node string) string {
 			Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
 		},
 	}
-	// The API server sets spec.username from the requester: the node's own identity.
-	nc := kubernetes.NewForConfigOrDie(env.UserConfig("system:node:"+node, "system:masters"))
+	// The API server sets spec.username and spec.groups from the requester.
+	nc := kubernetes.NewForConfigOrDie(env.UserConfig(user, groups...))
 	created, err := nc.CertificatesV1().CertificateSigningRequests().Create(ctx, csr, metav1.CreateOptions{FieldManager: "nodekeeper-test"})
 	if err != nil {
 		t.Fatal(err)
@@ -245,11 +247,11 @@ func TestDoctorPodNetworking(t *testing.T) {
 	const prefix = "ip-10-64-"
 	al2, al2023, bottlerocket, karpenter, mixed := prefix+"0-1.ec2.internal", prefix+"0-2.ec2.internal", prefix+"0-3.ec2.internal", prefix+"0-4.ec2.internal", prefix+"0-5.ec2.internal"
 	nodes := []*corev1.Node{
-		podnetNode(al2, "Amazon Linux 2", map[string]string{LabelEksctlNodegroup: "ng-al2"}),
-		podnetNode(al2023, "Amazon Linux 2023.5.20240701", map[string]string{LabelEKSNodegroup: "mng-al2023"}),
+		podnetNode(al2, "Amazon Linux 2", map[string]string{rules.LabelEksctlNodegroup: "ng-al2"}),
+		podnetNode(al2023, "Amazon Linux 2023.5.20240701", map[string]string{rules.LabelEKSNodegroup: "mng-al2023"}),
 		podnetNode(bottlerocket, "Bottlerocket OS 1.20.0 (aws-k8s-1.29)", nil),
-		podnetNode(karpenter, "Amazon Linux 2023.5.20240701", map[string]string{LabelKarpenterNodePool: "default"}),
-		podnetNode(mixed, "Amazon Linux 2", map[string]string{LabelEksctlNodegroup: "ng-al2"}),
+		podnetNode(karpenter, "Amazon Linux 2023.5.20240701", map[string]string{rules.LabelKarpenterNodePool: "default"}),
+		podnetNode(mixed, "Amazon Linux 2", map[string]string{rules.LabelEksctlNodegroup: "ng-al2"}),
 	}
 	for _, n := range nodes {
 		createNode(ctx, t, admin, n)
@@ -284,11 +286,11 @@ func TestDoctorPodNetworking(t *testing.T) {
 	}
 	keep := func(res string) bool {
 		return strings.Contains(res, prefix) || strings.Contains(res, ns) || strings.Contains(res, "aws-node-podnet") ||
-			strings.HasPrefix(res, "eniconfig/") || strings.Contains(res, "myhost.corp.example") || strings.Contains(res, "ip-10-64-9-") || res == "karpenter"
+			strings.HasPrefix(res, "eniconfig/") || strings.Contains(res, "myhost.corp.example") || strings.Contains(res, "ip-10-64-9-") || res == "karpenter" || res == "user/admin"
 	}
 
 	t.Run("healthy", func(t *testing.T) {
-		rep, err := Run(ctx, env.AdminConfig(), opts)
+		rep, err := runOn(ctx, env.AdminConfig(), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -337,10 +339,12 @@ func TestDoctorPodNetworking(t *testing.T) {
 
 	// A node registered under a hard-coded hostname whose serving certificate nobody approves.
 	hardcoded := "myhost.corp.example"
-	hn := podnetNode(hardcoded, "Amazon Linux 2", map[string]string{LabelEksctlNodegroup: "ng-al2"})
+	hn := podnetNode(hardcoded, "Amazon Linux 2", map[string]string{rules.LabelEksctlNodegroup: "ng-al2"})
 	hn.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalDNS, Address: prefix + "0-7.ec2.internal"}}
 	createNode(ctx, t, admin, hn)
-	csrName := servingCSR(ctx, t, hardcoded)
+	csrName := servingCSR(ctx, t, hardcoded, "system:node:"+hardcoded, "system:nodes")
+	// The same request from an administrator: no kubelet waits for it (info, NK722).
+	servingCSR(ctx, t, "admin", "admin", "system:masters")
 	// Approved as EKS's approver does, but never signed (EKS does not sign names it cannot verify
 	// against the instance; no signer runs here): the kubelet still has no serving certificate.
 	approveCSR(ctx, t, csrName)
@@ -384,7 +388,7 @@ func TestDoctorPodNetworking(t *testing.T) {
 		_ = admin.AppsV1().Deployments(ns).Delete(context.Background(), "karpenter", metav1.DeleteOptions{})
 	})
 
-	rep, err := Run(ctx, env.AdminConfig(), opts)
+	rep, err := runOn(ctx, env.AdminConfig(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,6 +415,7 @@ func TestDoctorPodNetworking(t *testing.T) {
 		"NK711 node/" + orphanENI:    `"us-west-2z-pods"`,
 		"NK712 eniconfig/spare":      "no spec.subnet",
 		"NK721 node/" + hardcoded:    "1 kubelet-serving certificate request approved but never signed",
+		"NK722 user/admin":           "from a requester that is not a kubelet",
 		"NK731 csinode/" + leakedCSI: "leaked",
 		"NK713 karpenter":            "deployment/" + ns + "/karpenter RESERVED_ENIS=0",
 		"NK732 cninode/" + ownedCNI:  "owned by the deleted Node",
@@ -478,13 +483,14 @@ func TestDoctorPodNetworking(t *testing.T) {
 			t.Errorf("NK721 message does not say the request was approved but never signed: %s", f[0].Message)
 		}
 	}
-	// Bounded requests: two pod lists, one event list, whatever the cluster holds.
-	if rep.Stats[StatPodListPages] != 2 || rep.Stats[StatEventListPages] != 1 {
+	// Bounded requests: two pod lists and one event list, in pages of at most MaxPodPage and
+	// MaxEventPage objects (45 pods: 10 Pending in one page, 35 Running in two; 11 events).
+	if rep.Stats[StatPodListPages] != 3 || rep.Stats[StatEventListPages] != 1 {
 		t.Errorf("list pages: %v", rep.Stats)
 	}
 
 	var text, js bytes.Buffer
-	if err := findings.PrintText(&text, pn, findings.PrintOptions{MaxPerRule: 20}); err != nil {
+	if err := findings.PrintText(&text, pn, findings.PrintOptions{MaxPerRule: 20, Catalog: catalog}); err != nil {
 		t.Fatal(err)
 	}
 	assertGolden(t, "podnet.txt", text.Bytes())

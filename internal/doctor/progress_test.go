@@ -36,7 +36,7 @@ func TestConfigzProgress(t *testing.T) {
 
 	var mu sync.Mutex
 	var calls [][2]int
-	_, err := Run(ctx, env.AdminConfig(), Options{SkipPodNetworking: true, Workers: 3, ConfigzProgress: func(done, total int) {
+	_, err := runOn(ctx, env.AdminConfig(), Options{SkipPodNetworking: true, Workers: 3, ConfigzProgress: func(done, total int) {
 		mu.Lock()
 		calls = append(calls, [2]int{done, total})
 		mu.Unlock()

@@ -1,14 +1,17 @@
 package doctor
 
-import "github.com/nodekeeper/nodekeeper/internal/findings"
+import (
+	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/rules"
+)
 
 // Section names (stable: they appear in JSON and JUnit output).
 const (
-	SectionNodes      = "nodes"
-	SectionKubelet    = "kubelet"
+	SectionNodes      = rules.SectionNodes
+	SectionKubelet    = rules.SectionKubelet
 	SectionVersions   = "versions"
 	SectionHeartbeats = "heartbeats"
-	SectionAWSNode    = "aws-node"
+	SectionAWSNode    = rules.SectionAWSNode
 	SectionAPF        = "apf"
 	SectionPodNet     = "pod-networking"
 )
@@ -24,314 +27,248 @@ var Sections = [][2]string{
 	{SectionPodNet, "Pod networking"},
 }
 
-// The doctor's rules. Codes are stable; docs/doctor.md lists them. NK1xx nodes, NK2xx kubelet
+// The doctor's own rules. Codes are stable; docs/doctor.md lists them. NK2xx kubelet
 // configuration, NK3xx versions and heartbeats, NK4xx aws-node, NK5xx APF, NK7xx pod networking,
-// NK8xx EC2. The bundle command reuses the kubelet and aws-node rules for the same settings read
-// from files.
+// NK8xx EC2. The node, kubelet and aws-node rules that bundle shares are in internal/rules
+// (rules.Rules); doctor reports those too.
 var (
-	RuleMaxPodsAboveIPs = findings.Define(findings.Rule{
-		Code: "NK101", Name: "max-pods-above-ip-capacity", Section: SectionNodes, Severity: findings.Error,
-		Title:       "kubelet max pods above the pod addresses the VPC CNI can give",
-		Remediation: "set the kubelet's maxPods to the calculator's value for the CNI mode in use (nodekeeper maxpods TYPE --custom-networking/--prefix-delegation) where the node's OS takes it: AL2 bootstrap.sh --use-max-pods false --kubelet-extra-args '--max-pods=N', AL2023 nodeadm NodeConfig spec.kubelet.config.maxPods, Bottlerocket settings.kubernetes.max-pods, Karpenter EC2NodeClass spec.kubelet.maxPods (or reservedENIs: 1 with custom networking), managed node groups the same in a launch template with an AMI ID; each finding's evidence names the fix for its node; pods beyond the address capacity stay in ContainerCreating",
-		DocURL:      findings.DocMaxPods,
-	})
-	RuleMaxPodsBelow = findings.Define(findings.Rule{
-		Code: "NK102", Name: "max-pods-below-recommendation", Section: SectionNodes, Severity: findings.Info,
-		Title:       "kubelet max pods below what the node's addresses allow",
-		Remediation: "raise maxPods to the calculator's value if you want the density (for example after enabling prefix delegation the AMI default stays at the secondary-IP value)",
-		DocURL:      findings.DocPrefixDelegation,
-	})
-	RuleInstanceUnknown = findings.Define(findings.Rule{
-		Code: "NK103", Name: "instance-type-unknown", Section: SectionNodes, Severity: findings.Info,
-		Title:       "node capacity not checked: instance type missing or unknown",
-		Remediation: "nodes need the node.kubernetes.io/instance-type label (set by the AWS cloud provider); for a type newer than nodekeeper's table, run doctor --aws (reads it from EC2) or update nodekeeper",
-		DocURL:      findings.DocMaxPods,
-	})
-	RulePrefixNotNitro = findings.Define(findings.Rule{
-		Code: "NK104", Name: "prefix-delegation-not-nitro", Section: SectionNodes, Severity: findings.Info,
-		Title:       "prefix delegation enabled on a non-Nitro instance (the CNI falls back to secondary IPs)",
-		Remediation: "use Nitro instance types for nodes that should get /28 prefixes, or size maxPods for secondary IP mode",
-		DocURL:      findings.DocPrefixDelegation,
-	})
-
-	RuleRegistryPullQPS = findings.Define(findings.Rule{
-		Code: "NK201", Name: "registry-pull-qps-low", Section: SectionKubelet, Severity: findings.Warning,
-		Title:       "image pull rate limit below the node's pod density",
-		Remediation: "raise registryPullQPS (for example to 50) and registryBurst to at least the node's max pods in the kubelet configuration, or set registryPullQPS: 0 for no limit; pulls above the limit fail at once with ErrImagePull \"pull QPS exceeded\"",
-		DocURL:      findings.DocKubeletConfig,
-	})
-	RuleSerializePulls = findings.Define(findings.Rule{
-		Code: "NK202", Name: "serialized-image-pulls", Section: SectionKubelet, Severity: findings.Info,
-		Title:       "image pulls run one at a time on a dense node",
-		Remediation: "set serializeImagePulls: false (and maxParallelImagePulls) so one slow pull does not hold every other pod back",
-		DocURL:      findings.DocKubeletConfig,
-	})
-	RuleKubeAPIQPS = findings.Define(findings.Rule{
-		Code: "NK203", Name: "kube-api-qps-low", Section: SectionKubelet, Severity: findings.Warning,
-		Title:       "kubelet API client rate limit low for the node's pod density",
-		Remediation: "raise kubeAPIQPS/kubeAPIBurst (defaults since Kubernetes 1.27: 50/100) so pod status updates are not throttled on the client side",
-		DocURL:      findings.DocKubeletConfig,
-	})
-	RuleMaxPodsMismatch = findings.Define(findings.Rule{
-		Code: "NK204", Name: "max-pods-config-mismatch", Section: SectionKubelet, Severity: findings.Info,
-		Title:       "kubelet configuration maxPods differs from the Node's pod capacity",
-		Remediation: "podsPerCore or a configuration changed without a kubelet restart; make the configuration and the running kubelet agree",
-		DocURL:      findings.DocKubeletConfig,
-	})
-	RuleConfigz = findings.Define(findings.Rule{
+	RuleConfigz = findings.Rule{
 		Code: "NK205", Name: "configz-unavailable", Section: SectionKubelet, Severity: findings.Skipped,
 		Title:       "kubelet configuration not readable through the API server",
 		Remediation: "grant get on nodes/proxy to the caller, and make sure the API server reaches the kubelet (kubelet port open from the control plane)",
-		DocURL:      findings.DocConfigz,
-	})
+		DocURL:      DocConfigz,
+	}
 
-	RuleVersionSkew = findings.Define(findings.Rule{
+	RuleVersionSkew = findings.Rule{
 		Code: "NK301", Name: "kubelet-version-skew", Section: SectionVersions, Severity: findings.Error,
 		Title:       "kubelet version outside the supported skew with the API server",
 		Remediation: "upgrade the node (new AMI / node group version) before the next control plane upgrade; kubelets may be at most three minor versions older than the API server (two before 1.28) and never newer",
-		DocURL:      findings.DocVersionSkew,
-	})
-	RuleLegacyLeases = findings.Define(findings.Rule{
+		DocURL:      DocVersionSkew,
+	}
+	RuleLegacyLeases = findings.Rule{
 		Code: "NK302", Name: "kubelet-leaks-leases", Section: SectionVersions, Severity: findings.Warning,
 		Title:       "kubelet older than 1.29 re-creates its lease without an owner when its Node is deleted",
 		Remediation: "upgrade to 1.29+; until then run nodekeeper's lease garbage collection (nodekeeper gc / controller)",
-		DocURL:      findings.DocLeaseLeak,
-	})
+		DocURL:      DocLeaseLeak,
+	}
 
-	RuleStaleHeartbeat = findings.Define(findings.Rule{
+	RuleStaleHeartbeat = findings.Rule{
 		Code: "NK311", Name: "stale-heartbeat", Section: SectionHeartbeats, Severity: findings.Warning,
 		Title:       "node lease not renewed within its duration (kubelet down or cut off)",
 		Remediation: "check the kubelet on the node and its path to the API server; the node lifecycle controller marks the Node Unknown and evicts its pods",
-		DocURL:      findings.DocLeases,
-	})
-	RuleZombie = findings.Define(findings.Rule{
+		DocURL:      rules.DocLeases,
+	}
+	RuleZombie = findings.Rule{
 		Code: "NK312", Name: "zombie-kubelet", Section: SectionHeartbeats, Severity: findings.Error,
 		Title:       "a kubelet renews its lease but its Node object is gone",
 		Remediation: "terminate the instance (or restart its kubelet so it re-registers); deleting the lease does not help, the kubelet re-creates it",
-		DocURL:      findings.DocLeaseLeak,
-	})
-	RuleLeaked = findings.Define(findings.Rule{
+		DocURL:      DocLeaseLeak,
+	}
+	RuleLeaked = findings.Rule{
 		Code: "NK313", Name: "leaked-lease", Section: SectionHeartbeats, Severity: findings.Warning,
 		Title:       "node lease without Node or owner, not renewed for longer than the grace period",
 		Remediation: "delete leaked leases safely with nodekeeper gc (or run nodekeeper controller)",
-		DocURL:      findings.DocLeaseLeak,
-	})
-	RuleUnowned = findings.Define(findings.Rule{
+		DocURL:      DocLeaseLeak,
+	}
+	RuleUnowned = findings.Rule{
 		Code: "NK314", Name: "unowned-lease", Section: SectionHeartbeats, Severity: findings.Info,
 		Title:       "node lease without ownerReference (it would outlive its Node)",
 		Remediation: "nodekeeper controller adopts such leases so the garbage collector removes them with their Node",
-		DocURL:      findings.DocLeases,
-	})
-	RuleOwnerGone = findings.Define(findings.Rule{
+		DocURL:      rules.DocLeases,
+	}
+	RuleOwnerGone = findings.Rule{
 		Code: "NK315", Name: "lease-owner-gone", Section: SectionHeartbeats, Severity: findings.Info,
 		Title:       "node lease owned by a Node that no longer exists (or by an earlier Node of the same name)",
 		Remediation: "nothing to do if kube-controller-manager's garbage collector runs; it removes the lease",
-		DocURL:      findings.DocLeases,
-	})
-	RuleNoLease = findings.Define(findings.Rule{
+		DocURL:      rules.DocLeases,
+	}
+	RuleNoLease = findings.Rule{
 		Code: "NK316", Name: "node-without-lease", Section: SectionHeartbeats, Severity: findings.Warning,
 		Title:       "Node without a heartbeat lease",
 		Remediation: "the kubelet has not registered its lease yet or cannot write it; check the kubelet log for lease errors",
-		DocURL:      findings.DocLeases,
-	})
+		DocURL:      rules.DocLeases,
+	}
 
-	RuleClusterEndpoint = findings.Define(findings.Rule{
-		Code: "NK401", Name: "cluster-endpoint-unset", Section: SectionAWSNode, Severity: findings.Warning,
-		Title:       "CLUSTER_ENDPOINT unset: ipamd reaches the API server through kube-proxy's service rules",
-		Remediation: "set CLUSTER_ENDPOINT on aws-node to the cluster endpoint (VPC CNI 1.12.1+; the managed add-on sets it) so ipamd starts before kube-proxy has programmed iptables; enable private endpoint access",
-		DocURL:      findings.DocCNIVars,
-	})
-	RulePDNoTarget = findings.Define(findings.Rule{
-		Code: "NK402", Name: "prefix-delegation-without-target", Section: SectionAWSNode, Severity: findings.Error,
-		Title:       "prefix delegation with WARM_PREFIX_TARGET, WARM_IP_TARGET and MINIMUM_IP_TARGET all unset or 0: aws-node exits",
-		Remediation: "set WARM_PREFIX_TARGET=1 (or WARM_IP_TARGET/MINIMUM_IP_TARGET) together with ENABLE_PREFIX_DELEGATION=true",
-		DocURL:      findings.DocPrefixDelegation,
-	})
-	RuleTargetIgnored = findings.Define(findings.Rule{
-		Code: "NK403", Name: "warm-target-ignored", Section: SectionAWSNode, Severity: findings.Info,
-		Title:       "a warm pool setting has no effect in this combination",
-		Remediation: "remove the setting that is ignored so the configuration says what the CNI does",
-		DocURL:      findings.DocCNIVars,
-	})
-	RuleNoWarmPool = findings.Define(findings.Rule{
-		Code: "NK404", Name: "no-warm-pool", Section: SectionAWSNode, Severity: findings.Warning,
-		Title:       "no warm IP pool: new pods wait for EC2 API calls",
-		Remediation: "keep WARM_ENI_TARGET at 1 or set MINIMUM_IP_TARGET/WARM_IP_TARGET to the expected pods per node so a scale-up does not wait on (and get throttled by) AssignPrivateIpAddresses/CreateNetworkInterface",
-		DocURL:      findings.DocCNIBestPractices,
-	})
-	RuleWarmIPLow = findings.Define(findings.Rule{
-		Code: "NK405", Name: "warm-ip-target-churn", Section: SectionAWSNode, Severity: findings.Warning,
-		Title:       "small WARM_IP_TARGET without MINIMUM_IP_TARGET: EC2 API calls on every few pods",
-		Remediation: "set MINIMUM_IP_TARGET to the usual pods per node (pre-scaling) and keep WARM_IP_TARGET for the burst; at fleet scale the churn ends in EC2 RequestLimitExceeded",
-		DocURL:      findings.DocCNIBestPractices,
-	})
-	RuleInvalidSetting = findings.Define(findings.Rule{
-		Code: "NK406", Name: "invalid-cni-setting", Section: SectionAWSNode, Severity: findings.Warning,
-		Title:       "a VPC CNI setting is not a valid value and is ignored",
-		Remediation: "write integers for WARM_*/MINIMUM_IP_TARGET/MAX_ENI and true/false for booleans; the CNI silently falls back to its default",
-		DocURL:      findings.DocCNIVars,
-	})
-	RuleCooldownInvalid = findings.Define(findings.Rule{
-		Code: "NK407", Name: "ip-cooldown-invalid", Section: SectionAWSNode, Severity: findings.Error,
-		Title:       "IP_COOLDOWN_PERIOD is not a non-negative integer: aws-node exits",
-		Remediation: "set IP_COOLDOWN_PERIOD to a number of seconds (default 30)",
-		DocURL:      findings.DocCNIVars,
-	})
-	RuleCooldownZero = findings.Define(findings.Rule{
-		Code: "NK408", Name: "ip-cooldown-zero", Section: SectionAWSNode, Severity: findings.Warning,
-		Title:       "IP_COOLDOWN_PERIOD=0: a deleted pod's address is reused before kube-proxy drops it",
-		Remediation: "keep a cooldown (default 30 s; lower it with care for job-heavy clusters, never to 0)",
-		DocURL:      findings.DocCNIVars,
-	})
-	RuleCustomNoMaxPods = findings.Define(findings.Rule{
+	RuleCustomNoMaxPods = findings.Rule{
 		Code: "NK409", Name: "custom-networking-max-pods", Section: SectionAWSNode, Severity: findings.Error,
 		Title:       "custom networking enabled but nodes allow more pods than it leaves addresses for",
 		Remediation: "with custom networking the primary ENI carries no pod addresses and neither the AMI's nor nodeadm's computed value knows it: set max pods explicitly (AL2 bootstrap.sh --use-max-pods false --kubelet-extra-args '--max-pods=N', AL2023 NodeConfig spec.kubelet.config.maxPods, Bottlerocket settings.kubernetes.max-pods, Karpenter reservedENIs: 1 or EC2NodeClass spec.kubelet.maxPods, managed node groups through a launch template with an AMI ID); the NK101 findings name N and the fix for each node",
-		DocURL:      findings.DocCustomNetworking,
-	})
-	RuleCNIOld = findings.Define(findings.Rule{
-		Code: "NK410", Name: "cni-version-old", Section: SectionAWSNode, Severity: findings.Warning,
-		Title:       "old VPC CNI version",
-		Remediation: "update the VPC CNI (EKS add-on or manifest) to a release supported with the cluster's Kubernetes version",
-		DocURL:      findings.DocCNIUpdate,
-	})
-	RuleAWSNodeMissing = findings.Define(findings.Rule{
+		DocURL:      DocCustomNetworking,
+	}
+	RuleAWSNodeMissing = findings.Rule{
 		Code: "NK411", Name: "aws-node-not-found", Section: SectionAWSNode, Severity: findings.Info,
 		Title:       "no aws-node DaemonSet: VPC CNI checks do not apply",
 		Remediation: "nothing to do on clusters without the Amazon VPC CNI; pass --custom-networking/--prefix-delegation to check capacity anyway",
-		DocURL:      findings.DocCNIVars,
-	})
-	RuleEnvNotRead = findings.Define(findings.Rule{
-		Code: "NK412", Name: "cni-setting-not-read", Section: SectionAWSNode, Severity: findings.Info,
-		Title:       "a VPC CNI setting comes from a ConfigMap or Secret and was not read",
-		Remediation: "the checks assumed the CNI default for it; pass the mode with flags if it matters",
-		DocURL:      findings.DocCNIVars,
-	})
+		DocURL:      rules.DocCNIVars,
+	}
 
-	RuleAPFRejected = findings.Define(findings.Rule{
+	RuleAPFRejected = findings.Rule{
 		Code: "NK501", Name: "apf-rejected-requests", Section: SectionAPF, Severity: findings.Warning,
 		Title:       "the API server rejected requests (HTTP 429) under API priority and fairness",
 		Remediation: "find the flow schema's clients (audit log, nodekeeper audit) and lower their request rate, or give the priority level more shares; scale-ups of many nodes hit workload-low and global-default first",
-		DocURL:      findings.DocAPF,
-	})
-	RuleAPFUnavailable = findings.Define(findings.Rule{
+		DocURL:      DocAPF,
+	}
+	RuleAPFUnavailable = findings.Rule{
 		Code: "NK502", Name: "apf-metrics-unavailable", Section: SectionAPF, Severity: findings.Skipped,
 		Title:       "API server metrics not readable",
 		Remediation: "grant get on the non-resource URL /metrics (for example the system:monitoring ClusterRole)",
-		DocURL:      findings.DocAPF,
-	})
+		DocURL:      DocAPF,
+	}
 
-	RuleSandboxNoAddress = findings.Define(findings.Rule{
+	RuleSandboxNoAddress = findings.Rule{
 		Code: "NK701", Name: "sandbox-no-ip-address", Section: SectionPodNet, Severity: findings.Error,
 		Title:       "pods stuck in ContainerCreating: the VPC CNI could not assign an IP address on the node",
 		Remediation: "ipamd had no free address for the node: if NK708 names the node it is at its address capacity (lower maxPods, see its fix); otherwise ipamd could not grow its pool (subnet free addresses, EC2 throttling, WARM_ENI_TARGET/MINIMUM_IP_TARGET) - read /var/log/aws-routed-eni/ipamd.log on the node (nodekeeper bundle)",
-		DocURL:      findings.DocCNITroubleshooting,
-	})
-	RuleSandboxSubnetExhausted = findings.Define(findings.Rule{
+		DocURL:      rules.DocCNITroubleshooting,
+	}
+	RuleSandboxSubnetExhausted = findings.Rule{
 		Code: "NK702", Name: "sandbox-subnet-exhausted", Section: SectionPodNet, Severity: findings.Error,
 		Title:       "pods stuck in ContainerCreating: the subnet has no free addresses (InsufficientFreeAddressesInSubnet)",
 		Remediation: "free or add addresses: larger or more subnets, a secondary VPC CIDR with custom networking (ENIConfig per zone), lower WARM_IP_TARGET/WARM_ENI_TARGET so nodes do not hoard addresses; with prefix delegation the subnet needs free contiguous /28 blocks (subnet CIDR reservations)",
-		DocURL:      findings.DocIPOptimization,
-	})
-	RuleSandboxIPAMDUnreachable = findings.Define(findings.Rule{
+		DocURL:      rules.DocIPOptimization,
+	}
+	RuleSandboxIPAMDUnreachable = findings.Rule{
 		Code: "NK703", Name: "sandbox-ipamd-unreachable", Section: SectionPodNet, Severity: findings.Error,
 		Title:       "pods stuck in ContainerCreating: the CNI plugin could not reach ipamd (127.0.0.1:50051 connection refused)",
 		Remediation: "aws-node is not running or not ready on the node: check its pod and log (ipamd cannot reach the API server before kube-proxy programs iptables - set CLUSTER_ENDPOINT, NK401; slow EBS at boot delays it); the kubelet retries the sandbox once ipamd serves",
-		DocURL:      findings.DocCNITroubleshooting,
-	})
-	RuleSandboxEC2Throttled = findings.Define(findings.Rule{
+		DocURL:      rules.DocCNITroubleshooting,
+	}
+	RuleSandboxEC2Throttled = findings.Rule{
 		Code: "NK704", Name: "sandbox-ec2-throttled", Section: SectionPodNet, Severity: findings.Warning,
 		Title:       "pods stuck in ContainerCreating: EC2 throttled the VPC CNI's API calls",
 		Remediation: "keep a warm pool (WARM_ENI_TARGET=1 or MINIMUM_IP_TARGET, NK404/NK405) so scale-ups do not call AssignPrivateIpAddresses/CreateNetworkInterface per pod, stagger node launches, and ask for a higher EC2 API rate quota",
-		DocURL:      findings.DocEC2Throttling,
-	})
-	RuleSandboxOther = findings.Define(findings.Rule{
+		DocURL:      rules.DocEC2Throttling,
+	}
+	RuleSandboxOther = findings.Rule{
 		Code: "NK705", Name: "sandbox-failed-other", Section: SectionPodNet, Severity: findings.Warning,
 		Title:       "pods stuck in ContainerCreating: sandbox creation failed for another reason",
 		Remediation: "read the quoted message: it comes from the container runtime or the CNI plugin on the node (nodekeeper bundle collects their logs)",
-		DocURL:      findings.DocCNITroubleshooting,
-	})
-	RuleStuckNoEvent = findings.Define(findings.Rule{
+		DocURL:      rules.DocCNITroubleshooting,
+	}
+	RuleStuckNoEvent = findings.Rule{
 		Code: "NK706", Name: "stuck-without-sandbox-event", Section: SectionPodNet, Severity: findings.Warning,
 		Title:       "pods stuck in ContainerCreating without a sandbox failure event",
 		Remediation: "kubectl describe the pod: volume attach/mount waits, image pulls of init containers and a slow container runtime also hold pods here; events older than the API server's event TTL (1h) are gone",
-		DocURL:      findings.DocCNITroubleshooting,
-	})
-	RuleStuckByNamespace = findings.Define(findings.Rule{
+		DocURL:      rules.DocCNITroubleshooting,
+	}
+	RuleStuckByNamespace = findings.Rule{
 		Code: "NK707", Name: "stuck-pods-by-namespace", Section: SectionPodNet, Severity: findings.Info,
 		Title:       "stuck pods per namespace",
 		Remediation: "the node and cause findings above say what to change; this groups the same pods by owner team",
-		DocURL:      findings.DocCNITroubleshooting,
-	})
-	RuleNodeAtAddressCapacity = findings.Define(findings.Rule{
+		DocURL:      rules.DocCNITroubleshooting,
+	}
+	RuleNodeAtAddressCapacity = findings.Rule{
 		Code: "NK708", Name: "node-at-address-capacity", Section: SectionPodNet, Severity: findings.Error,
 		Title:       "node out of VPC addresses while its kubelet admits more pods: new pods wait in ContainerCreating",
 		Remediation: "lower the node's maxPods to its address capacity (the evidence names the fix for its OS and provisioner) or raise the capacity (prefix delegation on Nitro, larger instance types)",
-		DocURL:      findings.DocMaxPods,
-	})
+		DocURL:      rules.DocMaxPods,
+	}
 
-	RuleENIConfigMissing = findings.Define(findings.Rule{
+	RuleENIConfigMissing = findings.Rule{
 		Code: "NK711", Name: "eniconfig-missing", Section: SectionPodNet, Severity: findings.Error,
 		Title:       "node selects an ENIConfig that does not exist: with custom networking its pods get no addresses",
 		Remediation: "create the ENIConfig (crd.k8s.amazonaws.com/v1alpha1, named after the zone or the node's k8s.amazonaws.com/eniConfig label) with the pod subnet and security groups, or fix the node's label; then replace the node (ipamd reads the ENIConfig at start)",
-		DocURL:      findings.DocENIConfig,
-	})
-	RuleENIConfigIncomplete = findings.Define(findings.Rule{
+		DocURL:      DocENIConfig,
+	}
+	RuleENIConfigIncomplete = findings.Rule{
 		Code: "NK712", Name: "eniconfig-incomplete", Section: SectionPodNet, Severity: findings.Error,
 		Title:       "ENIConfig without a subnet or without security groups",
 		Remediation: "set spec.subnet to the pod subnet of the ENIConfig's zone (without it ipamd cannot create pod ENIs) and spec.securityGroups (without them the pod ENIs get the VPC's default security group, not the node's)",
-		DocURL:      findings.DocENIConfig,
-	})
-	RuleKarpenterReservedENIs = findings.Define(findings.Rule{
+		DocURL:      DocENIConfig,
+	}
+	RuleKarpenterReservedENIs = findings.Rule{
 		Code: "NK713", Name: "karpenter-reserved-enis", Section: SectionPodNet, Severity: findings.Error,
 		Title:       "custom networking on but Karpenter reserves no ENI: it gives its nodes max pods for addresses they do not have",
 		Remediation: "set Karpenter's reservedENIs to 1 (Helm settings.reservedENIs / RESERVED_ENIS; before v0.33 aws.reservedENIs in the karpenter-global-settings ConfigMap) and let Karpenter replace drifted nodes",
-		DocURL:      findings.DocKarpenterENIs,
-	})
+		DocURL:      DocKarpenterENIs,
+	}
 
-	RuleServingCSRPending = findings.Define(findings.Rule{
+	RuleServingCSRPending = findings.Rule{
 		Code: "NK721", Name: "kubelet-serving-csr-pending", Section: SectionPodNet, Severity: findings.Error,
 		Title:       "kubelet serving certificate request not approved: logs, exec and metrics to the node fail (\"no serving certificate available for the kubelet\")",
 		Remediation: "EKS signs kubernetes.io/kubelet-serving requests only for DNS and IP names it can verify against the node's EC2 instance (its private DNS name and IPs); others stay pending or approved-but-unsigned: do not hard-code the hostname or --hostname-override in the bootstrap script (NK631), then replace the node; approving by hand (kubectl certificate approve) only helps until the next rotation",
-		DocURL:      findings.DocKubeletCSR,
-	})
+		DocURL:      DocKubeletCSR,
+	}
 
-	RuleCSINodeOrphaned = findings.Define(findings.Rule{
+	RuleServingCSRForeign = findings.Rule{
+		Code: "NK722", Name: "kubelet-serving-csr-not-from-kubelet", Section: SectionPodNet, Severity: findings.Info,
+		Title:       "kubelet-serving certificate request from a requester that is not a kubelet",
+		Remediation: "a kubelet asks as system:node:NAME in group system:nodes; a kubernetes.io/kubelet-serving request from anyone else serves no node: find out who sent it (the CSR's spec.username) and why, then deny or delete it (kubectl certificate deny / kubectl delete csr); the CSR cleaner removes it after a day",
+		DocURL:      DocKubeletCSR,
+	}
+
+	RuleCSINodeOrphaned = findings.Rule{
 		Code: "NK731", Name: "csinode-without-node", Section: SectionPodNet, Severity: findings.Warning,
 		Title:       "CSINode whose Node is gone",
 		Remediation: "owned: the garbage collector removes it with its Node (nothing to do if kube-controller-manager runs); unowned or leaked: a kubelet re-created it or the Node was replaced - delete it by hand after checking no instance of that name runs; nodekeeper never deletes it",
-		DocURL:      findings.DocCSINode,
-	})
-	RuleCNINodeOrphaned = findings.Define(findings.Rule{
+		DocURL:      DocCSINode,
+	}
+	RuleCNINodeOrphaned = findings.Rule{
 		Code: "NK732", Name: "cninode-without-node", Section: SectionPodNet, Severity: findings.Warning,
 		Title:       "CNINode (vpcresources.k8s.aws) whose Node is gone",
 		Remediation: "owned: the garbage collector removes it with its Node; unowned or leaked: the VPC resource controller left it - delete it by hand after checking no instance of that name runs; nodekeeper never deletes it",
-		DocURL:      findings.DocCNITroubleshooting,
-	})
+		DocURL:      rules.DocCNITroubleshooting,
+	}
 
 	// NK8xx: EC2 (doctor --aws, the section in ec2.go).
-	RuleInstanceWithoutNode = findings.Define(findings.Rule{
+	RuleInstanceWithoutNode = findings.Rule{
 		Code: "NK801", Name: "instance-without-node", Section: SectionEC2, Severity: findings.Warning,
 		Title:       "EC2 instance of the cluster running without a Node",
 		Remediation: "find out whether it is a zombie kubelet (nodekeeper audit --cloudwatch names kubelets calling after their Node's deletion) or a node that never joined (bootstrap, IAM role, aws-auth/access entry), then terminate it or let it join; it is billed either way",
-		DocURL:      findings.DocNodeLifecycle,
-	})
-	RuleNodeInstanceGone = findings.Define(findings.Rule{
+		DocURL:      DocNodeLifecycle,
+	}
+	RuleNodeInstanceGone = findings.Rule{
 		Code: "NK802", Name: "node-instance-gone", Section: SectionEC2, Severity: findings.Warning,
 		Title:       "Node whose EC2 instance is terminated, stopped or missing",
 		Remediation: "the cloud node lifecycle controller should delete such Nodes: check the cloud controller manager (EKS: the control plane) and its permissions; delete the Node once you are sure the machine is gone",
-		DocURL:      findings.DocNodeLifecycle,
-	})
-	RuleSubnetAddressesLow = findings.Define(findings.Rule{
+		DocURL:      DocNodeLifecycle,
+	}
+	RuleSubnetAddressesLow = findings.Rule{
 		Code: "NK803", Name: "subnet-addresses-low", Section: SectionEC2, Severity: findings.Warning,
 		Title:       "subnet of the nodes (or of their pods, with custom networking) with fewer free addresses than a node needs",
 		Remediation: "add subnets (or a secondary CIDR with custom networking) for nodes and pods, lower WARM_IP_TARGET/WARM_ENI_TARGET, or move pods to prefix delegation in a subnet with free /28s",
-		DocURL:      findings.DocIPOptimization,
-	})
-	RuleSubnetPrefixFragmented = findings.Define(findings.Rule{
+		DocURL:      rules.DocIPOptimization,
+	}
+	RuleSubnetPrefixFragmented = findings.Rule{
 		Code: "NK804", Name: "subnet-prefix-fragmentation", Section: SectionEC2, Severity: findings.Warning,
 		Title:       "prefix delegation in a subnet where a free /28 is unlikely",
 		Remediation: "prefix delegation needs 16 contiguous, aligned free addresses per prefix: reserve a CIDR block for prefixes (subnet CIDR reservation) or use a new subnet for nodes",
-		DocURL:      findings.DocPrefixDelegation,
-	})
+		DocURL:      rules.DocPrefixDelegation,
+	}
 )
+
+// Rules lists doctor's own rules, for the catalog (findings.NewCatalog with rules.Rules).
+var Rules = []findings.Rule{
+	RuleConfigz,
+	RuleVersionSkew,
+	RuleLegacyLeases,
+	RuleStaleHeartbeat,
+	RuleZombie,
+	RuleLeaked,
+	RuleUnowned,
+	RuleOwnerGone,
+	RuleNoLease,
+	RuleCustomNoMaxPods,
+	RuleAWSNodeMissing,
+	RuleAPFRejected,
+	RuleAPFUnavailable,
+	RuleSandboxNoAddress,
+	RuleSandboxSubnetExhausted,
+	RuleSandboxIPAMDUnreachable,
+	RuleSandboxEC2Throttled,
+	RuleSandboxOther,
+	RuleStuckNoEvent,
+	RuleStuckByNamespace,
+	RuleNodeAtAddressCapacity,
+	RuleENIConfigMissing,
+	RuleENIConfigIncomplete,
+	RuleKarpenterReservedENIs,
+	RuleServingCSRPending,
+	RuleServingCSRForeign,
+	RuleCSINodeOrphaned,
+	RuleCNINodeOrphaned,
+	RuleInstanceWithoutNode,
+	RuleNodeInstanceGone,
+	RuleSubnetAddressesLow,
+	RuleSubnetPrefixFragmented,
+}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/rules"
 )
 
 // Sandbox failure messages as the kubelet records them. The prefix is the kubelet's
@@ -104,10 +105,10 @@ func TestPodNetState(t *testing.T) {
 
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node, Labels: map[string]string{corev1.LabelInstanceTypeStable: "t3.small", "alpha.eksctl.io/nodegroup-name": "ng"}},
 		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("11")}, NodeInfo: corev1.NodeSystemInfo{OSImage: "Amazon Linux 2"}}}
-	mode := CNIMode{}
+	mode := rules.CNIMode{}
 	mode.Settings.CustomNetworking = true
-	cr := CheckPodCapacity(NodeCapacity{Resource: "node/" + node, InstanceType: "t3.small", CapacityPods: 11}, mode)
-	fs := st.stuckFindings(map[string]NodeAddressInfo{node: {Node: n, Capacity: cr, CustomNetworking: true, ModeText: modeText(mode)}})
+	cr := rules.CheckPodCapacity(rules.NodeCapacity{Resource: "node/" + node, InstanceType: "t3.small", CapacityPods: 11}, mode)
+	fs := stuckFindings(now, PodFacts{VPCPods: st.vpcPods, Stuck: st.stuck}, map[string]NodeAddressInfo{node: {Node: n, Capacity: cr, CustomNetworking: true, ModeText: modeText(mode)}})
 	got := map[string]findings.Finding{}
 	for _, f := range fs {
 		got[f.Code+" "+f.Resource] = f
@@ -179,9 +180,9 @@ func TestHostnameHint(t *testing.T) {
 // TestKarpenterNodeMode: Karpenter's reservedENIs replaces --reserved-enis for Karpenter's nodes,
 // less the ENI custom networking already takes; other nodes and an explicit flag are untouched.
 func TestKarpenterNodeMode(t *testing.T) {
-	karp := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{LabelKarpenterNodePool: "default"}}}
-	mng := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{LabelEKSNodegroup: "ng"}}}
-	cn := CNIMode{}
+	karp := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{rules.LabelKarpenterNodePool: "default"}}}
+	mng := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{rules.LabelEKSNodegroup: "ng"}}}
+	cn := rules.CNIMode{}
 	cn.Settings.CustomNetworking = true
 	for _, tc := range []struct {
 		name     string
@@ -189,21 +190,18 @@ func TestKarpenterNodeMode(t *testing.T) {
 		karpENIs int
 		found    bool
 		node     *corev1.Node
-		mode     CNIMode
+		mode     rules.CNIMode
 		want     int
 	}{
-		{"karpenter 2, secondary IPs", 0, 2, true, karp, CNIMode{}, 2},
+		{"karpenter 2, secondary IPs", 0, 2, true, karp, rules.CNIMode{}, 2},
 		{"karpenter 2, custom networking takes one", 0, 2, true, karp, cn, 1},
 		{"karpenter 1 with custom networking: nothing extra", 0, 1, true, karp, cn, 0},
-		{"not a Karpenter node", 0, 2, true, mng, CNIMode{}, 0},
-		{"flag wins", 3, 2, true, karp, CNIMode{ReservedENIs: 3}, 3},
-		{"Karpenter not found", 0, 0, false, karp, CNIMode{}, 0},
+		{"not a Karpenter node", 0, 2, true, mng, rules.CNIMode{}, 0},
+		{"flag wins", 3, 2, true, karp, rules.CNIMode{ReservedENIs: 3}, 3},
+		{"Karpenter not found", 0, 0, false, karp, rules.CNIMode{}, 0},
 	} {
-		r := &runner{o: Options{ReservedENIs: tc.flag}, karpenterENIs: tc.karpENIs}
-		if tc.found {
-			r.karpenterSource = "deployment/karpenter/karpenter"
-		}
-		if got := r.nodeMode(tc.node, tc.mode).ReservedENIs; got != tc.want {
+		k := KarpenterFacts{Found: tc.found, ReservedENIs: tc.karpENIs}
+		if got := nodeMode(k, tc.flag, tc.node, tc.mode).ReservedENIs; got != tc.want {
 			t.Errorf("%s: reserved ENIs %d, want %d", tc.name, got, tc.want)
 		}
 	}

@@ -120,57 +120,69 @@ type Rule struct {
 	DocURL      string   `json:"doc"`
 }
 
-var (
-	registryMu sync.Mutex
-	registry   = map[string]Rule{}
-)
+// Catalog is the set of rules one program knows: the lists of the packages that declare rules
+// (internal/rules, doctor, bundle), put together by NewCatalog. --ignore, completion and the docs
+// tests look rules up in it; nothing registers a rule behind the caller's back.
+type Catalog struct {
+	rules  []Rule // sorted by code
+	byCode map[string]Rule
+	byName map[string]Rule // lower-case names
+}
 
-// Define registers a rule and returns it. It panics on a duplicate code or name or on an empty
-// field: rules are package-level declarations, so this fires in every test of the package that
-// declares them, never on user input.
-func Define(r Rule) Rule {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	if r.Code == "" || r.Name == "" || r.Section == "" || r.Title == "" || r.Remediation == "" || r.DocURL == "" {
-		panic(fmt.Sprintf("findings: incomplete rule %+v", r))
-	}
-	if _, dup := registry[r.Code]; dup {
-		panic("findings: duplicate rule code " + r.Code)
-	}
-	for _, o := range registry {
-		if o.Name == r.Name {
-			panic("findings: duplicate rule name " + r.Name)
+// NewCatalog builds a catalog from rule lists. A rule listed twice (the same value) counts once;
+// an incomplete rule, or two different rules with one code or one name, is an error.
+func NewCatalog(lists ...[]Rule) (*Catalog, error) {
+	c := &Catalog{byCode: map[string]Rule{}, byName: map[string]Rule{}}
+	for _, l := range lists {
+		for _, r := range l {
+			if r.Code == "" || r.Name == "" || r.Section == "" || r.Title == "" || r.Remediation == "" || r.DocURL == "" {
+				return nil, fmt.Errorf("findings: incomplete rule %+v", r)
+			}
+			if o, dup := c.byCode[r.Code]; dup {
+				if o == r {
+					continue
+				}
+				return nil, fmt.Errorf("findings: duplicate rule code %s", r.Code)
+			}
+			if _, dup := c.byName[strings.ToLower(r.Name)]; dup {
+				return nil, fmt.Errorf("findings: duplicate rule name %s", r.Name)
+			}
+			c.byCode[r.Code], c.byName[strings.ToLower(r.Name)] = r, r
+			c.rules = append(c.rules, r)
 		}
 	}
-	registry[r.Code] = r
-	return r
+	sort.Slice(c.rules, func(i, j int) bool { return c.rules[i].Code < c.rules[j].Code })
+	return c, nil
 }
 
-// Rules returns every defined rule sorted by code.
-func Rules() []Rule {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	out := make([]Rule, 0, len(registry))
-	for _, r := range registry {
-		out = append(out, r)
+// MustCatalog is NewCatalog for rule lists declared in the program: an error is a bug that every
+// test of the catalog's builder finds, so it panics.
+func MustCatalog(lists ...[]Rule) *Catalog {
+	c, err := NewCatalog(lists...)
+	if err != nil {
+		panic(err)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Code < out[j].Code })
-	return out
+	return c
 }
 
-// LookupRule finds a rule by code or name (case-insensitive).
-func LookupRule(codeOrName string) (Rule, bool) {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	if r, ok := registry[strings.ToUpper(codeOrName)]; ok {
+// Rules returns the catalog's rules sorted by code.
+func (c *Catalog) Rules() []Rule { return append([]Rule(nil), c.rules...) }
+
+// Lookup finds a rule by code or name (case-insensitive).
+func (c *Catalog) Lookup(codeOrName string) (Rule, bool) {
+	if r, ok := c.byCode[strings.ToUpper(codeOrName)]; ok {
 		return r, true
 	}
-	for _, r := range registry {
-		if strings.EqualFold(r.Name, codeOrName) {
-			return r, true
-		}
+	r, ok := c.byName[strings.ToLower(codeOrName)]
+	return r, ok
+}
+
+// lookup is Lookup on a catalog that may be nil (none: nothing is found).
+func (c *Catalog) lookup(codeOrName string) (Rule, bool) {
+	if c == nil {
+		return Rule{}, false
 	}
-	return Rule{}, false
+	return c.Lookup(codeOrName)
 }
 
 // Finding is one result of a rule against one resource.
@@ -350,16 +362,16 @@ func (r *Report) Sections() []*Section {
 	return append([]*Section(nil), r.sections...)
 }
 
-// Ignore drops the findings of the given rules (codes or names). Unknown entries are an error so
-// that a typo in a CI configuration does not silently ignore nothing.
-func (r *Report) Ignore(codesOrNames []string) error {
+// Ignore drops the findings of the given rules (codes or names, looked up in cat). Unknown
+// entries are an error so that a typo in a CI configuration does not silently ignore nothing.
+func (r *Report) Ignore(cat *Catalog, codesOrNames []string) error {
 	drop := map[string]bool{}
 	for _, c := range codesOrNames {
 		c = strings.TrimSpace(c)
 		if c == "" {
 			continue
 		}
-		rule, ok := LookupRule(c)
+		rule, ok := cat.Lookup(c)
 		if !ok {
 			return fmt.Errorf("--ignore %q: no such check code or name (see the docs for the list)", c)
 		}

@@ -17,12 +17,13 @@ import (
 )
 
 var (
-	ruleCap = Define(Rule{Code: "T101", Name: "test-capacity", Section: "nodes", Severity: Error,
+	ruleCap = (Rule{Code: "T101", Name: "test-capacity", Section: "nodes", Severity: Error,
 		Title: "max pods above capacity", Remediation: "lower maxPods", DocURL: "https://example.com/t101"})
-	ruleQPS = Define(Rule{Code: "T201", Name: "test-qps", Section: "kubelet", Severity: Warning,
+	ruleQPS = (Rule{Code: "T201", Name: "test-qps", Section: "kubelet", Severity: Warning,
 		Title: "pull QPS too low", Remediation: "raise registryPullQPS", DocURL: "https://example.com/t201"})
-	ruleInfo = Define(Rule{Code: "T202", Name: "test-info", Section: "kubelet", Severity: Info,
+	ruleInfo = (Rule{Code: "T202", Name: "test-info", Section: "kubelet", Severity: Info,
 		Title: "serial pulls", Remediation: "set serializeImagePulls false", DocURL: "https://example.com/t202"})
+	testCatalog = MustCatalog([]Rule{ruleCap, ruleQPS, ruleInfo})
 )
 
 func sample() *Report {
@@ -51,11 +52,11 @@ func TestPrintGolden(t *testing.T) {
 		file, format string
 		opts         PrintOptions
 	}{
-		{"report.txt", "text", PrintOptions{}},
-		{"report-color.txt", "text", PrintOptions{Color: true}},
-		{"report-limit.txt", "text", PrintOptions{MaxPerRule: 1}},
-		{"report.json", "json", PrintOptions{}},
-		{"report.xml", "junit", PrintOptions{}},
+		{"report.txt", "text", PrintOptions{Catalog: testCatalog}},
+		{"report-color.txt", "text", PrintOptions{Color: true, Catalog: testCatalog}},
+		{"report-limit.txt", "text", PrintOptions{MaxPerRule: 1, Catalog: testCatalog}},
+		{"report.json", "json", PrintOptions{Catalog: testCatalog}},
+		{"report.xml", "junit", PrintOptions{Catalog: testCatalog}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			var buf bytes.Buffer
@@ -91,13 +92,13 @@ func TestScoresAndExit(t *testing.T) {
 	if r.MaxSeverity() != Error || ExitCode(r.MaxSeverity()) != ExitFindings {
 		t.Errorf("max %v exit %d", r.MaxSeverity(), ExitCode(r.MaxSeverity()))
 	}
-	if err := r.Ignore([]string{"T101", "test-qps"}); err != nil {
+	if err := r.Ignore(testCatalog, []string{"T101", "test-qps"}); err != nil {
 		t.Fatal(err)
 	}
 	if r.MaxSeverity() != Info || ExitCode(r.MaxSeverity()) != ExitOK {
 		t.Errorf("after ignore: max %v", r.MaxSeverity())
 	}
-	if err := r.Ignore([]string{"NOPE"}); err == nil || !strings.Contains(err.Error(), "NOPE") {
+	if err := r.Ignore(testCatalog, []string{"NOPE"}); err == nil || !strings.Contains(err.Error(), "NOPE") {
 		t.Errorf("unknown code: %v", err)
 	}
 	if ExitCode(Warning) != ExitFindings || ExitCode(Skipped) != ExitOK {
@@ -168,20 +169,29 @@ func TestJSONAndJUnitRoundTrip(t *testing.T) {
 	}
 }
 
-func TestDefineRejects(t *testing.T) {
+func TestNewCatalogRejects(t *testing.T) {
 	for _, r := range []Rule{
 		{Code: "T101", Name: "other", Section: "s", Title: "t", Remediation: "r", DocURL: "d"},
 		{Code: "T999", Name: "test-qps", Section: "s", Title: "t", Remediation: "r", DocURL: "d"},
 		{Code: "T998", Name: "x", Section: "s"},
 	} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("Define(%+v) did not panic", r)
-				}
-			}()
-			Define(r)
-		}()
+		if _, err := NewCatalog([]Rule{ruleCap, ruleQPS, ruleInfo}, []Rule{r}); err == nil {
+			t.Errorf("NewCatalog accepted %+v", r)
+		}
+	}
+	// The same rule in two lists (a shared rule listed by both commands) is one rule.
+	c, err := NewCatalog([]Rule{ruleCap, ruleQPS}, []Rule{ruleQPS, ruleInfo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(c.Rules()); got != 3 {
+		t.Errorf("%d rules, want 3", got)
+	}
+	if r, ok := c.Lookup("TEST-QPS"); !ok || r.Code != "T201" {
+		t.Errorf("Lookup by name: %v %v", r, ok)
+	}
+	if r, ok := c.Lookup("t202"); !ok || r.Name != "test-info" {
+		t.Errorf("Lookup by code: %v %v", r, ok)
 	}
 }
 

@@ -29,7 +29,7 @@ func TestPrintTextEscapesHostileText(t *testing.T) {
 			r.AddStat("stat"+tc.raw, 1)
 			for _, colour := range []bool{false, true} {
 				var out bytes.Buffer
-				if err := PrintText(&out, r, PrintOptions{Color: colour}); err != nil {
+				if err := PrintText(&out, r, PrintOptions{Color: colour, Catalog: testCatalog}); err != nil {
 					t.Fatal(err)
 				}
 				text := out.String()

@@ -23,6 +23,8 @@ type PrintOptions struct {
 	// MaxPerRule limits the resources listed under one rule in text output (0 = 20; negative =
 	// all). JSON and JUnit always carry everything.
 	MaxPerRule int
+	// Catalog gives each rule's title for its heading line (nil: the rule's name).
+	Catalog *Catalog
 }
 
 // Print writes the report in format ("text", "json" or "junit").
@@ -127,7 +129,7 @@ func PrintText(w io.Writer, r *Report, o PrintOptions) error {
 			f := group[0]
 			mark, colour := severityStyle(f.Severity)
 			title := f.Name
-			if rule, ok := LookupRule(f.Code); ok {
+			if rule, ok := o.Catalog.lookup(f.Code); ok {
 				title = rule.Title
 			}
 			fmt.Fprintf(&b, "  %s %s %s", paint(colour, mark), paint(colour, esc(f.Code)), esc(title))

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -14,13 +15,27 @@ type Clients struct {
 	Config *rest.Config
 	// Kube is the typed clientset, in protobuf.
 	Kube kubernetes.Interface
+	// JSON is the typed clientset in JSON, for APIs and raw paths without protobuf (the node
+	// proxy's /configz, /metrics) and small reads.
+	JSON kubernetes.Interface
+	// Dynamic reads custom resources (JSON).
+	Dynamic dynamic.Interface
 	// Metadata reads metadata only (Nodes: NodesResource).
 	Metadata metadata.Interface
 }
 
-// NewClients builds Clients from cfg, used as it is but for the content type.
+// NewClients builds Clients from cfg, used as it is but for the content type. Building a client
+// sends no request.
 func NewClients(cfg *rest.Config) (*Clients, error) {
 	kube, err := kubernetes.NewForConfig(Protobuf(cfg))
+	if err != nil {
+		return nil, err
+	}
+	json, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -28,5 +43,5 @@ func NewClients(cfg *rest.Config) (*Clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Clients{Config: cfg, Kube: kube, Metadata: meta}, nil
+	return &Clients{Config: cfg, Kube: kube, JSON: json, Dynamic: dyn, Metadata: meta}, nil
 }

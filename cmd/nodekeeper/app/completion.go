@@ -40,22 +40,24 @@ func completeInstanceTypes(_ *cobra.Command, _ []string, toComplete string) ([]s
 	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
-// completeRules completes --ignore, a comma-separated list of check codes and names, each code
-// with its name as the description.
-func completeRules(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-	var all []string
-	titles := map[string]string{}
-	for _, r := range findings.Rules() {
-		all = append(all, r.Code, r.Name)
-		titles[r.Code], titles[r.Name] = r.Name, r.Code
+// completeRules completes --ignore, a comma-separated list of the catalog's check codes and
+// names, each code with its name as the description.
+func completeRules(cat *findings.Catalog) cobra.CompletionFunc {
+	return func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		var all []string
+		titles := map[string]string{}
+		for _, r := range cat.Rules() {
+			all = append(all, r.Code, r.Name)
+			titles[r.Code], titles[r.Name] = r.Name, r.Code
+		}
+		sort.Strings(all)
+		out := completeList(all, toComplete)
+		for i, c := range out {
+			last := c[strings.LastIndex(c, ",")+1:]
+			out[i] = c + "\t" + titles[last]
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 	}
-	sort.Strings(all)
-	out := completeList(all, toComplete)
-	for i, c := range out {
-		last := c[strings.LastIndex(c, ",")+1:]
-		out[i] = c + "\t" + titles[last]
-	}
-	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 }
 
 // registerFailOnCompletion completes --fail-on with its values.

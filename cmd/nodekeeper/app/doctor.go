@@ -15,10 +15,11 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 	"github.com/nodekeeper/nodekeeper/internal/progress"
+	"github.com/nodekeeper/nodekeeper/internal/rules"
 )
 
 // defaultMinCNI is the oldest VPC CNI version doctor and bundle accept without a warning.
-func defaultMinCNI() string { return doctor.DefaultMinCNIVersion.String() }
+func defaultMinCNI() string { return rules.DefaultMinCNIVersion.String() }
 
 // doctorOptions are the settings of `nodekeeper doctor`.
 type doctorOptions struct {
@@ -131,7 +132,7 @@ func (o *doctorOptions) Complete(cmd *cobra.Command, _ []string) error {
 		return fmt.Errorf("--aws-node %q: want NAMESPACE/NAME", o.awsNode)
 	}
 	o.doctor.AWSNodeNamespace, o.doctor.AWSNodeName = ns, name
-	o.doctor.Workers, o.doctor.Limit, o.doctor.ChunkSize = o.workers, o.client.Limit, o.client.ChunkSize
+	o.doctor.Workers, o.doctor.ChunkSize = o.workers, o.client.ChunkSize
 	o.doctor.ConfigzTimeout, o.doctor.Lease, o.doctor.ReservedENIs = o.configzTimeout, lease.Options{GracePeriod: o.leaseGrace}, o.reservedENIs
 	return o.aws.validate(f)
 }
@@ -156,6 +157,12 @@ func (o *doctorOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	cfg, requests := kube.CountRequests(cfg)
+	clients, err := kube.NewClients(cfg)
+	if err != nil {
+		return err
+	}
+	o.doctor.Target = cfg.Host
 	var meter *progress.Meter // made by the first progress call, when progress is shown
 	if o.progress.show {
 		o.doctor.ConfigzProgress = func(done, total int) {
@@ -168,7 +175,7 @@ func (o *doctorOptions) Run(ctx context.Context) error {
 			}
 		}
 	}
-	rep, err := doctor.Run(ctx, cfg, o.doctor)
+	rep, err := doctor.Run(ctx, doctor.DepsFrom(clients, requests), o.doctor)
 	meter.Finish() // interrupted part way: end the line before anything else is printed
 	if err != nil {
 		return err

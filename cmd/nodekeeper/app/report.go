@@ -10,8 +10,11 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/nodekeeper/nodekeeper/internal/bundle"
 	"github.com/nodekeeper/nodekeeper/internal/cli"
+	"github.com/nodekeeper/nodekeeper/internal/doctor"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/rules"
 )
 
 // reportFlags are the output flags doctor and bundle share.
@@ -23,10 +26,19 @@ type reportFlags struct {
 	failOn     string
 
 	failOnSeverity findings.Severity // parsed by Validate
+	// catalog is where --ignore, its completion and the text printer look rules up.
+	catalog *findings.Catalog
+}
+
+// ruleCatalog is every rule doctor and bundle report: the node rules they share (internal/rules)
+// and each command's own. Both commands accept each other's codes in --ignore, so one CI
+// configuration serves both.
+func ruleCatalog() *findings.Catalog {
+	return findings.MustCatalog(rules.Rules, doctor.Rules, bundle.Rules)
 }
 
 func newReportFlags() reportFlags {
-	return reportFlags{output: newOutputFlags("text", "output format: text, json or junit", "text", "json", "junit")}
+	return reportFlags{output: newOutputFlags("text", "output format: text, json or junit", "text", "json", "junit"), catalog: ruleCatalog()}
 }
 
 func (f *reportFlags) AddFlags(fs *pflag.FlagSet) {
@@ -46,7 +58,7 @@ func addFailOnFlag(fs *pflag.FlagSet, p *string, def string) {
 func (f *reportFlags) RegisterCompletion(cmd *cobra.Command) {
 	f.output.RegisterCompletion(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("color", cobra.FixedCompletions([]string{"auto", "always", "never"}, cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("ignore", completeRules)
+	_ = cmd.RegisterFlagCompletionFunc("ignore", completeRules(f.catalog))
 	registerFailOnCompletion(cmd)
 }
 
@@ -64,7 +76,7 @@ func (f *reportFlags) Validate() error {
 		return err
 	}
 	for _, c := range f.ignore {
-		if _, ok := findings.LookupRule(c); !ok {
+		if _, ok := f.catalog.Lookup(c); !ok {
 			return fmt.Errorf("--ignore %q: no such check code or name", c)
 		}
 	}
@@ -88,11 +100,11 @@ func useColor(mode string, w io.Writer) bool {
 // finish filters, prints and turns the report's highest severity into the exit code: 3 when it
 // is at or above --fail-on.
 func (f *reportFlags) finish(out io.Writer, rep *findings.Report) error {
-	if err := rep.Ignore(f.ignore); err != nil {
+	if err := rep.Ignore(f.catalog, f.ignore); err != nil {
 		return err
 	}
 	rep.FailOn = f.failOnSeverity
-	if err := findings.Print(out, rep, f.output.Output, findings.PrintOptions{Color: useColor(f.color, out), MaxPerRule: f.maxPerRule}); err != nil {
+	if err := findings.Print(out, rep, f.output.Output, findings.PrintOptions{Color: useColor(f.color, out), MaxPerRule: f.maxPerRule, Catalog: f.catalog}); err != nil {
 		return err
 	}
 	max := rep.MaxSeverity()

@@ -1,4 +1,4 @@
-package doctor
+package rules
 
 import (
 	"bytes"
@@ -71,16 +71,16 @@ func FuzzCheckCNISettings(f *testing.F) {
 
 func assertPrintable(t *testing.T, fs []findings.Finding) {
 	t.Helper()
-	r := findings.NewReport("doctor", "fuzz", time.Unix(0, 0).UTC(), [2]string{SectionVersions, "Versions"})
+	r := findings.NewReport("doctor", "fuzz", time.Unix(0, 0).UTC(), [2]string{SectionKubelet, "Kubelet"})
 	for i := range fs {
 		if fs[i].Code == "" {
 			t.Fatalf("finding without a code: %+v", fs[i])
 		}
-		fs[i].Section = SectionVersions // one section is enough to print them all
+		fs[i].Section = SectionKubelet // one section is enough to print them all
 	}
 	r.Add(fs...)
 	var out bytes.Buffer
-	if err := findings.PrintText(&out, r, findings.PrintOptions{MaxPerRule: -1}); err != nil {
+	if err := findings.PrintText(&out, r, findings.PrintOptions{MaxPerRule: -1, Catalog: findings.MustCatalog(Rules)}); err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range strings.Split(out.String(), "\n") {

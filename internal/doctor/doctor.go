@@ -1,0 +1,191 @@
+// Package doctor checks a live cluster for the node, kubelet and VPC CNI settings that break
+// large EKS clusters, and for the node heartbeat problems of the lease taxonomy.
+//
+// A run has two phases. Gather (gather*.go) reads the cluster once into one typed value, Facts:
+// Nodes, node leases, the aws-node DaemonSet, Karpenter's settings, each kubelet's configuration
+// through the API server's node proxy (/api/v1/nodes/NAME/proxy/configz, at most one request per
+// node, bounded concurrency), the API server's /metrics, stuck pods and their sandbox events,
+// kubelet-serving CSRs, ENIConfigs, CSINodes and CNINodes, and with --aws what EC2 says. A read
+// that is forbidden (or otherwise cannot be made) leaves its fact missing, with the reason
+// ("needs list on pods"). Then each check (check_*.go, one small type per file) runs over the
+// facts: a check that needs a missing fact is reported as skipped with that reason under its
+// rule, and no check reads anything another check wrote. The pure rules doctor shares with
+// bundle are in internal/rules. The run itself fails only when the API server cannot be used at
+// all.
+//
+// Run takes its clients injected (Deps); the CLI builds them through internal/kube.
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/nodekeeper/nodekeeper/internal/eni"
+	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/kube"
+	"github.com/nodekeeper/nodekeeper/internal/lease"
+)
+
+// Options tune a doctor run.
+type Options struct {
+	// Target names the cluster in the report (the CLI gives the API server's URL).
+	Target string
+	// Workers bounds the configz requests in flight (default DefaultWorkers).
+	Workers int
+	// ConfigzTimeout bounds one configz request (default 10 s).
+	ConfigzTimeout time.Duration
+	// ConfigzProgress, when set, is told how many of the Ready nodes' configz requests are
+	// done (answered or failed) out of how many: once with 0 before the first, then after each
+	// one, in order, never two at once; the last call has the final count. It must return
+	// quickly: the workers wait for it.
+	ConfigzProgress func(done, total int)
+	// ChunkSize is the LIST page size (default kube.DefaultChunkSize). Pods and Events are read
+	// in pages of at most MaxPodPage and MaxEventPage whatever it is (see gather_podnet.go).
+	ChunkSize int64
+
+	// AWSNodeNamespace/AWSNodeName locate the VPC CNI DaemonSet (kube-system/aws-node).
+	AWSNodeNamespace, AWSNodeName string
+	// CustomNetworking and PrefixDelegation override what the aws-node environment says (nil: use it).
+	CustomNetworking, PrefixDelegation *bool
+	// CNIVersion overrides the version read from the aws-node image.
+	CNIVersion string
+	// ReservedENIs are ENIs kept from pods besides custom networking and the trunk ENI (for
+	// example Karpenter's reservedENIs when used for another purpose).
+	ReservedENIs int
+	// MinCNIVersion is the VPC CNI version below which a warning is given (zero: default).
+	MinCNIVersion eni.Version
+	// Lease tunes the lease classification (grace period; zero: lease.DefaultGracePeriod).
+	Lease lease.Options
+	// Now returns the time used for lease classification (default time.Now).
+	Now func() time.Time
+
+	// StuckAfter is how long a pod may wait in ContainerCreating before it counts as stuck
+	// (default 2m).
+	StuckAfter time.Duration
+	// CSRPendingAfter is how long a kubelet-serving CSR may stay without a certificate (default 5m).
+	CSRPendingAfter time.Duration
+	// SkipPodNetworking leaves out the "Pod networking" section (for comparisons; the CLI
+	// always runs it).
+	SkipPodNetworking bool
+	// EC2, when set, adds the EC2 section (doctor --aws; ec2.go).
+	EC2 *EC2Options
+}
+
+func (o *Options) defaults() {
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
+	}
+	if o.ConfigzTimeout <= 0 {
+		o.ConfigzTimeout = 10 * time.Second
+	}
+	if o.ChunkSize <= 0 {
+		o.ChunkSize = kube.DefaultChunkSize
+	}
+	if o.AWSNodeNamespace == "" {
+		o.AWSNodeNamespace = "kube-system"
+	}
+	if o.AWSNodeName == "" {
+		o.AWSNodeName = "aws-node"
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.StuckAfter <= 0 {
+		o.StuckAfter = DefaultStuckAfter
+	}
+	if o.CSRPendingAfter <= 0 {
+		o.CSRPendingAfter = DefaultCSRPendingAfter
+	}
+}
+
+// DefaultWorkers is how many configz requests doctor keeps in flight.
+const DefaultWorkers = 16
+
+// DefaultRateLimit is the CLI's client-side limit: one configz request per node must not take
+// minutes on a large cluster, and API priority and fairness protects the server.
+var DefaultRateLimit = kube.RateLimit{QPS: 100, Burst: 300}
+
+// Validate reports options that cannot be used.
+func (o Options) Validate() error {
+	if o.StuckAfter < 0 || o.CSRPendingAfter < 0 {
+		return fmt.Errorf("stuck-after and csr-pending-after must not be negative")
+	}
+	if o.ReservedENIs < 0 {
+		return fmt.Errorf("reserved ENIs must not be negative, got %d", o.ReservedENIs)
+	}
+	if o.CNIVersion != "" {
+		if _, err := eni.ParseVersion(o.CNIVersion); err != nil {
+			return err
+		}
+	}
+	return o.Lease.Validate()
+}
+
+// Deps are the clients a doctor run reads with, injected as the controller's are, so that the
+// gather phase runs against fake clientsets in unit tests and against a real API server in the
+// control-plane tests. DepsFrom maps kube.Clients onto them.
+type Deps struct {
+	// Client reads what is small or has no protobuf: discovery, the aws-node DaemonSet,
+	// Karpenter's Deployment and ConfigMap, SelfSubjectAccessReviews, CSRs and CSINodes.
+	Client kubernetes.Interface
+	// Bulk reads the large lists (Nodes, leases, pods, events) as protobuf: a fraction of JSON's
+	// decoding cost on tens of thousands of objects.
+	Bulk kubernetes.Interface
+	// Dynamic reads the custom resources (ENIConfigs, CNINodes).
+	Dynamic dynamic.Interface
+	// REST sends the raw requests: each kubelet's /configz through the node proxy and /metrics
+	// (nil: those facts are missing, for unit tests that do not need them).
+	REST rest.Interface
+	// Requests, when set, returns how many requests the clients have sent (StatAPIRequests).
+	Requests func() int64
+}
+
+// DepsFrom maps clients built by kube.NewClients onto Deps: the protobuf clientset for the bulk
+// lists, the JSON one for the rest, and its REST client for configz and /metrics.
+func DepsFrom(c *kube.Clients, requests func() int64) Deps {
+	return Deps{Client: c.JSON, Bulk: c.Kube, Dynamic: c.Dynamic, REST: c.JSON.CoreV1().RESTClient(), Requests: requests}
+}
+
+// Stat names in the report.
+const (
+	StatAPIRequests     = "apiRequests"
+	StatConfigzRequests = "configzRequests"
+	StatConfigzErrors   = "configzErrors"
+	StatNodes           = "nodes"
+	StatLeases          = "nodeLeases"
+)
+
+// Run checks the cluster deps talk to: it gathers the facts, then runs every check over them.
+func Run(ctx context.Context, deps Deps, o Options) (*findings.Report, error) {
+	o.defaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.Client == nil || deps.Bulk == nil {
+		return nil, fmt.Errorf("doctor: no API client")
+	}
+	start := time.Now()
+	f, err := Gather(ctx, deps, o)
+	if err != nil {
+		return nil, err
+	}
+	sections := Sections
+	if o.EC2 != nil {
+		sections = append(append([][2]string(nil), Sections...), sectionEC2)
+	}
+	rep := findings.NewReport("doctor", o.Target, o.Now(), sections...)
+	RunChecks(rep, f, ChecksFor(o))
+	for name, v := range f.Stats {
+		rep.AddStat(name, v)
+	}
+	if deps.Requests != nil {
+		rep.AddStat(StatAPIRequests, deps.Requests())
+	}
+	rep.Duration = time.Since(start)
+	return rep, nil
+}

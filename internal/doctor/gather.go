@@ -1,0 +1,334 @@
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/nodekeeper/nodekeeper/internal/eni"
+	"github.com/nodekeeper/nodekeeper/internal/kube"
+	"github.com/nodekeeper/nodekeeper/internal/rules"
+	"github.com/nodekeeper/nodekeeper/internal/textsafe"
+)
+
+// gatherer reads the facts; it lives for one Gather call.
+type gatherer struct {
+	d Deps
+	o Options
+	f *Facts
+}
+
+// Gather reads every fact a run with o needs (o with its defaults applied; Run does that). A
+// forbidden read leaves its fact missing; other errors fail the run.
+func Gather(ctx context.Context, d Deps, o Options) (*Facts, error) {
+	g := &gatherer{d: d, o: o, f: &Facts{Options: o, Now: o.Now(), Stats: map[string]int64{}}}
+	sv, err := d.Client.Discovery().ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("reading the API server version: %w", err)
+	}
+	g.f.Server = sv.GitVersion
+	steps := []func(context.Context) error{g.nodes, g.awsNode, g.karpenter, g.configz}
+	if o.EC2 != nil {
+		steps = append(steps, g.ec2InstanceTypes)
+	}
+	steps = append(steps, g.leases, g.metrics)
+	if !o.SkipPodNetworking {
+		steps = append(steps, g.pods, g.csrs, g.csiNodes, g.cniNodes)
+	}
+	if !o.SkipPodNetworking || o.EC2 != nil {
+		steps = append(steps, g.eniConfigs)
+	}
+	if o.EC2 != nil {
+		steps = append(steps, g.ec2)
+	}
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return g.f, nil
+}
+
+func (g *gatherer) nodes(ctx context.Context) error {
+	var out []corev1.Node
+	_, err := kube.Pages(ctx, "nodes", metav1.ListOptions{Limit: g.o.ChunkSize}, func(ctx context.Context, o metav1.ListOptions) (string, error) {
+		l, err := g.d.Bulk.CoreV1().Nodes().List(ctx, o)
+		if err != nil {
+			return "", err
+		}
+		out = append(out, l.Items...)
+		return l.Continue, nil
+	})
+	if apierrors.IsForbidden(err) {
+		g.f.miss(FactNodes, "nodes", "needs list on nodes")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	g.f.Nodes = out
+	g.f.stat(StatNodes, int64(len(out)))
+	return nil
+}
+
+// awsNode reads the VPC CNI DaemonSet.
+func (g *gatherer) awsNode(ctx context.Context) error {
+	a := &g.f.AWSNode
+	a.Resource = "daemonset/" + g.o.AWSNodeNamespace + "/" + g.o.AWSNodeName
+	ds, err := g.d.Client.AppsV1().DaemonSets(g.o.AWSNodeNamespace).Get(ctx, g.o.AWSNodeName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsForbidden(err):
+		g.f.miss(FactAWSNode, a.Resource, "needs get on daemonsets in "+g.o.AWSNodeNamespace)
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading %s: %w", a.Resource, err)
+	}
+	a.Found = true
+	c := awsNodeContainer(ds)
+	if c == nil {
+		return nil
+	}
+	a.Container = true
+	a.Env = map[string]string{}
+	for _, e := range c.Env {
+		if e.ValueFrom != nil {
+			a.Unread = append(a.Unread, e.Name)
+			continue
+		}
+		a.Env[e.Name] = e.Value
+	}
+	if v, err := eni.VersionFromImage(c.Image); err == nil {
+		a.Version = &v
+	}
+	return nil
+}
+
+func awsNodeContainer(ds *appsv1.DaemonSet) *corev1.Container {
+	cs := ds.Spec.Template.Spec.Containers
+	for i := range cs {
+		if cs[i].Name == "aws-node" {
+			return &cs[i]
+		}
+	}
+	for i := range cs {
+		if strings.Contains(cs[i].Image, "amazon-k8s-cni:") {
+			return &cs[i]
+		}
+	}
+	return nil
+}
+
+// configz reads every Ready node's kubelet configuration through the API server's node proxy:
+// one request per node, no retries, at most Workers in flight.
+func (g *gatherer) configz(ctx context.Context) error {
+	nodes := g.f.Nodes
+	out := make(map[string]ConfigzResult, len(nodes))
+	g.f.Configz = out
+	if len(nodes) == 0 {
+		return nil
+	}
+	if g.d.REST == nil {
+		g.f.miss(FactConfigz, "nodes/proxy", "no client for the node proxy")
+		return nil
+	}
+	allowed, reason, err := g.canGetNodesProxy(ctx)
+	if err != nil {
+		klog.ErrorS(err, "SelfSubjectAccessReview for nodes/proxy failed; trying the requests")
+		allowed = true
+	}
+	if !allowed {
+		g.f.miss(FactConfigz, "nodes/proxy", "needs get on nodes/proxy ("+reason+")")
+		return nil
+	}
+	var mu sync.Mutex // guards out, done and the progress calls
+	work := make(chan string)
+	var wg sync.WaitGroup
+	var errs, requests atomic.Int64
+	done, total := 0, 0
+	for i := range nodes {
+		if nodeReady(&nodes[i]) {
+			total++
+		}
+	}
+	progress := func() {}
+	if g.o.ConfigzProgress != nil {
+		progress = func() { g.o.ConfigzProgress(done, total) }
+	}
+	progress()
+	for i := 0; i < g.o.Workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for name := range work {
+				res := g.getConfigz(ctx, name, &requests)
+				if res.Err != "" {
+					errs.Add(1)
+				}
+				mu.Lock()
+				out[name] = res
+				done++
+				progress()
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := range nodes {
+		n := &nodes[i]
+		if !nodeReady(n) {
+			out[n.Name] = ConfigzResult{Err: "node not Ready"}
+			continue
+		}
+		select {
+		case work <- n.Name:
+		case <-ctx.Done():
+		}
+	}
+	close(work)
+	wg.Wait()
+	g.f.stat(StatConfigzErrors, errs.Load())
+	g.f.stat(StatConfigzRequests, requests.Load())
+	return nil
+}
+
+func (g *gatherer) getConfigz(ctx context.Context, node string, requests *atomic.Int64) ConfigzResult {
+	if ctx.Err() != nil {
+		return ConfigzResult{Err: ctx.Err().Error()}
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.o.ConfigzTimeout)
+	defer cancel()
+	requests.Add(1)
+	raw, err := readConfigz(ctx, g.d.REST.Get().AbsPath("/api/v1/nodes", node, "proxy", "configz").MaxRetries(0))
+	switch {
+	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "nodes/proxy"):
+		// RBAC's denial names the resource; other 403s come from the path to the kubelet.
+		return ConfigzResult{Err: "forbidden: needs get on nodes/proxy"}
+	case err != nil:
+		return ConfigzResult{Err: configzFailure(err)}
+	}
+	c, err := rules.ParseConfigz(raw)
+	if err != nil {
+		return ConfigzResult{Err: err.Error()}
+	}
+	return ConfigzResult{Config: &c}
+}
+
+// maxConfigzBytes bounds one /configz answer. A kubelet's is a few KiB; whatever answers on the
+// node-proxy path in its place is not trusted to stay small, and thousands are read at once.
+const maxConfigzBytes = 1 << 20
+
+// readConfigz reads at most maxConfigzBytes of the answer and refuses a larger one, where DoRaw
+// would hold all of it in memory. Non-2xx answers become errors as with DoRaw.
+func readConfigz(ctx context.Context, req *rest.Request) ([]byte, error) {
+	body, err := req.Stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	raw, err := io.ReadAll(io.LimitReader(body, maxConfigzBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) > maxConfigzBytes {
+		return nil, fmt.Errorf("the /configz answer is larger than %d bytes; a kubelet's is a few KiB", maxConfigzBytes)
+	}
+	return raw, nil
+}
+
+func (g *gatherer) canGetNodesProxy(ctx context.Context) (bool, string, error) {
+	ssar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "nodes", Subresource: "proxy"},
+	}}
+	res, err := g.d.Client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, ssar, metav1.CreateOptions{})
+	if err != nil {
+		return false, "", err
+	}
+	reason := res.Status.Reason
+	if reason == "" {
+		reason = "denied"
+	}
+	return res.Status.Allowed, reason, nil
+}
+
+// configzFailure is the one-line reason a configz request failed, with the HTTP status when there
+// is one. The error can quote whatever answered on the path to the kubelet (a proxy's HTML page, a
+// kubelet's message in any language), so it is clipped to 200 characters on a character boundary
+// and escaped.
+func configzFailure(err error) string {
+	msg := err.Error()
+	var st apierrors.APIStatus
+	if errors.As(err, &st) && st.Status().Code != 0 {
+		msg = fmt.Sprintf("HTTP %d: %s", st.Status().Code, msg)
+	}
+	return textsafe.Clip(msg, 200)
+}
+
+func (g *gatherer) leases(ctx context.Context) error {
+	var leases []coordinationv1.Lease
+	err := kube.ListLeases(ctx, g.d.Bulk.CoordinationV1(), corev1.NamespaceNodeLease, g.o.ChunkSize, func(l *coordinationv1.LeaseList) error {
+		leases = append(leases, l.Items...)
+		return nil
+	})
+	if apierrors.IsForbidden(err) {
+		g.f.miss(FactLeases, "leases", "needs list on leases in "+corev1.NamespaceNodeLease)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	g.f.Leases = leases
+	g.f.stat(StatLeases, int64(len(leases)))
+	return nil
+}
+
+// metrics reads the API server's priority-and-fairness samples from /metrics.
+func (g *gatherer) metrics(ctx context.Context) error {
+	if g.d.REST == nil {
+		g.f.miss(FactMetrics, "apiserver", "no client for /metrics")
+		return nil
+	}
+	raw, err := g.d.REST.Get().AbsPath("/metrics").DoRaw(ctx)
+	switch {
+	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
+		g.f.miss(FactMetrics, "apiserver", "needs get on the non-resource URL /metrics")
+		return nil
+	case apierrors.IsNotFound(err):
+		g.f.miss(FactMetrics, "apiserver", "the API server serves no /metrics")
+		return nil
+	case err != nil:
+		g.f.miss(FactMetrics, "apiserver", "reading /metrics: "+err.Error())
+		return nil
+	}
+	samples, err := ParseMetrics(raw, "apiserver_flowcontrol_")
+	if err != nil {
+		g.f.miss(FactMetrics, "apiserver", err.Error())
+		return nil
+	}
+	g.f.APF = samples
+	return nil
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

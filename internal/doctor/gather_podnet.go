@@ -1,0 +1,377 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/nodekeeper/nodekeeper/internal/kube"
+	"github.com/nodekeeper/nodekeeper/internal/textsafe"
+)
+
+// The "Pod networking" section reads, with a bounded number of LIST requests whatever the
+// cluster's size (each paginated; never a request per node):
+//
+//   - Pods twice: status.phase=Pending (the stuck ones) and status.phase=Running (the VPC
+//     addresses each node's pods hold). Two field-selected lists instead of one of everything so
+//     that Succeeded/Failed pods, which can be most of a batch cluster, never leave etcd.
+//   - core/v1 Events with reason=FailedCreatePodSandBox. core/v1 rather than events.k8s.io/v1:
+//     the kubelet records through the core/v1 event recorder, so count, firstTimestamp and
+//     lastTimestamp are filled where events.k8s.io/v1 only shows them as deprecated* fields, and
+//     the reason field selector works the same on every server version.
+//   - CertificateSigningRequests (kubernetes.io/kubelet-serving), CSINodes, and when served
+//     CNINodes (vpcresources.k8s.aws) and ENIConfigs (crd.k8s.amazonaws.com) through the dynamic
+//     client, plus Karpenter's Deployment and its old settings ConfigMap (label/field selected).
+
+// Well-known names of the objects the section reads.
+const (
+	LabelENIConfig         = "k8s.amazonaws.com/eniConfig"
+	defaultENIConfigName   = "default"
+	karpenterSettingsCM    = "karpenter-global-settings"
+	karpenterSettingsKey   = "aws.reservedENIs"
+	karpenterEnvReserved   = "RESERVED_ENIS"
+	karpenterAppLabel      = "app.kubernetes.io/name=karpenter"
+	kubeletServingSigner   = "kubernetes.io/kubelet-serving"
+	reasonSandboxFailed    = "FailedCreatePodSandBox"
+	DefaultStuckAfter      = 2 * time.Minute
+	DefaultCSRPendingAfter = 5 * time.Minute
+)
+
+var (
+	gvrENIConfig = schema.GroupVersionResource{Group: "crd.k8s.amazonaws.com", Version: "v1alpha1", Resource: "eniconfigs"}
+	gvrCNINode   = schema.GroupVersionResource{Group: "vpcresources.k8s.aws", Version: "v1alpha1", Resource: "cninodes"}
+)
+
+// Stats of the section.
+const (
+	StatPodsListed     = "podsListed"
+	StatStuckPods      = "stuckPods"
+	StatSandboxEvents  = "sandboxEvents"
+	StatPodListPages   = "podListPages"
+	StatEventListPages = "eventListPages"
+)
+
+// csrSettled reports whether a CSR needs nothing more: denied, failed, or approved and signed.
+// An approved request without a certificate is not settled: its signer refused or never came.
+func csrSettled(c *certificatesv1.CertificateSigningRequest) bool {
+	for _, cond := range c.Status.Conditions {
+		switch cond.Type {
+		case certificatesv1.CertificateDenied, certificatesv1.CertificateFailed:
+			return true
+		}
+	}
+	return csrApproved(c) && len(c.Status.Certificate) > 0
+}
+
+func csrApproved(c *certificatesv1.CertificateSigningRequest) bool {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == certificatesv1.CertificateApproved {
+			return true
+		}
+	}
+	return false
+}
+
+// hostnameHint connects a pending serving CSR with a hard-coded hostname (bundle NK631): EKS's
+// approver signs only names and addresses that match the EC2 instance, so a Node whose name is
+// not an EC2 private DNS name (ip-…/i-… in *.compute.internal or ec2.internal) is the likely cause.
+func hostnameHint(n *corev1.Node) string {
+	name := n.Name
+	if strings.HasSuffix(name, ".compute.internal") || strings.HasSuffix(name, ".ec2.internal") {
+		return ""
+	}
+	var dns []string
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalDNS || a.Type == corev1.NodeHostName {
+			if a.Address != name {
+				dns = append(dns, a.Address)
+			}
+		}
+	}
+	hint := fmt.Sprintf("the node name %q is not an EC2 private DNS name: a hostname hard-coded in the bootstrap script (nodekeeper bundle NK631) makes EKS refuse the serving certificate", textsafe.Escape(name))
+	if len(dns) > 0 {
+		hint += "; the instance's names: " + textsafe.Clip(strings.Join(dns, ", "), 200)
+	}
+	return hint
+}
+
+// selectedENIConfig is the ENIConfig ipamd uses on a node, in the VPC CNI's order: the
+// k8s.amazonaws.com/eniConfig label, the ENI_CONFIG_ANNOTATION_DEF annotation, the
+// ENI_CONFIG_LABEL_DEF label (usually the zone), else the ENIConfig named "default".
+func selectedENIConfig(n *corev1.Node, labelDef, annotationDef string) (name, from string) {
+	if v := n.Labels[LabelENIConfig]; v != "" {
+		return v, "label " + LabelENIConfig
+	}
+	if annotationDef != "" {
+		if v := n.Annotations[annotationDef]; v != "" {
+			return v, "annotation " + annotationDef + " (ENI_CONFIG_ANNOTATION_DEF)"
+		}
+	}
+	if labelDef != "" {
+		if v := n.Labels[labelDef]; v != "" {
+			return v, "label " + labelDef + " (ENI_CONFIG_LABEL_DEF)"
+		}
+	}
+	return defaultENIConfigName, "no label: the default"
+}
+
+func deploymentEnv(d *appsv1.Deployment, name string) (string, bool) {
+	for _, c := range d.Spec.Template.Spec.Containers {
+		for _, e := range c.Env {
+			if e.Name == name && e.ValueFrom == nil {
+				return e.Value, true
+			}
+		}
+	}
+	return "", false
+}
+
+// MaxPodPage and MaxEventPage bound the LIST pages of pods and events whatever --chunk-size
+// says. Neither kind has a size limit of its own below etcd's request limit (about 1.5 MiB per
+// object): an Event's message is free text anyone who may create Events can write, and a pod's
+// spec can carry megabytes of environment. A page is decoded whole, so its size bounds memory:
+// 16 events or 32 pods of the largest size etcd accepts are 24 and 48 MiB, where the default
+// page of 500 would be 750 MiB. Each page is reduced to the few fields kept (a stuck pod's
+// newest message clipped to maxSandboxMessage characters) before the next one is requested.
+const (
+	MaxPodPage   = 32
+	MaxEventPage = 16
+)
+
+func pageSize(chunk, max int64) int64 {
+	if chunk <= 0 || chunk > max {
+		return max
+	}
+	return chunk
+}
+
+// pods reads the Pending and Running pods, then, when some are stuck, the sandbox failure
+// events; what is kept is bounded by the stuck pods and the node count.
+func (g *gatherer) pods(ctx context.Context) error {
+	st := newPodNetState(g.f.Now, g.o.StuckAfter)
+	var pages, listed int64
+	for _, phase := range []corev1.PodPhase{corev1.PodPending, corev1.PodRunning} {
+		opts := metav1.ListOptions{Limit: pageSize(g.o.ChunkSize, MaxPodPage), FieldSelector: fields.OneTermEqualSelector("status.phase", string(phase)).String()}
+		err := kube.List(ctx, "pods "+string(phase), opts, g.d.Bulk.CoreV1().Pods("").List, func(l *corev1.PodList) error {
+			pages++
+			for i := range l.Items {
+				st.addPod(&l.Items[i])
+			}
+			listed += int64(len(l.Items))
+			l.Items = nil // the page is garbage before the next one is read
+			return nil
+		})
+		if apierrors.IsForbidden(err) {
+			g.f.miss(FactPods, "pods", "needs list on pods")
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	g.f.stat(StatPodsListed, listed)
+	g.f.stat(StatPodListPages, pages)
+	g.f.stat(StatStuckPods, int64(len(st.stuck)))
+	g.f.Pods = PodFacts{VPCPods: st.vpcPods, Stuck: st.stuck}
+
+	var events, eventPages int64
+	if len(st.stuck) > 0 {
+		opts := metav1.ListOptions{Limit: pageSize(g.o.ChunkSize, MaxEventPage), FieldSelector: fields.OneTermEqualSelector("reason", reasonSandboxFailed).String()}
+		err := kube.List(ctx, reasonSandboxFailed+" events", opts, g.d.Bulk.CoreV1().Events("").List, func(l *corev1.EventList) error {
+			eventPages++
+			for i := range l.Items {
+				st.addEvent(&l.Items[i])
+			}
+			events += int64(len(l.Items))
+			l.Items = nil
+			return nil
+		})
+		g.f.stat(StatEventListPages, eventPages)
+		switch {
+		case apierrors.IsForbidden(err):
+			g.f.miss(FactEvents, "events", "needs list on events")
+		case err != nil:
+			return err
+		}
+	}
+	g.f.stat(StatSandboxEvents, events)
+	return nil
+}
+
+// csrs reads the kubelet-serving certificate signing requests that are not settled.
+func (g *gatherer) csrs(ctx context.Context) error {
+	opts := metav1.ListOptions{Limit: g.o.ChunkSize, FieldSelector: fields.OneTermEqualSelector("spec.signerName", kubeletServingSigner).String()}
+	var out []ServingCSR
+	err := kube.List(ctx, "certificatesigningrequests", opts, g.d.Client.CertificatesV1().CertificateSigningRequests().List, func(l *certificatesv1.CertificateSigningRequestList) error {
+		for i := range l.Items {
+			c := &l.Items[i]
+			if c.Spec.SignerName != kubeletServingSigner || csrSettled(c) {
+				continue
+			}
+			out = append(out, ServingCSR{Name: c.Name, Username: c.Spec.Username, Groups: c.Spec.Groups, Created: c.CreationTimestamp.Time, Approved: csrApproved(c)})
+		}
+		return nil
+	})
+	if apierrors.IsForbidden(err) {
+		g.f.miss(FactCSRs, "certificatesigningrequests", "needs list on certificatesigningrequests")
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("listing kubelet-serving certificate signing requests: %w", err)
+	}
+	g.f.CSRs = out
+	return nil
+}
+
+// servedResource reports whether the API server serves gvr (CRDs that may not be installed).
+func (g *gatherer) servedResource(gvr schema.GroupVersionResource) (bool, error) {
+	l, err := g.d.Client.Discovery().ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("discovering %s: %w", gvr.GroupVersion(), err)
+	}
+	for _, res := range l.APIResources {
+		if res.Name == gvr.Resource {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// listAll lists a dynamic resource page by page, handing each item to fn.
+func (g *gatherer) listAll(ctx context.Context, gvr schema.GroupVersionResource, fn func(*unstructured.Unstructured)) error {
+	return kube.List(ctx, gvr.Resource, metav1.ListOptions{Limit: g.o.ChunkSize}, g.d.Dynamic.Resource(gvr).List, func(l *unstructured.UnstructuredList) error {
+		for i := range l.Items {
+			fn(&l.Items[i])
+		}
+		return nil
+	})
+}
+
+func (g *gatherer) eniConfigs(ctx context.Context) error {
+	served, err := g.servedResource(gvrENIConfig)
+	if err != nil || !served {
+		return err
+	}
+	var items []ENIConfig
+	err = g.listAll(ctx, gvrENIConfig, func(u *unstructured.Unstructured) {
+		subnet, _, _ := unstructured.NestedString(u.Object, "spec", "subnet")
+		sgs, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "securityGroups")
+		items = append(items, ENIConfig{Name: u.GetName(), Subnet: strings.TrimSpace(subnet), SecurityGroups: len(sgs)})
+	})
+	if apierrors.IsForbidden(err) {
+		g.f.miss(FactENIConfigs, "eniconfigs", "needs list on eniconfigs.crd.k8s.amazonaws.com")
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("listing ENIConfigs: %w", err)
+	}
+	g.f.ENIConfigs = ENIConfigFacts{Served: true, Items: items}
+	return nil
+}
+
+func (g *gatherer) csiNodes(ctx context.Context) error {
+	var out []NodeScoped
+	err := kube.List(ctx, "csinodes", metav1.ListOptions{Limit: g.o.ChunkSize}, g.d.Client.StorageV1().CSINodes().List, func(l *storagev1.CSINodeList) error {
+		for _, c := range l.Items {
+			out = append(out, NodeScoped{Name: c.Name, Owners: c.OwnerReferences})
+		}
+		return nil
+	})
+	switch {
+	case apierrors.IsForbidden(err):
+		g.f.miss(FactCSINodes, "csinodes", "needs list on csinodes")
+		return nil
+	case err != nil:
+		return err
+	}
+	g.f.CSINodes = out
+	return nil
+}
+
+func (g *gatherer) cniNodes(ctx context.Context) error {
+	served, err := g.servedResource(gvrCNINode)
+	if err != nil || !served {
+		return err
+	}
+	var out []NodeScoped
+	err = g.listAll(ctx, gvrCNINode, func(u *unstructured.Unstructured) {
+		out = append(out, NodeScoped{Name: u.GetName(), Owners: u.GetOwnerReferences()})
+	})
+	switch {
+	case apierrors.IsForbidden(err):
+		g.f.miss(FactCNINodes, "cninodes", "needs list on cninodes.vpcresources.k8s.aws")
+		return nil
+	case err != nil:
+		return fmt.Errorf("listing CNINodes: %w", err)
+	}
+	g.f.CNINodes = NodeScopedFacts{Served: true, Items: out}
+	return nil
+}
+
+// karpenter finds Karpenter's reservedENIs setting: the RESERVED_ENIS env of its Deployment
+// (v0.33+), else the aws.reservedENIs key of the karpenter-global-settings ConfigMap
+// (v0.19-v0.32) in the Deployment's namespace (or karpenter and kube-system when no Deployment
+// is visible: a GET each, so doctor never needs to list ConfigMaps). Nothing is recorded when
+// neither exists or may be read.
+func (g *gatherer) karpenter(ctx context.Context) error {
+	namespaces := []string{"karpenter", "kube-system"}
+	deps, err := g.d.Client.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: karpenterAppLabel, Limit: g.o.ChunkSize})
+	switch {
+	case apierrors.IsForbidden(err):
+	case err != nil:
+		return fmt.Errorf("listing Karpenter deployments: %w", err)
+	case len(deps.Items) > 0:
+		namespaces = nil
+		for i := range deps.Items {
+			d := &deps.Items[i]
+			if v, ok := deploymentEnv(d, karpenterEnvReserved); ok {
+				if n, perr := strconv.Atoi(strings.TrimSpace(v)); perr == nil && n >= 0 {
+					g.f.Karpenter = KarpenterFacts{Found: true, ReservedENIs: n, Source: fmt.Sprintf("deployment/%s/%s %s=%s", d.Namespace, d.Name, karpenterEnvReserved, textsafe.Clip(v, 20))}
+					return nil
+				}
+			}
+			namespaces = append(namespaces, d.Namespace)
+		}
+		if k, ok := g.karpenterSettingsConfigMap(ctx, namespaces); ok {
+			g.f.Karpenter = k
+			return nil
+		}
+		d := &deps.Items[0]
+		g.f.Karpenter = KarpenterFacts{Found: true, Source: fmt.Sprintf("deployment/%s/%s without %s (default 0)", d.Namespace, d.Name, karpenterEnvReserved)}
+		return nil
+	}
+	if k, ok := g.karpenterSettingsConfigMap(ctx, namespaces); ok {
+		g.f.Karpenter = k
+	}
+	return nil
+}
+
+func (g *gatherer) karpenterSettingsConfigMap(ctx context.Context, namespaces []string) (KarpenterFacts, bool) {
+	for _, ns := range namespaces {
+		cm, err := g.d.Client.CoreV1().ConfigMaps(ns).Get(ctx, karpenterSettingsCM, metav1.GetOptions{})
+		if err != nil {
+			continue
+		}
+		if v, ok := cm.Data[karpenterSettingsKey]; ok {
+			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 {
+				return KarpenterFacts{Found: true, ReservedENIs: n, Source: fmt.Sprintf("configmap/%s/%s %s=%s", cm.Namespace, cm.Name, karpenterSettingsKey, textsafe.Clip(v, 20))}, true
+			}
+		}
+	}
+	return KarpenterFacts{}, false
+}
