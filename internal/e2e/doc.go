@@ -9,4 +9,6 @@
 // TestMain runs `make build` in the repository root first, so what is tested is what ships, and
 // starts one shared control plane (internal/testenv) with an audit log; the sandbox test starts
 // its own through the binary. It contains tests only; run them with `go test ./internal/e2e/`.
+// They run on Linux only (build tag): the control plane does, and the sandbox test reads /proc
+// and uses parent-death signals.
 package e2e
