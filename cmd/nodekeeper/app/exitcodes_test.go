@@ -38,6 +38,7 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{[]string{}, 0, ""},
 		{[]string{"nosuch"}, 2, `unknown command "nosuch"`},
+		{[]string{"leeses"}, 2, `unknown command "leeses" for "nodekeeper"; did you mean leases?`},
 		{[]string{"--bogus"}, 2, "unknown flag: --bogus"},
 
 		{[]string{"version"}, 0, ""},

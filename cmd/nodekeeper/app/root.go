@@ -50,6 +50,10 @@ func newRootCommand(streams genericiooptions.IOStreams, loadAWS awsLoader) *cobr
 without their Node object, explains every lease in a cluster, reads kube-apiserver audit logs to
 reconstruct what happened to a lease, and checks node networking and kubelet settings that break
 clusters at scale.`,
+		// cobra applies its default distance (2) only on its own lookup path; RunE below calls
+		// SuggestionsFor directly, which without it suggests only commands the word is a prefix
+		// of ("lease"), not typos ("leeses").
+		SuggestionsMinimumDistance: 2,
 		// Without Args, cobra reports an unknown command while looking for it, before any
 		// check of ours could give it the usage exit code; with them it comes here.
 		Args: cobra.ArbitraryArgs,

@@ -1,0 +1,116 @@
+//go:build linux
+
+package e2e
+
+import (
+	"net/http"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+
+	"github.com/nodekeeper/nodekeeper/internal/testenv"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/promscrape"
+)
+
+// controllerBinaries are the ways the controller ships: the subcommand of the CLI, and the
+// controller-only binary the image runs (same flags, no subcommand); make build makes both.
+var controllerBinaries = []struct {
+	name string
+	bin  string
+	args []string
+}{
+	{"bin/nodekeeper controller", "nodekeeper", []string{"controller"}},
+	{"bin/nodekeeper-controller", "nodekeeper-controller", nil},
+}
+
+// Generous bounds for a loaded machine; each only catches a hang.
+const (
+	controllerStartTimeout = 3 * time.Minute
+	controllerStopTimeout  = 2 * time.Minute
+)
+
+func TestController(t *testing.T) {
+	for _, cb := range controllerBinaries {
+		t.Run(cb.name, func(t *testing.T) {
+			if _, err := os.Stat(binary(cb.bin)); err != nil {
+				t.Fatalf("make build did not produce bin/%s: %v", cb.bin, err)
+			}
+			testController(t, binary(cb.bin), cb.args)
+		})
+	}
+}
+
+func testController(t *testing.T, bin string, sub []string) {
+	c := seedCluster(t, 2)
+	u, _ := eksUser(t)
+	metricsAddr, probeAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
+	args := append(append([]string(nil), sub...),
+		"--leader-elect=false",
+		"--metrics-bind-address", metricsAddr,
+		"--health-probe-bind-address", probeAddr,
+	)
+	d := u.start(bin, args...)
+
+	hc := &http.Client{Timeout: 10 * time.Second}
+	status := func(url string) int {
+		resp, err := hc.Get(url)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	d.waitFor(controllerStartTimeout, "/healthz to answer 200", func() bool {
+		return status("http://"+probeAddr+"/healthz") == http.StatusOK
+	})
+	d.waitFor(controllerStartTimeout, "/readyz to answer 200", func() bool {
+		return status("http://"+probeAddr+"/readyz") == http.StatusOK
+	})
+
+	for _, name := range c.leaked {
+		env.WaitNodeLease(t, name, controllerStartTimeout, "the controller to delete the leaked lease", func(l *coordinationv1.Lease) bool { return l == nil })
+	}
+	var samples []promscrape.Sample
+	d.waitFor(controllerStartTimeout, "nodekeeper_lease_deletions_total{result=\"deleted\"} to count the deletions", func() bool {
+		var err error
+		samples, err = promscrape.Get("http://" + metricsAddr + "/metrics")
+		return err == nil && promscrape.Sum(samples, "nodekeeper_lease_deletions_total", "result", "deleted") >= float64(len(c.leaked))
+	})
+	var series []string
+	for _, s := range samples {
+		if strings.HasPrefix(s.Name, "nodekeeper_") {
+			series = append(series, s.Series())
+		}
+	}
+	for _, want := range []string{"nodekeeper_cache_synced", "nodekeeper_build_info", `nodekeeper_leases{class="zombie"}`} {
+		found := false
+		for _, s := range series {
+			found = found || strings.HasPrefix(s, want)
+		}
+		if !found {
+			t.Errorf("/metrics lacks %s; its nodekeeper_ series: %v", want, series)
+		}
+	}
+	if promscrape.Sum(samples, "nodekeeper_cache_synced") != 1 {
+		t.Errorf("nodekeeper_cache_synced is not 1 after deleting")
+	}
+	for _, name := range []string{c.healthy, c.zombie} {
+		if !env.NodeLeaseExists(t, name) {
+			t.Errorf("the controller deleted %s, which is not leaked", name)
+		}
+	}
+
+	if code := d.signal(syscall.SIGTERM, controllerStopTimeout); code != 0 {
+		t.Errorf("exit code %d after SIGTERM, want 0:\n%s", code, d)
+	}
+	if strings.Contains(d.stderr.String(), "error: ") {
+		t.Errorf("a clean stop printed an error:\n%s", d)
+	}
+	if status("http://"+probeAddr+"/healthz") != 0 {
+		t.Errorf("the health probe endpoint still answers after the process exited")
+	}
+}

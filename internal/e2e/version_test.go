@@ -1,0 +1,39 @@
+//go:build linux
+
+package e2e
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/nodekeeper/nodekeeper/internal/schematest"
+)
+
+// TestVersion checks that the binary is the one make build stamped from this tree.
+func TestVersion(t *testing.T) {
+	head, err := exec.Command("git", "-C", repoRoot, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := newUser(t)
+	r := u.expect(exitOK, "version", "-o", "json")
+	schematest.Validate(t, "Version", []byte(r.stdout))
+	var v struct {
+		Version, Commit string
+	}
+	decode(t, r, &v)
+	if v.Commit != strings.TrimSpace(string(head)) || v.Version == "" {
+		t.Errorf("version %q commit %q, want the commit %s that make build stamped:\n%s", v.Version, v.Commit, head, r)
+	}
+
+	r = u.expect(exitUsage, "leeses")
+	mustContain(t, r, r.stderr, `unknown command "leeses"`, "leases")
+	u.expect(exitUsage, "leases", "--no-such-flag")
+
+	// The same binary is the kubectl plugin, under the name make build links.
+	r = u.runBinary(binary("kubectl-nodekeeper"), "--help")
+	if r.code != exitOK || !strings.Contains(r.stdout, "kubectl nodekeeper") {
+		t.Errorf("kubectl-nodekeeper --help does not read as a kubectl plugin:\n%s", r)
+	}
+}
