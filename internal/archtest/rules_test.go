@@ -17,6 +17,7 @@ var harness = []string{
 	"internal/integration",
 	"internal/leasesview/clustertest",
 	"internal/deploytest/...",
+	"internal/e2e",
 }
 
 // nobodyImports are imported by no package of the module, in its tests either, except by the
@@ -103,6 +104,10 @@ var rules = []rule{
 		doc: "maxpods looks types up in eni's table, or EC2 through aws"},
 	{pkgs: "internal/doctor", never: []string{"internal/bundle"},
 		doc: "doctor never imports bundle"},
+	{pkgs: "internal/bundle", never: []string{"internal/doctor"},
+		doc: "bundle never imports doctor: the rules both use are internal/rules"},
+	{pkgs: "internal/rules", may: []string{"internal/eni", "internal/findings", "internal/textsafe"},
+		doc: "rules are pure functions over what was read: eni, findings and textsafe only"},
 
 	{pkgs: "internal/buildinfo", may: []string{"internal/typemeta"}, doc: "buildinfo is a leaf"},
 	{pkgs: "internal/cli", may: none, doc: "cli is a leaf"},
