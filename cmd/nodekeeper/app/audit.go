@@ -151,6 +151,11 @@ func (o *auditOptions) Validate() error {
 	if o.failOnSeverity, err = findings.ParseFailOn(o.failOn); err != nil {
 		return err
 	}
+	if err := refuseNegative(intFlag("max-line-size", int64(o.maxLine)), intFlag("events-per-lease", int64(o.eventsPerL)),
+		intFlag("top", int64(o.top)), intFlag("workers", int64(o.workers)),
+		durationFlag("zombie-min-duration", o.zombieMin), durationFlag("reorder-window", o.window)); err != nil {
+		return err
+	}
 	if !o.audit.Since.IsZero() && !o.audit.Until.IsZero() && o.audit.Until.Before(o.audit.Since) {
 		return fmt.Errorf("--until %s is before --since %s", o.until, o.since)
 	}

@@ -91,7 +91,8 @@ func (o *bundleOptions) Validate() error {
 	if o.bundle.ReservedENIs < 0 {
 		return fmt.Errorf("--reserved-enis must not be negative")
 	}
-	return nil
+	return refuseNegative(durationFlag("io-delay-threshold", o.ioDelay), intFlag("max-member-size", o.maxMember),
+		intFlag("max-total-size", o.maxTotal), intFlag("max-members", int64(o.maxMembers)))
 }
 
 // Complete fills the analysis options from the flags.

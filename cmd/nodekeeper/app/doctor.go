@@ -141,6 +141,9 @@ func (o *doctorOptions) Validate() error {
 	if o.workers < 1 {
 		return fmt.Errorf("--workers must be at least 1")
 	}
+	if err := refuseNegative(durationFlag("configz-timeout", o.configzTimeout)); err != nil {
+		return err
+	}
 	if err := o.client.Validate(); err != nil {
 		return err
 	}
