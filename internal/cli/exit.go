@@ -70,17 +70,19 @@ func ExitCode(err error) int {
 }
 
 // Execute runs root with ctx, prints an error to errOut as "error: ..." and returns the exit
-// code. Both mains and the in-process tests run their trees through it.
+// code. Both mains and the in-process tests run their trees through it. A run that a signal
+// ended (ctx from NotifyContext) and that failed for it exits 130 (SIGINT) or 143 (SIGTERM).
 //
 // The error is printed through textsafe: it often quotes text written by others (a file or
 // member name in an OS error, an API server's message), and this is the one place every error
 // reaches the terminal.
 func Execute(ctx context.Context, root *cobra.Command, errOut io.Writer) int {
 	err := root.ExecuteContext(ctx)
+	code, err := signalExit(ctx, err, ExitCode(err))
 	if err != nil {
 		fmt.Fprintln(errOut, "error:", ErrorText(err))
 	}
-	return ExitCode(err)
+	return code
 }
 
 // ErrorText is err's message as Execute prints it: every control character, C1 and bidi control

@@ -193,7 +193,14 @@ func (o *auditOptions) Run(ctx context.Context) error {
 	if meter != nil {
 		opts.Progress = auditProgress(meter)
 	}
-	rep, aerr := audit.Analyze(inputs, opts)
+	// The analysis reads its inputs to the end and does not watch ctx: a first Ctrl-C or SIGTERM
+	// must still end the run at once, standard input waiting for a writer included.
+	var rep *audit.Report
+	var aerr error
+	if err := interruptible(ctx, func() error { rep, aerr = audit.Analyze(inputs, opts); return nil }); err != nil {
+		meter.Finish()
+		return err
+	}
 	meter.Finish() // the final line, ended before the report is written
 	if err := o.write(rep); err != nil {
 		return err
@@ -270,7 +277,9 @@ func (o *auditOptions) write(rep *audit.Report) error {
 	if err != nil || o.htmlFile == "" {
 		return err
 	}
-	f, err := os.Create(o.htmlFile)
+	// Not waiting for a reader should --html name a FIFO: opened without blocking, it fails at
+	// once when nobody reads it.
+	f, err := os.OpenFile(o.htmlFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|openNonBlock, 0o666)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/bundle"
 	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
+	"github.com/nodekeeper/nodekeeper/internal/findings"
 )
 
 // bundleOptions are the settings of `nodekeeper bundle`.
@@ -110,28 +111,42 @@ func (o *bundleOptions) Complete(_ *cobra.Command, args []string) error {
 	return nil
 }
 
-// Run reads --user-data, analyses the bundle and prints the findings.
-func (o *bundleOptions) Run(context.Context) error {
-	if o.userData != "" {
-		data, err := readUserDataFile(o.userData)
-		if err != nil {
-			return err
+// Run reads --user-data, analyses the bundle and prints the findings. The reading and the
+// analysis do not watch ctx; a first Ctrl-C or SIGTERM ends the run at once all the same.
+func (o *bundleOptions) Run(ctx context.Context) error {
+	var rep *findings.Report
+	err := interruptible(ctx, func() error {
+		if o.userData != "" {
+			data, err := readUserDataFile(o.userData)
+			if err != nil {
+				return err
+			}
+			o.bundle.UserData, o.bundle.UserDataName = data, filepath.Base(o.userData)
 		}
-		o.bundle.UserData, o.bundle.UserDataName = data, filepath.Base(o.userData)
-	}
-	start := time.Now()
-	rep, err := bundle.AnalyzeFile(o.input, o.bundle)
+		start := time.Now()
+		var err error
+		if rep, err = bundle.AnalyzeFile(o.input, o.bundle); err != nil {
+			return fmt.Errorf("%s: %w", o.input, err)
+		}
+		rep.Duration = time.Since(start)
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("%s: %w", o.input, err)
+		return err
 	}
-	rep.Duration = time.Since(start)
 	return o.report.finish(o.g.streams.Out, rep)
 }
 
 // readUserDataFile reads --user-data, refusing anything but a regular file of at most
-// bundle.MaxUserDataSize bytes.
+// bundle.MaxUserDataSize bytes. A FIFO, device or socket is refused before it is opened (opening
+// a FIFO waits for a writer), and opened without waiting should one be swapped in meanwhile.
 func readUserDataFile(name string) ([]byte, error) {
-	f, err := os.Open(name)
+	if st, err := os.Stat(name); err != nil {
+		return nil, fmt.Errorf("--user-data: %w", err)
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("--user-data %s: not a regular file (%s)", name, fileKind(st.Mode()))
+	}
+	f, err := os.OpenFile(name, os.O_RDONLY|openNonBlock, 0)
 	if err != nil {
 		return nil, fmt.Errorf("--user-data: %w", err)
 	}
@@ -141,7 +156,7 @@ func readUserDataFile(name string) ([]byte, error) {
 		return nil, fmt.Errorf("--user-data: %w", err)
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("--user-data %s: not a regular file", name)
+		return nil, fmt.Errorf("--user-data %s: not a regular file (%s)", name, fileKind(st.Mode()))
 	}
 	data, err := io.ReadAll(io.LimitReader(f, bundle.MaxUserDataSize+1))
 	if err != nil {
