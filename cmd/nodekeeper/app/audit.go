@@ -15,6 +15,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/progress"
+	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // auditOptions are the settings of `nodekeeper audit`.
@@ -263,7 +264,7 @@ func (o *auditOptions) write(rep *audit.Report) error {
 	var err error
 	switch o.output.Output {
 	case "json":
-		enc := json.NewEncoder(out)
+		enc := json.NewEncoder(textsafe.NewJSONWriter(out))
 		enc.SetIndent("", "  ")
 		err = enc.Encode(rep)
 	case "yaml":

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,5 +157,44 @@ func TestSandboxRefusesExistingKubeconfigFirst(t *testing.T) {
 	_, stderr, code = execute(t, false, "sandbox", "--write-kubeconfig", existing, "--force", "--controlplane-dir", empty)
 	if code == 2 || strings.Contains(stderr, "already exists") {
 		t.Errorf("--force: exit %d, refused as existing\nstderr: %s", code, stderr)
+	}
+}
+
+// TestAuditJSONEscapesTerminalControls: `audit -o json` writes the C1 and bidi characters of a
+// name taken from the log as \u escapes (encoding/json leaves them raw), and the document decodes
+// back to the name as the log had it.
+func TestAuditJSONEscapesTerminalControls(t *testing.T) {
+	const hostileNode = "ip-10-0-1-12\u009b2J\u0085\u202eevil"
+	var lines []string
+	for _, l := range zombieTrail() {
+		// The trail's JSON holds the name as JSON text: \u escapes decode to the raw runes.
+		lines = append(lines, strings.ReplaceAll(l, zombieNode, `ip-10-0-1-12\u009b2J\u0085\u202eevil`))
+	}
+	log := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := execute(t, false, "audit", log, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	for i, line := range strings.Split(strings.TrimSuffix(stdout, "\n"), "\n") {
+		if !textsafe.Safe(line) {
+			t.Errorf("line %d holds a raw control: %q", i+1, line)
+		}
+	}
+	if !strings.Contains(stdout, `ip-10-0-1-12\u009b2J\u0085\u202eevil`) {
+		t.Errorf("the report lacks the escaped node name:\n%.2000s", stdout)
+	}
+	var doc struct {
+		Zombies []struct {
+			Node string `json:"node"`
+		} `json:"zombies"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Zombies) != 1 || doc.Zombies[0].Node != hostileNode {
+		t.Errorf("decoded zombies %+v, want the node %q", doc.Zombies, hostileNode)
 	}
 }
