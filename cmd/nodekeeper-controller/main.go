@@ -9,8 +9,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"k8s.io/klog/v2"
 
@@ -24,12 +22,8 @@ func run() int {
 	defer klog.Flush()
 	// The first SIGTERM (the kubelet stopping the pod) or SIGINT cancels the context: the leader
 	// gives up its lease and the endpoints shut down. A second signal ends the process at once.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := cli.NotifyContext(context.Background())
 	defer stop()
-	go func() {
-		<-ctx.Done()
-		stop()
-	}()
 	args := os.Args[1:]
 	// Manifests written for the CLI's image ran `nodekeeper controller ...`; an image upgraded
 	// under them must not crash-loop on the subcommand's name.

@@ -9,10 +9,8 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/klog/v2"
@@ -26,14 +24,11 @@ func main() { os.Exit(run()) }
 func run() int {
 	defer klog.Flush()
 	// One signal handler for every subcommand: the first SIGINT or SIGTERM cancels the context
-	// (gc stops and reports, the controller and the sandbox shut down cleanly); once it has,
-	// the default handling is restored so that a second Ctrl-C ends the process at once.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// (gc stops and reports, the controller and the sandbox shut down cleanly, a command blocked
+	// on its input returns at once); once it has, the default handling is restored so that a
+	// second Ctrl-C ends the process at once. A run the signal cut short exits 130 or 143.
+	ctx, stop := cli.NotifyContext(context.Background())
 	defer stop()
-	go func() {
-		<-ctx.Done()
-		stop()
-	}()
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 	root := app.NewRootCommand(streams)
 	// Installed as kubectl-nodekeeper, the binary is a kubectl plugin: `kubectl nodekeeper leases`.

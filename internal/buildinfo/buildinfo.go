@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 	"github.com/nodekeeper/nodekeeper/internal/typemeta"
 )
 
@@ -137,7 +138,7 @@ func Print(w io.Writer, i Info, format string) error {
 		if err != nil {
 			return err
 		}
-		_, err = w.Write(append(b, '\n'))
+		_, err = w.Write(append(textsafe.AppendJSONEscaped(nil, b), '\n'))
 		return err
 	case "yaml":
 		b, err := yaml.Marshal(i)

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // The exit codes of every command, documented in docs/exit-codes.md. gc adds its own codes from
@@ -67,11 +70,29 @@ func ExitCode(err error) int {
 }
 
 // Execute runs root with ctx, prints an error to errOut as "error: ..." and returns the exit
-// code. Both mains and the in-process tests run their trees through it.
+// code. Both mains and the in-process tests run their trees through it. A run that a signal
+// ended (ctx from NotifyContext) and that failed for it exits 130 (SIGINT) or 143 (SIGTERM).
+//
+// The error is printed through textsafe: it often quotes text written by others (a file or
+// member name in an OS error, an API server's message), and this is the one place every error
+// reaches the terminal.
 func Execute(ctx context.Context, root *cobra.Command, errOut io.Writer) int {
 	err := root.ExecuteContext(ctx)
+	code, err := signalExit(ctx, err, ExitCode(err))
 	if err != nil {
-		fmt.Fprintln(errOut, "error:", err)
+		fmt.Fprintln(errOut, "error:", ErrorText(err))
 	}
-	return ExitCode(err)
+	return code
+}
+
+// ErrorText is err's message as Execute prints it: every control character, C1 and bidi control
+// and invalid byte shown as a visible escape (textsafe.Escape), ordinary text (spaces, non-ASCII
+// letters) unchanged. Line breaks of a multi-line message (a control-plane log tail) are kept,
+// each following line indented, so that no line of it can pass for a line of its own.
+func ErrorText(err error) string {
+	lines := strings.Split(err.Error(), "\n")
+	for i, l := range lines {
+		lines[i] = textsafe.Escape(l)
+	}
+	return strings.Join(lines, "\n  ")
 }

@@ -249,7 +249,7 @@ func PrintJSON(w io.Writer, r *Report) error {
 		}
 		out.Sections = append(out.Sections, js)
 	}
-	enc := json.NewEncoder(w)
+	enc := json.NewEncoder(textsafe.NewJSONWriter(w))
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
 }

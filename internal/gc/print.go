@@ -126,7 +126,7 @@ func WriteReport(w io.Writer, format string, p *Plan, r *Report, dryRun bool) (e
 		b, err = yaml.Marshal(doc)
 	} else {
 		b, err = json.MarshalIndent(doc, "", "  ")
-		b = append(b, '\n')
+		b = append(textsafe.AppendJSONEscaped(nil, b), '\n')
 	}
 	if err != nil {
 		return err

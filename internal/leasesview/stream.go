@@ -8,12 +8,15 @@ import (
 	"io"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // writeJSON writes r exactly as cli-runtime's JSONPrinter would (json.MarshalIndent with four
 // spaces), but one item at a time: the printer marshals the whole report and then indents it, two
 // full copies of a 100,000-lease report (tens of megabytes each) on top of the rows themselves.
 func writeJSON(w io.Writer, r *Report) error {
+	w = textsafe.NewJSONWriter(w) // C1 and bidi controls as \u escapes (docs/security.md)
 	// JSON strings cannot hold a raw newline, so this marker only matches the field itself;
 	// what follows it is "," (more fields) or "\n}".
 	const marker = "\n    \"items\": []"

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodekeeper/nodekeeper/internal/kubeprint"
+	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // WatchPrinter is the Sink of `leases --watch`: the snapshot as Print prints it, then one line
@@ -74,7 +75,7 @@ func (p *WatchPrinter) Change(c *Change) error {
 			_, err = p.w.Write(b)
 			return err
 		}
-		return p.json.PrintObj(c, p.w)
+		return p.json.PrintObj(c, textsafe.NewJSONWriter(p.w))
 	}
 	wide := p.o.Format == FormatWide
 	if !p.headers && !p.o.NoHeaders {

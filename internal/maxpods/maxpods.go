@@ -15,6 +15,7 @@ import (
 
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
+	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // Options are the flags of `nodekeeper maxpods`.
@@ -145,7 +146,7 @@ func (o *Options) ceilingNeedsVCPUs(name string) bool {
 func Print(w io.Writer, output string, results []eni.Result) error {
 	switch output {
 	case "json":
-		enc := json.NewEncoder(w)
+		enc := json.NewEncoder(textsafe.NewJSONWriter(w))
 		enc.SetIndent("", "  ")
 		if len(results) == 1 {
 			return enc.Encode(results[0])

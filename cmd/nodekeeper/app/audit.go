@@ -17,6 +17,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/progress"
+	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // auditOptions are the settings of `nodekeeper audit`.
@@ -153,6 +154,11 @@ func (o *auditOptions) Validate() error {
 	if o.failOnSeverity, err = findings.ParseFailOn(o.failOn); err != nil {
 		return err
 	}
+	if err := refuseNegative(intFlag("max-line-size", int64(o.maxLine)), intFlag("events-per-lease", int64(o.eventsPerL)),
+		intFlag("top", int64(o.top)), intFlag("workers", int64(o.workers)),
+		durationFlag("zombie-min-duration", o.zombieMin), durationFlag("reorder-window", o.window)); err != nil {
+		return err
+	}
 	if !o.audit.Since.IsZero() && !o.audit.Until.IsZero() && o.audit.Until.Before(o.audit.Since) {
 		return fmt.Errorf("--until %s is before --since %s", o.until, o.since)
 	}
@@ -190,7 +196,14 @@ func (o *auditOptions) Run(ctx context.Context) error {
 	if meter != nil {
 		opts.Progress = auditProgress(meter)
 	}
-	rep, aerr := analyze.Analyze(inputs, opts)
+	// The analysis reads its inputs to the end and does not watch ctx: a first Ctrl-C or SIGTERM
+	// must still end the run at once, standard input waiting for a writer included.
+	var rep *analyze.Report
+	var aerr error
+	if err := interruptible(ctx, func() error { rep, aerr = analyze.Analyze(inputs, opts); return nil }); err != nil {
+		meter.Finish()
+		return err
+	}
 	meter.Finish() // the final line, ended before the report is written
 	if err := o.write(rep); err != nil {
 		return err
@@ -253,7 +266,7 @@ func (o *auditOptions) write(rep *analyze.Report) error {
 	var err error
 	switch o.output.Output {
 	case "json":
-		enc := json.NewEncoder(out)
+		enc := json.NewEncoder(textsafe.NewJSONWriter(out))
 		enc.SetIndent("", "  ")
 		err = enc.Encode(rep)
 	case "yaml":
@@ -267,7 +280,9 @@ func (o *auditOptions) write(rep *analyze.Report) error {
 	if err != nil || o.htmlFile == "" {
 		return err
 	}
-	f, err := os.Create(o.htmlFile)
+	// Not waiting for a reader should --html name a FIFO: opened without blocking, it fails at
+	// once when nobody reads it.
+	f, err := os.OpenFile(o.htmlFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|openNonBlock, 0o666)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ type cloudWatchFlags struct {
 	enabled  bool
 	logGroup string
 	parallel int
+	timeout  time.Duration
 	aws      awsFlags
 
 	src *cwaudit.Source
@@ -27,6 +28,7 @@ func (c *cloudWatchFlags) AddFlags(f *pflag.FlagSet) {
 	f.BoolVar(&c.enabled, "cloudwatch", false, "read the audit log of an EKS cluster from CloudWatch Logs (Logs Insights, filtered by CloudWatch) instead of files")
 	f.StringVar(&c.logGroup, "log-group", "", "with --cloudwatch: the log group (default /aws/eks/CLUSTER/cluster, CLUSTER from --eks-cluster)")
 	f.IntVar(&c.parallel, "cloudwatch-queries", 4, "with --cloudwatch: Logs Insights queries run at once (the account's limit is shared with everyone)")
+	f.DurationVar(&c.timeout, "query-timeout", cwaudit.DefaultQueryTimeout, "with --cloudwatch: how long one Logs Insights query may run; a query still running then is stopped (StopQuery) and the run fails (CloudWatch's own limit is 60 minutes)")
 	c.aws.AddFlags(f)
 	c.aws.AddClusterFlag(f, "with --cloudwatch")
 	// audit reads no cluster, so it has none of the kubectl connection flags, and --cluster
@@ -39,7 +41,7 @@ func (c *cloudWatchFlags) AddFlags(f *pflag.FlagSet) {
 // validate checks the flags that only make sense together.
 func (c *cloudWatchFlags) validate(f *pflag.FlagSet, args []string) error {
 	if !c.enabled {
-		for _, name := range []string{"log-group", "cloudwatch-queries", "region", "profile", "eks-cluster", "cluster"} {
+		for _, name := range []string{"log-group", "cloudwatch-queries", "query-timeout", "region", "profile", "eks-cluster", "cluster"} {
 			if f.Changed(name) {
 				return fmt.Errorf("--%s needs --cloudwatch", name)
 			}
@@ -54,6 +56,9 @@ func (c *cloudWatchFlags) validate(f *pflag.FlagSet, args []string) error {
 	}
 	if c.parallel < 1 {
 		return errors.New("--cloudwatch-queries must be at least 1")
+	}
+	if c.timeout <= 0 {
+		return fmt.Errorf("--query-timeout must be positive (got %s)", c.timeout)
 	}
 	if c.logGroup == "" {
 		name, _, err := c.aws.cluster()
@@ -80,7 +85,7 @@ func (c *cloudWatchFlags) input(ctx context.Context, since, until time.Time, std
 		return read.Input{}, err
 	}
 	src, err := cwaudit.New(clients.Logs, cwaudit.Options{LogGroup: c.logGroup, Start: since, End: until,
-		Parallel: c.parallel, Progress: stderr})
+		Parallel: c.parallel, QueryTimeout: c.timeout, Progress: stderr})
 	if err != nil {
 		return read.Input{}, err
 	}

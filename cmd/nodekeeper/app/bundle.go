@@ -14,6 +14,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/bundle"
 	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
+	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
@@ -92,7 +93,8 @@ func (o *bundleOptions) Validate() error {
 	if o.bundle.ReservedENIs < 0 {
 		return fmt.Errorf("--reserved-enis must not be negative")
 	}
-	return nil
+	return refuseNegative(durationFlag("io-delay-threshold", o.ioDelay), intFlag("max-member-size", o.maxMember),
+		intFlag("max-total-size", o.maxTotal), intFlag("max-members", int64(o.maxMembers)))
 }
 
 // Complete fills the analysis options from the flags.
@@ -110,26 +112,34 @@ func (o *bundleOptions) Complete(_ *cobra.Command, args []string) error {
 	return nil
 }
 
-// Run reads --user-data, analyses the bundle and prints the findings.
-func (o *bundleOptions) Run(context.Context) error {
-	if o.userData != "" {
-		data, err := readUserDataFile(o.userData)
-		if err != nil {
-			return err
+// Run reads --user-data, analyses the bundle and prints the findings. The reading and the
+// analysis do not watch ctx; a first Ctrl-C or SIGTERM ends the run at once all the same.
+func (o *bundleOptions) Run(ctx context.Context) error {
+	var rep *findings.Report
+	err := interruptible(ctx, func() error {
+		if o.userData != "" {
+			data, err := readUserDataFile(o.userData)
+			if err != nil {
+				return err
+			}
+			o.bundle.UserData, o.bundle.UserDataName = data, filepath.Base(o.userData)
+			// Refused before the bundle is read: user data with nothing cloud-init or nodeadm
+			// would run is the wrong file.
+			if err := bundle.CheckUserData(o.bundle.UserDataName, data); err != nil {
+				return err
+			}
 		}
-		o.bundle.UserData, o.bundle.UserDataName = data, filepath.Base(o.userData)
-		// Refused before the bundle is read: user data with nothing cloud-init or nodeadm
-		// would run is the wrong file.
-		if err := bundle.CheckUserData(o.bundle.UserDataName, data); err != nil {
-			return err
+		start := time.Now()
+		var err error
+		if rep, err = bundle.AnalyzeFile(o.input, o.bundle); err != nil {
+			return fmt.Errorf("%s: %w", o.input, err)
 		}
-	}
-	start := time.Now()
-	rep, err := bundle.AnalyzeFile(o.input, o.bundle)
+		rep.Duration = time.Since(start)
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("%s: %w", o.input, err)
+		return err
 	}
-	rep.Duration = time.Since(start)
 	if rep.Partial != "" {
 		// The report says so too (a "partial:" line, "partial": true); stderr says it where a
 		// script reading the report's JSON would not look.
@@ -139,9 +149,15 @@ func (o *bundleOptions) Run(context.Context) error {
 }
 
 // readUserDataFile reads --user-data, refusing anything but a regular file of at most
-// bundle.MaxUserDataSize bytes.
+// bundle.MaxUserDataSize bytes. A FIFO, device or socket is refused before it is opened (opening
+// a FIFO waits for a writer), and opened without waiting should one be swapped in meanwhile.
 func readUserDataFile(name string) ([]byte, error) {
-	f, err := os.Open(name)
+	if st, err := os.Stat(name); err != nil {
+		return nil, fmt.Errorf("--user-data: %w", err)
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("--user-data %s: not a regular file (%s)", name, fileKind(st.Mode()))
+	}
+	f, err := os.OpenFile(name, os.O_RDONLY|openNonBlock, 0)
 	if err != nil {
 		return nil, fmt.Errorf("--user-data: %w", err)
 	}
@@ -151,7 +167,7 @@ func readUserDataFile(name string) ([]byte, error) {
 		return nil, fmt.Errorf("--user-data: %w", err)
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("--user-data %s: not a regular file", name)
+		return nil, fmt.Errorf("--user-data %s: not a regular file (%s)", name, fileKind(st.Mode()))
 	}
 	data, err := io.ReadAll(io.LimitReader(f, bundle.MaxUserDataSize+1))
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
 
 	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/doctor"
@@ -142,6 +143,9 @@ func (o *doctorOptions) Validate() error {
 	if o.workers < 1 {
 		return fmt.Errorf("--workers must be at least 1")
 	}
+	if err := refuseNegative(durationFlag("configz-timeout", o.configzTimeout)); err != nil {
+		return err
+	}
 	if err := o.client.Validate(); err != nil {
 		return err
 	}
@@ -153,7 +157,10 @@ func (o *doctorOptions) Run(ctx context.Context) error {
 	if err := o.aws.apply(ctx, &o.doctor); err != nil {
 		return err
 	}
-	cfg, err := o.client.RESTConfig()
+	var cfg *rest.Config
+	// Loading the kubeconfig reads a file that may be a pipe (--kubeconfig <(...)): a first
+	// Ctrl-C must not wait for its writer.
+	err := interruptible(ctx, func() (err error) { cfg, err = o.client.RESTConfig(); return err })
 	if err != nil {
 		return err
 	}

@@ -67,6 +67,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"audit", zombieLog, "--fail-on", "bad"}, 2, `unknown --fail-on "bad"`},
 		{[]string{"audit", zombieLog, "--since", "yesterday"}, 2, "--since"},
 		{[]string{"audit", zombieLog, "--region", "eu-west-1"}, 2, "--region needs --cloudwatch"},
+		{[]string{"audit", zombieLog, "--query-timeout", "1m"}, 2, "--query-timeout needs --cloudwatch"},
+		{[]string{"audit", "--cloudwatch", "--log-group", "g", "--query-timeout", "-1m"}, 2, "--query-timeout must be positive"},
 		{[]string{"audit", garbage}, 1, "no audit event to analyse: none of the 2 lines read is a kube-apiserver audit event"},
 		{[]string{"audit", empty}, 1, "no audit event to analyse: the input is empty"},
 		{[]string{"audit", zombieLog, "--until", "2000-01-01"}, 1, "outside --since/--until"},

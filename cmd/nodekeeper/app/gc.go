@@ -138,7 +138,9 @@ func (o *gcOptions) Complete(*cobra.Command, []string) error {
 
 // Run lists, classifies, asks and deletes.
 func (o *gcOptions) Run(ctx context.Context) error {
-	clients, err := o.client.Clients()
+	var clients *kube.Clients
+	// The kubeconfig may be a pipe (--kubeconfig <(...)): a first Ctrl-C must not wait for it.
+	err := interruptible(ctx, func() (err error) { clients, err = o.client.Clients(); return err })
 	if err != nil {
 		return cli.WithExitCode(gcExitError, err)
 	}
@@ -163,7 +165,9 @@ func (o *gcOptions) Run(ctx context.Context) error {
 		return o.writeReport(plan, &gc.Report{Counts: map[deleter.Outcome]int{}})
 	}
 	if !o.dryRun && !o.yes {
-		ok, err := confirm(o.g.streams.In, stderr, n)
+		var ok bool
+		// The terminal read does not watch ctx: Ctrl-C at the prompt must still end the run.
+		err := interruptible(ctx, func() (err error) { ok, err = confirm(o.g.streams.In, stderr, n); return err })
 		if err != nil {
 			return err
 		}

@@ -132,7 +132,9 @@ func (o *leasesOptions) Validate() error {
 
 // Run lists (and with --watch, follows) the leases.
 func (o *leasesOptions) Run(ctx context.Context) error {
-	clients, err := o.client.Clients()
+	var clients *kube.Clients
+	// The kubeconfig may be a pipe (--kubeconfig <(...)): a first Ctrl-C must not wait for it.
+	err := interruptible(ctx, func() (err error) { clients, err = o.client.Clients(); return err })
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -63,10 +64,26 @@ func (o *sandboxOptions) AddFlags(f *pflag.FlagSet) {
 		"(default: controlplane/ beside this binary, where the release's control-plane archive unpacks, then $XDG_DATA_HOME/nodekeeper/controlplane, then bin/controlplane of a checkout)")
 }
 
-// Complete and Validate have nothing to do: the flags are the settings, and whether the local
-// control plane can run here is a question for Run.
+// Complete has nothing to do: the flags are the settings, and whether the local control plane
+// can run here is a question for Run.
 func (o *sandboxOptions) Complete(*cobra.Command, []string) error { return nil }
-func (o *sandboxOptions) Validate() error                         { return nil }
+
+// Validate refuses an existing --write-kubeconfig without --force before anything is started:
+// finding out after the control plane came up costs a minute and leaves nothing to use.
+// sandbox.WriteKubeconfigFile checks again when it writes (O_EXCL), for a file created meanwhile.
+func (o *sandboxOptions) Validate() error {
+	if o.kubeconfigOut == "" {
+		return fmt.Errorf("--write-kubeconfig must name a file")
+	}
+	if o.force {
+		return nil
+	}
+	if _, err := os.Lstat(o.kubeconfigOut); err == nil {
+		return fmt.Errorf("--write-kubeconfig %s already exists: nodekeeper does not overwrite it (it may be your kubeconfig); "+
+			"choose another path, or pass --force to replace it", o.kubeconfigOut)
+	}
+	return nil
+}
 
 // Run starts the sandbox, writes its kubeconfig and waits for ctx to end (or --for). A platform
 // where the local control plane cannot run is a failed run (exit 1), not bad usage.

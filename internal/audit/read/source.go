@@ -73,6 +73,9 @@ func ExpandInputs(args []string, stdin io.Reader) ([]Input, error) {
 			}
 			continue
 		}
+		if !st.IsDir() && !st.Mode().IsRegular() {
+			return nil, notRegular(a, st.Mode())
+		}
 		if st.IsDir() {
 			files, err := filesUnder(a)
 			if err != nil {
@@ -97,6 +100,9 @@ func filesUnder(root string) ([]string, error) {
 		return nil, err
 	}
 	if !st.IsDir() {
+		if !st.Mode().IsRegular() {
+			return nil, notRegular(root, st.Mode())
+		}
 		return []string{root}, nil
 	}
 	var files []string
@@ -119,11 +125,36 @@ func filesUnder(root string) ([]string, error) {
 	return files, err
 }
 
+// notRegular refuses a named input that is neither a regular file nor a directory: opening a
+// FIFO waits for a writer, for ever if none comes, and a device never ends. Standard input ("-")
+// is the way to read a pipe.
+func notRegular(name string, m fs.FileMode) error {
+	kind := "not a regular file (" + m.Type().String() + ")"
+	if m&fs.ModeNamedPipe != 0 {
+		kind = "a FIFO, not a regular file"
+	}
+	return fmt.Errorf("%s is %s: name log files or directories, or pipe the log to standard input (-)", name, kind)
+}
+
 func (in Input) open() (io.ReadCloser, error) {
 	if in.Open != nil {
 		return in.Open()
 	}
-	return os.Open(in.Name)
+	// Checked again on what is opened, without waiting on a FIFO swapped in since the listing.
+	f, err := os.OpenFile(in.Name, os.O_RDONLY|openNonBlock, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, notRegular(in.Name, st.Mode())
+	}
+	return f, nil
 }
 
 // format is the layout of one input, found by looking at its first bytes.

@@ -291,3 +291,11 @@ func (c *Cloud) FilterLogEvents(_ context.Context, in *cloudwatchlogs.FilterLogE
 	}
 	return out, nil
 }
+
+// RunningQueries is how many Insights queries are running now (started, neither complete nor
+// stopped): what counts against the account's concurrency limit.
+func (c *Cloud) RunningQueries() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.running
+}

@@ -37,6 +37,11 @@ import (
 // RowLimit is the most rows one Logs Insights query returns.
 const RowLimit = 10000
 
+// DefaultQueryTimeout is how long one query (a window, or the plan's counting query) may run
+// before it is stopped and the read fails. CloudWatch itself ends a query only after 60 minutes;
+// a window of at most 10,000 filtered rows normally completes in seconds.
+const DefaultQueryTimeout = 15 * time.Minute
+
 // Options choose what to read.
 type Options struct {
 	LogGroup string
@@ -53,6 +58,10 @@ type Options struct {
 	// RetryWait is the first wait before StartQuery is tried again after the account's
 	// concurrency limit refused it (0: 1s; doubled each time).
 	RetryWait time.Duration
+	// QueryTimeout bounds the wait for one query's results, from StartQuery on (0:
+	// DefaultQueryTimeout). A query still running then is stopped (StopQuery), said so on
+	// Progress, and the read fails.
+	QueryTimeout time.Duration
 	// Progress, when set, receives one line per finished window and a summary (stderr).
 	Progress io.Writer
 }
@@ -109,6 +118,9 @@ func New(api nkaws.LogsAPI, opts Options) (*Source, error) {
 	}
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = 500 * time.Millisecond
+	}
+	if opts.QueryTimeout <= 0 {
+		opts.QueryTimeout = DefaultQueryTimeout
 	}
 	s := &Source{api: api, opts: opts, sem: make(chan struct{}, opts.Parallel)}
 	s.progress = &progress{w: opts.Progress}
@@ -462,6 +474,8 @@ func (s *Source) runQuery(ctx context.Context, lo, hi int64, q string) (*cloudwa
 	s.stats.Queries++
 	s.mu.Unlock()
 	wait := s.opts.PollInterval
+	deadline := time.NewTimer(s.opts.QueryTimeout)
+	defer deadline.Stop()
 	for {
 		out, err := s.api.GetQueryResults(ctx, &cloudwatchlogs.GetQueryResultsInput{QueryId: &id})
 		if err != nil {
@@ -487,16 +501,28 @@ func (s *Source) runQuery(ctx context.Context, lo, hi int64, q string) (*cloudwa
 		case <-ctx.Done():
 			s.stop(id)
 			return nil, ctx.Err()
+		case <-deadline.C:
+			stopErr := s.stop(id)
+			span := time.UnixMilli(lo).UTC().Format(time.RFC3339) + " – " + time.UnixMilli(hi).UTC().Format(time.RFC3339)
+			stopped := "stopped it (StopQuery)"
+			if stopErr != nil {
+				stopped = fmt.Sprintf("StopQuery failed (%v); CloudWatch ends it after 60 minutes", stopErr)
+			}
+			s.progress.printf("cloudwatch: Logs Insights query %s over %s still %s after %s (--query-timeout): %s\n",
+				id, span, out.Status, s.opts.QueryTimeout, stopped)
+			return nil, fmt.Errorf("Logs Insights query %s on %s over %s did not complete within --query-timeout %s (%s); "+
+				"retry later, or raise --query-timeout", id, s.opts.LogGroup, span, s.opts.QueryTimeout, stopped)
 		}
 		wait = min(wait*3/2, 5*time.Second)
 	}
 }
 
 // stop cancels a running query so that it stops counting against the concurrency limit.
-func (s *Source) stop(id string) {
+func (s *Source) stop(id string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, _ = s.api.StopQuery(ctx, &cloudwatchlogs.StopQueryInput{QueryId: &id})
+	_, err := s.api.StopQuery(ctx, &cloudwatchlogs.StopQueryInput{QueryId: &id})
+	return err
 }
 
 func isLimitExceeded(err error) bool {

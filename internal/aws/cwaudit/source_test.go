@@ -262,3 +262,55 @@ func TestModernZombieNamedWithInstance(t *testing.T) {
 		t.Errorf("inputs %+v", rep.Inputs)
 	}
 }
+
+// TestQueryTimeoutStopsTheQuery: a query that CloudWatch keeps Running (here: never completes)
+// is waited on for QueryTimeout only, then stopped with StopQuery so that it no longer counts
+// against the account's concurrency limit, said so on the progress stream, and the read fails
+// naming --query-timeout. Both the plan's counting query and a window's query are bounded.
+func TestQueryTimeoutStopsTheQuery(t *testing.T) {
+	for _, stage := range []string{"plan", "window"} {
+		t.Run(stage, func(t *testing.T) {
+			c := newCloud()
+			for i := 0; i < 100; i++ {
+				at := t0.Add(time.Duration(i) * time.Second)
+				c.AddLogEvents(group, awsfake.LogEvent{Stream: "kube-apiserver-audit-1", Timestamp: at.UnixMilli(), Message: leaseRenewal(i, at)})
+			}
+			var progress strings.Builder
+			// A tiny timeout, not a measured one: the fake never completes the query, so only
+			// the bound can end the wait.
+			src, err := cwaudit.New(c, cwaudit.Options{LogGroup: group, Start: t0, End: t0.Add(time.Hour),
+				PollInterval: time.Millisecond, QueryTimeout: 20 * time.Millisecond, Progress: &progress})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stage == "window" {
+				if err := src.Plan(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c.PollsBeforeComplete = 1 << 30 // Running for ever, as far as the test is concerned
+			// Without the bound the wait would be CloudWatch's 60 minutes: the test gives up after
+			// 30 s instead (a generous deadline, not a measurement).
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			rc, err := src.Input(ctx).Open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = io.ReadAll(rc)
+			rc.Close()
+			if err == nil || !strings.Contains(err.Error(), "did not complete within --query-timeout") {
+				t.Fatalf("error %v, want one naming --query-timeout", err)
+			}
+			if n := c.Calls(nkaws.PermStopQuery); n == 0 {
+				t.Errorf("StopQuery was not called")
+			}
+			if n := c.RunningQueries(); n != 0 {
+				t.Errorf("%d queries still running after the read failed", n)
+			}
+			if !strings.Contains(progress.String(), "(--query-timeout): stopped it (StopQuery)") {
+				t.Errorf("progress does not say the query was stopped:\n%s", progress.String())
+			}
+		})
+	}
+}
