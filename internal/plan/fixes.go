@@ -1,0 +1,225 @@
+package plan
+
+import (
+	"fmt"
+	"maps"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/nodekeeper/nodekeeper/internal/doctor"
+	"github.com/nodekeeper/nodekeeper/internal/eni"
+)
+
+// Result is the plan under today's aws-node settings and, when settings were changed (--set,
+// --prefix-delegation), the same plan under the changed ones beside it.
+type Result struct {
+	Today *Plan `json:"today"`
+	// Changes are the aws-node variables changed for WhatIf ("" removes one).
+	Changes map[string]string `json:"changes,omitempty"`
+	WhatIf  *Plan             `json:"whatIf,omitempty"`
+	// Fits is the verdict of the plan that would run: WhatIf when there is one, else Today.
+	Fits bool `json:"fits"`
+}
+
+// Run computes today's plan, the what-if under changes (none when changes is empty), and the
+// fixes of every limit that breaks.
+func Run(in Input, changes map[string]string) (*Result, error) {
+	today, err := Compute(in)
+	if err != nil {
+		return nil, err
+	}
+	addFixes(in, today)
+	r := &Result{Today: today, Fits: today.Fits}
+	if len(changes) > 0 {
+		wi := in
+		wi.Env = WithChanges(in.Env, changes)
+		if r.WhatIf, err = Compute(wi); err != nil {
+			return nil, fmt.Errorf("with %s: %w", changesText(changes), err)
+		}
+		addFixes(wi, r.WhatIf)
+		r.Changes, r.Fits = changes, r.WhatIf.Fits
+	}
+	return r, nil
+}
+
+// WithChanges returns env with changes applied: a variable set to "" is removed.
+func WithChanges(env, changes map[string]string) map[string]string {
+	out := maps.Clone(env)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for k, v := range changes {
+		if v == "" {
+			delete(out, k)
+		} else {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func changesText(changes map[string]string) string {
+	keys := make([]string, 0, len(changes))
+	for k := range changes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, k+"="+changes[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// addFixes gives every limit that breaks its fixes, best first: aws-node setting changes are
+// tried by recomputing the plan with them; the others (a subnet, maxPods, kubelet pull limits,
+// EC2 quotas) are computed from the shortfall.
+func addFixes(in Input, p *Plan) {
+	s := eni.ParseSettings(in.Env)
+	for i := range p.Limits {
+		l := &p.Limits[i]
+		if l.Status != StatusBreaks {
+			continue
+		}
+		var fixes []Fix
+		fixes = append(fixes, directFixes(p, l, s)...)
+		for _, c := range settingCandidates(p, s, l.ID) {
+			wi := in
+			wi.Env = WithChanges(in.Env, c.set)
+			alt, err := Compute(wi)
+			if err != nil {
+				continue
+			}
+			al := alt.Limit(l.ID)
+			if al == nil || !better(al.NodesFit, l.NodesFit) {
+				continue
+			}
+			text := c.text
+			if first := firstBreakingOther(alt, l.ID); first != nil {
+				text += fmt.Sprintf(" (then %s is reached at node %d)", strings.ToLower(first.Title), first.BreaksAt)
+			}
+			fixes = append(fixes, Fix{Text: text, Set: c.set, NodesFit: al.NodesFit})
+		}
+		sort.SliceStable(fixes, func(a, b int) bool { return better(fixes[a].NodesFit, fixes[b].NodesFit) })
+		if len(fixes) > 0 {
+			l.Fix = &fixes[0]
+			l.Alternatives = fixes[1:]
+		}
+	}
+}
+
+// better reports whether NodesFit a moves a limit further than b (-1 is no bound).
+func better(a, b int) bool {
+	if a < 0 {
+		return b >= 0
+	}
+	return b >= 0 && a > b
+}
+
+func firstBreakingOther(p *Plan, id string) *Limit {
+	for i := range p.Limits {
+		if l := &p.Limits[i]; l.Status == StatusBreaks && l.ID != id {
+			return l
+		}
+	}
+	return nil
+}
+
+type candidate struct {
+	text string
+	set  map[string]string
+}
+
+// settingCandidates are the aws-node changes worth trying for a limit: prefix delegation (16
+// addresses per slot, one call per prefix batch; Nitro types only), and for the warm pool a
+// WARM_IP_TARGET/MINIMUM_IP_TARGET pair sized to the pods, which keeps only what the pods use
+// plus a few instead of whole ENIs (the VPC CNI's docs/eni-and-ip-target.md).
+func settingCandidates(p *Plan, s eni.Settings, id string) []candidate {
+	if id != LimitSubnet && id != LimitEC2 && id != LimitPods {
+		return nil
+	}
+	var out []candidate
+	if !s.PrefixDelegation {
+		out = append(out, candidate{"switch on prefix delegation: ENABLE_PREFIX_DELEGATION=true with WARM_PREFIX_TARGET=1 (Nitro instance types; a free /28 per prefix in the subnet, best with a prefix CIDR reservation)",
+			map[string]string{eni.EnvPrefixDelegation: "true", eni.EnvWarmPrefixTarget: "1"}})
+	}
+	if id == LimitSubnet && !(s.WarmIPTarget.Positive() || s.MinimumIPTarget.Positive()) {
+		pods := 0
+		for _, g := range p.Groups {
+			pods = max(pods, g.Holding.PodAddresses)
+		}
+		set := map[string]string{eni.EnvWarmIPTarget: "2", eni.EnvMinimumIPTarget: strconv.Itoa(pods)}
+		out = append(out, candidate{fmt.Sprintf("keep addresses, not whole ENIs, warm: WARM_IP_TARGET=2 and MINIMUM_IP_TARGET=%d (WARM_ENI_TARGET is then ignored; more EC2 calls as pods come and go)", pods), set})
+	}
+	return out
+}
+
+// directFixes are the fixes that change no aws-node setting.
+func directFixes(p *Plan, l *Limit, s eni.Settings) []Fix {
+	switch l.ID {
+	case LimitSubnet:
+		return []Fix{subnetFix(p, l, s)}
+	case LimitPods:
+		g := p.Groups[indexGroup(p, strings.TrimPrefix(l.Where, "node group "))]
+		n := min(g.AddressCapacity, g.MaxPods)
+		if g.PodsPerNode > g.AddressCapacity && g.MaxPods <= g.AddressCapacity {
+			return []Fix{{Text: fmt.Sprintf("run at most %d pods per node on %s, or an instance type with more addresses", g.AddressCapacity, g.InstanceType), NodesFit: -1}}
+		}
+		if g.PodsPerNode > g.MaxPods && g.MaxPods <= g.AddressCapacity {
+			n = min(g.PodsPerNode, g.AddressCapacity)
+		}
+		os, prov := doctor.OSUnknown, doctor.ProvisionerUnknown
+		if len(p.Groups) > 0 {
+			os, prov = groupOS(p, g.Name)
+		}
+		return []Fix{{Text: doctor.MaxPodsFix(os, prov, n, s.CustomNetworking), NodesFit: -1}}
+	case LimitPulls:
+		g := p.Groups[indexGroup(p, strings.TrimPrefix(l.Where, "node group "))]
+		return []Fix{{Text: fmt.Sprintf("give the kubelets registryBurst %d and registryPullQPS %d (or 0: no limit) in their KubeletConfiguration (the EKS AMI's kubelet-config.json, nodeadm's spec.kubelet.config, Bottlerocket's settings.kubernetes.registry-qps/registry-burst, Karpenter's kubelet settings)",
+			g.PullsPerNode, max(g.PullsPerNode, doctor.RecommendedRegistryPullQPS)), NodesFit: -1}}
+	case LimitEC2:
+		return []Fix{{Text: fmt.Sprintf("add the nodes in steps of %d at least %s apart, or ask AWS to raise the EC2 API request rate limit of mutating actions for the account (Service Quotas or AWS Support)", max(l.NodesFit, 1), p.MaxAddressWait), NodesFit: l.NodesFit}}
+	case LimitAPF:
+		return []Fix{{Text: "raise the priority level's nominalConcurrencyShares (set the annotation apf.kubernetes.io/autoupdate-spec: \"false\" to keep the change), or add the nodes in steps", NodesFit: l.NodesFit}}
+	}
+	return nil
+}
+
+// subnetFix sizes a subnet that would hold the nodes that find no room.
+func subnetFix(p *Plan, l *Limit, s eni.Settings) Fix {
+	need := 0
+	i := 0
+	for _, g := range p.Groups {
+		for k := 0; k < g.Add; k, i = k+1, i+1 {
+			if i < l.NodesFit {
+				continue
+			}
+			if s.CustomNetworking {
+				need += g.Holding.PodSubnet
+			} else {
+				need += g.Holding.NodeSubnet
+			}
+		}
+	}
+	where := "the node group's subnets"
+	if s.CustomNetworking {
+		where = "the ENIConfig of the zone that runs out (and the node group's zones)"
+	}
+	// Five addresses of every subnet are AWS's; a /N holds 2^(32-N) - 5.
+	bits := 28
+	for (1<<(32-bits))-5 < need && bits > 16 {
+		bits--
+	}
+	return Fix{Text: fmt.Sprintf("add a subnet with at least %d free addresses (a /%d) to %s", need, bits, where), NodesFit: p.Add}
+}
+
+// groupOS is the OS and provisioner a group's nodes were seen with (for the max-pods text).
+func groupOS(p *Plan, name string) (doctor.NodeOS, doctor.Provisioner) {
+	for _, g := range p.Groups {
+		if g.Name == name {
+			return g.OS, g.Provisioner
+		}
+	}
+	return doctor.OSUnknown, doctor.ProvisionerUnknown
+}
