@@ -113,7 +113,7 @@ func Hold(t eni.InstanceType, s eni.Settings, reservedENIs, pods int) (Holding, 
 	h.ENIs = min(h.ENIs, max(limit, 1))
 	if s.CustomNetworking {
 		h.CreatedENIs = h.ENIs
-		h.NodeSubnet = 1                    // the node's own address on its primary ENI
+		h.NodeSubnet = 1                   // the node's own address on its primary ENI
 		h.PodSubnet = h.Addresses + h.ENIs // pod addresses and the pod ENIs' primary addresses
 	} else {
 		h.CreatedENIs = h.ENIs - 1
