@@ -76,6 +76,8 @@ type Fix struct {
 	Set map[string]string `json:"set,omitempty"`
 	// NodesFit is the limit's NodesFit with the fix (-1: no bound).
 	NodesFit int `json:"nodesFit"`
+	// Next names the limit that breaks first with the fix, if another does.
+	Next string `json:"next,omitempty"`
 }
 
 // GroupPlan is what the plan computed for one node group.

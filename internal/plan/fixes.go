@@ -20,6 +20,8 @@ type Result struct {
 	WhatIf  *Plan             `json:"whatIf,omitempty"`
 	// Fits is the verdict of the plan that would run: WhatIf when there is one, else Today.
 	Fits bool `json:"fits"`
+	// Notes say what could not be read and what was assumed instead.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Run computes today's plan, the what-if under changes (none when changes is empty), and the
@@ -30,7 +32,7 @@ func Run(in Input, changes map[string]string) (*Result, error) {
 		return nil, err
 	}
 	addFixes(in, today)
-	r := &Result{Today: today, Fits: today.Fits}
+	r := &Result{Today: today, Fits: today.Fits, Notes: in.Notes}
 	if len(changes) > 0 {
 		wi := in
 		wi.Env = WithChanges(in.Env, changes)
@@ -95,11 +97,11 @@ func addFixes(in Input, p *Plan) {
 			if al == nil || !better(al.NodesFit, l.NodesFit) {
 				continue
 			}
-			text := c.text
+			fix := Fix{Text: c.text, Set: c.set, NodesFit: al.NodesFit}
 			if first := firstBreakingOther(alt, l.ID); first != nil {
-				text += fmt.Sprintf(" (then %s is reached at node %d)", strings.ToLower(first.Title), first.BreaksAt)
+				fix.Next = fmt.Sprintf("%s then breaks at node %d", strings.ToLower(first.Title[:1])+first.Title[1:], first.BreaksAt)
 			}
-			fixes = append(fixes, Fix{Text: text, Set: c.set, NodesFit: al.NodesFit})
+			fixes = append(fixes, fix)
 		}
 		sort.SliceStable(fixes, func(a, b int) bool { return better(fixes[a].NodesFit, fixes[b].NodesFit) })
 		if len(fixes) > 0 {

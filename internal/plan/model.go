@@ -33,6 +33,8 @@ type Input struct {
 	// ExistingNodes are the cluster's nodes before the scale-up (their kubelets already load the
 	// priority level).
 	ExistingNodes int
+	// Notes say what could not be read and what was assumed instead.
+	Notes []string
 }
 
 // Group is one node group that grows.

@@ -1,0 +1,59 @@
+package render
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/nodekeeper/nodekeeper/internal/eni"
+	"github.com/nodekeeper/nodekeeper/internal/plan"
+	"github.com/nodekeeper/nodekeeper/internal/schematest"
+)
+
+func seedResult(t testing.TB, changes map[string]string) *plan.Result {
+	t.Helper()
+	m5, err := eni.Lookup("m5.large")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := plan.Input{
+		Env: map[string]string{"WARM_ENI_TARGET": "1"},
+		Groups: []plan.Group{{Name: "web", Type: m5, Add: 300, PodsPerNode: 20, MaxPods: 29, MaxPodsSource: "test",
+			Placements: []plan.Placement{{Zone: "us-east-1a", NodeSubnet: "subnet-a"}, {Zone: "us-east-1b", NodeSubnet: "subnet-b"}}}},
+		Subnets: map[string]plan.Subnet{"subnet-a": {ID: "subnet-a", Zone: "us-east-1a", CIDR: "10.0.0.0/21", Free: 2000},
+			"subnet-b": {ID: "subnet-b", Zone: "us-east-1b", CIDR: "10.0.8.0/21", Free: 1500}},
+		ExistingNodes: 120, APF: &plan.APF{PriorityLevel: "node-high", Seats: 98, Source: "test"},
+	}
+	r, err := plan.Run(in, changes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestTextDemo(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteText(&b, seedResult(t, map[string]string{"WARM_IP_TARGET": "2", "MINIMUM_IP_TARGET": "18"})); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + b.String())
+}
+
+// -o json and -o yaml are one document with apiVersion and kind that its schema describes, with
+// and without a what-if.
+func TestJSONAndYAMLMatchSchema(t *testing.T) {
+	for _, changes := range []map[string]string{nil, {"ENABLE_PREFIX_DELEGATION": "true"}} {
+		r := seedResult(t, changes)
+		var j, y bytes.Buffer
+		if err := WriteJSON(&j, r); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(j.Bytes(), []byte(`{"apiVersion":"nodekeeper.io/v1alpha1","kind":"Plan",`)) {
+			t.Errorf("JSON starts %.80s", j.String())
+		}
+		schematest.Validate(t, Kind, j.Bytes())
+		if err := WriteYAML(&y, r); err != nil {
+			t.Fatal(err)
+		}
+		schematest.Validate(t, Kind, y.Bytes())
+	}
+}
