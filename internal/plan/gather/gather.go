@@ -462,7 +462,7 @@ func (r *reader) instanceSubnets(ctx context.Context, members []*corev1.Node) ([
 	for len(ids) > 0 {
 		batch := ids[:min(len(ids), 200)]
 		ids = ids[len(batch):]
-		insts, err := nkaws.DescribeInstances(ctx, r.o.EC2, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{{Name: ptr("instance-id"), Values: batch}}})
+		insts, err := nkaws.DescribeInstances(ctx, r.o.EC2, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{{Name: strPtr("instance-id"), Values: batch}}})
 		if nkaws.IsAccessDenied(err) {
 			r.note("the node group's subnets are unknown: %v", err)
 			return nil, nil, nil
@@ -483,7 +483,7 @@ func (r *reader) instanceSubnets(ctx context.Context, members []*corev1.Node) ([
 	return subnets, zones, nil
 }
 
-func ptr(s string) *string { return &s }
+func strPtr(s string) *string { return &s }
 
 // subnets reads the free addresses of ids (DescribeSubnets) into the input.
 func (r *reader) subnets(ctx context.Context, ids []string) error {
@@ -495,7 +495,7 @@ func (r *reader) subnets(ctx context.Context, ids []string) error {
 		return nil
 	}
 	sort.Strings(ids)
-	subnets, err := nkaws.DescribeSubnets(ctx, r.o.EC2, &ec2.DescribeSubnetsInput{Filters: []ec2types.Filter{{Name: ptr("subnet-id"), Values: ids}}})
+	subnets, err := nkaws.DescribeSubnets(ctx, r.o.EC2, &ec2.DescribeSubnetsInput{Filters: []ec2types.Filter{{Name: strPtr("subnet-id"), Values: ids}}})
 	if nkaws.IsAccessDenied(err) {
 		r.note("subnets' free addresses are unknown: %v", err)
 		return nil
