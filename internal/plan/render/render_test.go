@@ -2,11 +2,14 @@ package render
 
 import (
 	"bytes"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/plan"
 	"github.com/nodekeeper/nodekeeper/internal/schematest"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/headings"
 )
 
 func seedResult(t testing.TB, changes map[string]string) *plan.Result {
@@ -30,12 +33,37 @@ func seedResult(t testing.TB, changes map[string]string) *plan.Result {
 	return r
 }
 
-func TestTextDemo(t *testing.T) {
+// The text report: the verdict and the first limit's fix first, today's and the what-if's
+// figures side by side, headings for people, and names written by others escaped.
+func TestTextReport(t *testing.T) {
+	r := seedResult(t, map[string]string{"WARM_IP_TARGET": "2", "MINIMUM_IP_TARGET": "18"})
+	r.Today.Groups[0].Name = "web\x1b[31m"
 	var b bytes.Buffer
-	if err := WriteText(&b, seedResult(t, map[string]string{"WARM_IP_TARGET": "2", "MINIMUM_IP_TARGET": "18"})); err != nil {
+	if err := WriteText(&b, r); err != nil {
 		t.Fatal(err)
 	}
-	t.Log("\n" + b.String())
+	out := b.String()
+	if strings.Contains(out, "\x1b") {
+		t.Error("an escape sequence from a name reached the terminal")
+	}
+	hs := headings.Text(out)
+	headings.Check(t, "plan text", hs)
+	for _, want := range []string{"nodekeeper plan: add 300 m5.large to web\\x1b[31m", TitleVerdict, TitleLimits,
+		"LIMIT                      TODAY                        WITH MINIMUM_IP_TARGET=18 WARM_IP_TARGET=2  WHERE", TitleGroups, TitleSubnets} {
+		if !slices.Contains(hs, want) {
+			t.Errorf("no heading %q in %q", want, hs)
+		}
+	}
+	for _, want := range []string{
+		"  today: DOES NOT FIT: image pulls breaks first, at new node 1 of 300 (node group web)\n",
+		"  Subnet free addresses      breaks at node 117           breaks at node 152",
+		"  EC2 API calls              breaks at node 173           breaks at node 173",
+		"expected time for every new node's addresses with EC2 throttling: 8m50s",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
 }
 
 // -o json and -o yaml are one document with apiVersion and kind that its schema describes, with
