@@ -174,6 +174,11 @@ func Compute(in Input) (*Plan, error) {
 	}
 	seq := newSequence(p.Groups, maxSimulated(p.Add))
 	sub, subnets := subnetLimit(seq, p, in.Subnets, s.CustomNetworking)
+	if s.PrefixDelegation && sub.Status != StatusUnknown {
+		// A prefix is 16 aligned addresses: secondary addresses scattered over the subnet leave
+		// fewer free /28s than free addresses / 16, and DescribeSubnets does not say how many.
+		sub.Notes = append(sub.Notes, "prefix delegation: each /28 prefix needs 16 aligned free addresses; this counts free addresses, an upper bound when other ENIs' secondary addresses fragment the subnet (a subnet CIDR reservation of type prefix keeps /28s whole)")
+	}
 	p.Subnets = subnets
 	ec2, wait := ec2Limit(seq, p, in)
 	p.AddressWaitSeconds = wait

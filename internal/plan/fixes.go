@@ -99,7 +99,7 @@ func addFixes(in Input, p *Plan) {
 			}
 			fix := Fix{Text: c.text, Set: c.set, NodesFit: al.NodesFit}
 			if first := firstBreakingOther(alt, l.ID); first != nil {
-				fix.Next = fmt.Sprintf("%s then breaks at node %d", strings.ToLower(first.Title[:1])+first.Title[1:], first.BreaksAt)
+				fix.Next = fmt.Sprintf("%s then breaks at node %d", LowerFirst(first.Title), first.BreaksAt)
 			}
 			fixes = append(fixes, fix)
 		}
@@ -109,6 +109,14 @@ func addFixes(in Input, p *Plan) {
 			l.Alternatives = fixes[1:]
 		}
 	}
+}
+
+// LowerFirst lowers a title's first letter unless it starts an acronym ("EC2 API calls").
+func LowerFirst(s string) string {
+	if len(s) > 1 && s[1] >= 'a' && s[1] <= 'z' {
+		return strings.ToLower(s[:1]) + s[1:]
+	}
+	return s
 }
 
 // better reports whether NodesFit a moves a limit further than b (-1 is no bound).
@@ -181,7 +189,9 @@ func directFixes(p *Plan, l *Limit, s eni.Settings) []Fix {
 		return []Fix{{Text: fmt.Sprintf("give the kubelets registryBurst %d and registryPullQPS %d (or 0: no limit) in their KubeletConfiguration (the EKS AMI's kubelet-config.json, nodeadm's spec.kubelet.config, Bottlerocket's settings.kubernetes.registry-qps/registry-burst, Karpenter's kubelet settings)",
 			g.PullsPerNode, max(g.PullsPerNode, doctor.RecommendedRegistryPullQPS)), NodesFit: -1}}
 	case LimitEC2:
-		return []Fix{{Text: fmt.Sprintf("add the nodes in steps of %d at least %s apart, or ask AWS to raise the EC2 API request rate limit of mutating actions for the account (Service Quotas or AWS Support)", max(l.NodesFit, 1), p.MaxAddressWait), NodesFit: l.NodesFit}}
+		step := max(l.NodesFit, 1)
+		return []Fix{{Text: fmt.Sprintf("add the nodes in %d steps of at most %d, %s apart (or ask AWS to raise the account's EC2 API request rate limit for mutating actions, and plan again with --ec2-bucket)",
+			(p.Add+step-1)/step, step, p.MaxAddressWait), NodesFit: p.Add}}
 	case LimitAPF:
 		return []Fix{{Text: "raise the priority level's nominalConcurrencyShares (set the annotation apf.kubernetes.io/autoupdate-spec: \"false\" to keep the change), or add the nodes in steps", NodesFit: l.NodesFit}}
 	}

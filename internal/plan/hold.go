@@ -106,6 +106,10 @@ func Hold(t eni.InstanceType, s eni.Settings, reservedENIs, pods int) (Holding, 
 		h.ENIs = min(ceilDiv(h.PodAddresses, perENI)+warm, limit)
 		h.Addresses = h.ENIs * perENI
 		parts = fmt.Sprintf("%d whole ENIs of %d addresses: %d for %d pod addresses + WARM_ENI_TARGET %d", h.ENIs, perENI, ceilDiv(h.PodAddresses, perENI), h.PodAddresses, warm)
+		if ceilDiv(h.PodAddresses, perENI)+warm > limit {
+			parts = fmt.Sprintf("%d whole ENIs of %d addresses, all the type has for pods (%d pod addresses + WARM_ENI_TARGET %d would take %d)",
+				h.ENIs, perENI, h.PodAddresses, warm, ceilDiv(h.PodAddresses, perENI)+warm)
+		}
 	}
 	if !s.CustomNetworking {
 		h.ENIs = max(h.ENIs, 1) // the primary ENI is there, with the node's own address

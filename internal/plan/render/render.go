@@ -86,7 +86,7 @@ func Verdict(p *plan.Plan) string {
 	if l.Where != "" {
 		where = " (" + l.Where + ")"
 	}
-	return fmt.Sprintf("DOES NOT FIT: %s breaks first, at new node %d of %d%s", strings.ToLower(l.Title), l.BreaksAt, p.Add, where)
+	return fmt.Sprintf("DOES NOT FIT: the first limit to break is %s, at new node %d of %d%s", plan.LowerFirst(l.Title), l.BreaksAt, p.Add, where)
 }
 
 // WriteText writes the report for people: the verdict and the fix of the first limit to break,
