@@ -241,14 +241,21 @@ func (o *planOptions) Run(ctx context.Context) error {
 	if err := o.write(o.g.streams.Out, res); err != nil {
 		return err
 	}
-	if !res.Fits {
-		p := res.Today
-		if res.WhatIf != nil {
-			p = res.WhatIf
-		}
-		return cli.WithExitCode(cli.ExitFindings, errors.New(strings.ToLower(render.Verdict(p)[:1])+render.Verdict(p)[1:]))
+	return planExit(res)
+}
+
+// planExit is exit code 3 with the verdict when the plan that would run (the what-if's, when
+// settings were changed) does not fit.
+func planExit(res *plan.Result) error {
+	if res.Fits {
+		return nil
 	}
-	return nil
+	p := res.Today
+	if res.WhatIf != nil {
+		p = res.WhatIf
+	}
+	v := render.Verdict(p)
+	return cli.WithExitCode(cli.ExitFindings, errors.New("the plan does not fit: "+strings.TrimPrefix(v, "DOES NOT FIT: ")))
 }
 
 func (o *planOptions) write(out io.Writer, res *plan.Result) error {
