@@ -296,7 +296,7 @@ func (r *reader) group(ctx context.Context, q Request, nodes []corev1.Node, eniC
 			g.MaxPodsSource = "the pod capacity of node group " + q.Nodegroup + "'s nodes"
 		}
 	} else if g.MaxPods > 0 {
-		g.MaxPodsSource = "--max-pods"
+		g.MaxPodsSource = "given"
 	}
 	if len(members) > 0 {
 		g.OS = doctor.DetectNodeOS(members[0].Status.NodeInfo.OSImage)

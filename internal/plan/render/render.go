@@ -57,6 +57,7 @@ const (
 	TitleLimits  = "Limits, first to break first"
 	TitleGroups  = "Node groups"
 	TitleSubnets = "Subnets"
+	TitleNotes   = "Notes"
 )
 
 func esc(s string) string { return textsafe.Escape(s) }
@@ -168,6 +169,12 @@ func WriteText(w io.Writer, r *plan.Result) error {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%d\t%d\n", esc(s.ID), esc(s.Zone), esc(s.CIDR), s.Free, s.Nodes, s.Taken, s.Left)
 		}
 		tw.Flush()
+	}
+	if len(r.Notes) > 0 {
+		fmt.Fprintf(&b, "\n%s\n", TitleNotes)
+		for _, n := range r.Notes {
+			fmt.Fprintf(&b, "  %s\n", esc(n))
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

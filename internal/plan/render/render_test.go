@@ -38,6 +38,7 @@ func seedResult(t testing.TB, changes map[string]string) *plan.Result {
 func TestTextReport(t *testing.T) {
 	r := seedResult(t, map[string]string{"WARM_IP_TARGET": "2", "MINIMUM_IP_TARGET": "18"})
 	r.Today.Groups[0].Name = "web\x1b[31m"
+	r.Notes = []string{"DaemonSet kube-system/aws-node\x1b]0;x\a not found"}
 	var b bytes.Buffer
 	if err := WriteText(&b, r); err != nil {
 		t.Fatal(err)
@@ -49,7 +50,7 @@ func TestTextReport(t *testing.T) {
 	hs := headings.Text(out)
 	headings.Check(t, "plan text", hs)
 	for _, want := range []string{"nodekeeper plan: add 300 m5.large to web\\x1b[31m", TitleVerdict, TitleLimits,
-		"LIMIT                      TODAY                        WITH MINIMUM_IP_TARGET=18 WARM_IP_TARGET=2  WHERE", TitleGroups, TitleSubnets} {
+		"LIMIT                      TODAY                        WITH MINIMUM_IP_TARGET=18 WARM_IP_TARGET=2  WHERE", TitleGroups, TitleSubnets, TitleNotes} {
 		if !slices.Contains(hs, want) {
 			t.Errorf("no heading %q in %q", want, hs)
 		}
@@ -59,6 +60,7 @@ func TestTextReport(t *testing.T) {
 		"  Subnet free addresses      breaks at node 117           breaks at node 152",
 		"  EC2 API calls              breaks at node 173           breaks at node 173",
 		"expected time for every new node's addresses with EC2 throttling: 8m50s",
+		"\nNotes\n  DaemonSet kube-system/aws-node\\x1b]0;x\\x07 not found\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
