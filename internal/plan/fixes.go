@@ -160,7 +160,11 @@ func settingCandidates(p *Plan, s eni.Settings, id string) []candidate {
 			pods = max(pods, g.Holding.PodAddresses)
 		}
 		set := map[string]string{eni.EnvWarmIPTarget: "2", eni.EnvMinimumIPTarget: strconv.Itoa(pods)}
-		out = append(out, candidate{fmt.Sprintf("keep addresses, not whole ENIs, warm: WARM_IP_TARGET=2 and MINIMUM_IP_TARGET=%d (WARM_ENI_TARGET is then ignored; more EC2 calls as pods come and go)", pods), set})
+		text := fmt.Sprintf("keep addresses, not whole ENIs, warm: WARM_IP_TARGET=2 and MINIMUM_IP_TARGET=%d (WARM_ENI_TARGET is then ignored; more EC2 calls as pods come and go)", pods)
+		if s.PrefixDelegation {
+			text = fmt.Sprintf("size the prefixes to the pods: WARM_IP_TARGET=2 and MINIMUM_IP_TARGET=%d (WARM_PREFIX_TARGET is then ignored)", pods)
+		}
+		out = append(out, candidate{text, set})
 	}
 	return out
 }
