@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
 	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/plan"
@@ -87,6 +88,28 @@ func TestPlanExit(t *testing.T) {
 		err = planExit(r)
 		if code := cli.ExitCode(err); code != tc.code || (err != nil && !strings.Contains(err.Error(), tc.msg)) {
 			t.Errorf("%v: exit %d (%v), want %d with %q", tc.changes, code, err, tc.code, tc.msg)
+		}
+	}
+}
+
+// TestPlanAWS: AWS is loaded once with --aws (then the run goes on to the cluster), never
+// without it.
+func TestPlanAWS(t *testing.T) {
+	useBrokenKubeconfig(t)
+	for _, tc := range []struct {
+		args  []string
+		loads int
+	}{
+		{[]string{"plan", "--add", "3", "--instance-type", "m5.large"}, 0},
+		{[]string{"plan", "--add", "3", "--instance-type", "m5.large", "--aws", "--region", "eu-west-1"}, 1},
+	} {
+		aws := &fakeAWS{cloud: awsfake.New()}
+		_, _, err := runCmd(t, aws, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), "broken.kubeconfig") || aws.loads != tc.loads {
+			t.Errorf("%v: %v after %d AWS loads, want the kubeconfig's error after %d", tc.args, err, aws.loads, tc.loads)
+		}
+		if tc.loads == 1 && aws.region != "eu-west-1" {
+			t.Errorf("region %q", aws.region)
 		}
 	}
 }
