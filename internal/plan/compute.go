@@ -283,9 +283,11 @@ func (l *Limit) finish(total int) {
 	}
 }
 
-// subnetLimit places the nodes one by one: each takes its holding from its placement's subnets
-// (the node subnet, and with custom networking the ENIConfig's), the next placement when those
-// are short, and the limit is reached at the first node no placement has room for.
+// subnetLimit places the nodes one by one, each group's on its placements in turn (an Auto
+// Scaling group balancing its zones; a node needs only its own address to launch, so a subnet
+// short of pod addresses still gets its turn): each node takes its holding from its placement's
+// subnets (the node subnet, and with custom networking the ENIConfig's), and the limit is reached
+// at the first node whose subnet cannot hold it.
 func subnetLimit(seq sequence, p *Plan, known map[string]Subnet, custom bool) (Limit, []SubnetPlan) {
 	l := Limit{ID: LimitSubnet, NodesFit: -1}
 	free := map[string]int{}
@@ -341,43 +343,22 @@ func subnetLimit(seq sequence, p *Plan, known map[string]Subnet, custom bool) (L
 		l.Headroom = append(l.Headroom, Point{0, headroom()})
 		want = want[1:]
 	}
-	var short []string
 	for i := range seq.groups {
 		g := p.Groups[seq.groups[i]]
 		if len(g.Placements) == 0 {
 			continue
 		}
-		h := g.Holding
-		placed := false
-		short = short[:0]
-		for j := 0; j < len(g.Placements); j++ {
-			pl := g.Placements[(seq.ranks[i]+j)%len(g.Placements)]
-			needs := subnetNeeds(pl, h, custom)
-			fits := true
-			for id, n := range needs {
-				if f, ok := free[id]; ok && f < n {
-					fits = false
-					if !contains(short, id) {
-						short = append(short, id)
-					}
-				}
+		// The node launches in its placement's subnet as long as that has an address for the
+		// node itself; whether its pods then get theirs is the limit.
+		pl := g.Placements[seq.ranks[i]%len(g.Placements)]
+		needs := subnetNeeds(pl, g.Holding, custom)
+		var short []string
+		for id, n := range needs {
+			if f, ok := free[id]; ok && f < n {
+				short = append(short, id)
 			}
-			if !fits {
-				continue
-			}
-			for id, n := range needs {
-				if _, ok := free[id]; ok {
-					free[id] -= n
-					if i < seq.total {
-						taken[id] += n
-						nodes[id]++
-					}
-				}
-			}
-			placed = true
-			break
 		}
-		if !placed {
+		if len(short) > 0 {
 			l.NodesFit = i
 			sort.Strings(short)
 			l.Where = strings.Join(short, ", ")
@@ -385,9 +366,17 @@ func subnetLimit(seq sequence, p *Plan, known map[string]Subnet, custom bool) (L
 			for _, id := range short {
 				left = append(left, fmt.Sprintf("%s (%s) has %d free addresses left", id, known[id].Zone, free[id]))
 			}
-			l.Detail = fmt.Sprintf("%s; node %d (of %s) needs %s", strings.Join(left, ", "), i+1, g.Name,
-				needText(subnetNeeds(g.Placements[seq.ranks[i]%len(g.Placements)], h, custom)))
+			l.Detail = fmt.Sprintf("%s; node %d (of %s) needs %s", strings.Join(left, ", "), i+1, g.Name, needText(needs))
 			break
+		}
+		for id, n := range needs {
+			if _, ok := free[id]; ok {
+				free[id] -= n
+				if i < seq.total {
+					taken[id] += n
+					nodes[id]++
+				}
+			}
 		}
 		if len(want) > 0 && want[0] == i+1 {
 			l.Headroom = append(l.Headroom, Point{i + 1, headroom()})

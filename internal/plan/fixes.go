@@ -173,7 +173,7 @@ func settingCandidates(p *Plan, s eni.Settings, id string) []candidate {
 func directFixes(p *Plan, l *Limit, s eni.Settings) []Fix {
 	switch l.ID {
 	case LimitSubnet:
-		return []Fix{subnetFix(p, l, s)}
+		return []Fix{subnetFix(p, s)}
 	case LimitPods:
 		g := p.Groups[indexGroup(p, strings.TrimPrefix(l.Where, "node group "))]
 		n := min(g.AddressCapacity, g.MaxPods)
@@ -202,32 +202,33 @@ func directFixes(p *Plan, l *Limit, s eni.Settings) []Fix {
 	return nil
 }
 
-// subnetFix sizes a subnet that would hold the nodes that find no room.
-func subnetFix(p *Plan, l *Limit, s eni.Settings) Fix {
-	need := 0
-	i := 0
-	for _, g := range p.Groups {
-		for k := 0; k < g.Add; k, i = k+1, i+1 {
-			if i < l.NodesFit {
-				continue
-			}
-			if s.CustomNetworking {
-				need += g.Holding.PodSubnet
-			} else {
-				need += g.Holding.NodeSubnet
-			}
+// subnetFix sizes the room each short subnet's zone needs for the plan's nodes placed there.
+func subnetFix(p *Plan, s eni.Settings) Fix {
+	var parts []string
+	for _, sn := range p.Subnets {
+		if sn.Left >= 0 {
+			continue
 		}
+		need := -sn.Left
+		// Five addresses of every subnet are AWS's; a /N holds 2^(32-N) - 5.
+		bits := 28
+		for (1<<(32-bits))-5 < need && bits > 16 {
+			bits--
+		}
+		zone := sn.Zone
+		if zone == "" {
+			zone = "its zone"
+		}
+		parts = append(parts, fmt.Sprintf("%s is %d addresses short: add a subnet of at least /%d in %s", sn.ID, need, bits, zone))
 	}
-	where := "the node group's subnets"
+	where := "then give the new subnets to the node group"
 	if s.CustomNetworking {
-		where = "the ENIConfig of the zone that runs out (and the node group's zones)"
+		where = "then point each zone's ENIConfig at its new subnet"
 	}
-	// Five addresses of every subnet are AWS's; a /N holds 2^(32-N) - 5.
-	bits := 28
-	for (1<<(32-bits))-5 < need && bits > 16 {
-		bits--
+	if len(parts) == 0 {
+		return Fix{Text: "add subnets to the node group", NodesFit: p.Add}
 	}
-	return Fix{Text: fmt.Sprintf("add a subnet with at least %d free addresses (a /%d) to %s", need, bits, where), NodesFit: p.Add}
+	return Fix{Text: strings.Join(parts, "; ") + "; " + where, NodesFit: p.Add}
 }
 
 // groupOS is the OS and provisioner a group's nodes were seen with (for the max-pods text).

@@ -54,8 +54,8 @@ type Group struct {
 	// ReservedENIs are ENIs kept from pods besides custom networking's (Karpenter reservedENIs).
 	ReservedENIs int
 	// Placements are where the new nodes go, used in turn (an Auto Scaling group balancing its
-	// zones); a placement whose subnet is full is skipped, as the Auto Scaling group launches in
-	// another zone.
+	// zones). A node launches wherever its turn is as long as its subnet has an address for the
+	// node itself: a subnet short of pod addresses still gets nodes, whose pods then wait.
 	Placements []Placement
 	// PullsPerNode are the image pulls each new node starts with; 0 = one per pod address.
 	PullsPerNode int

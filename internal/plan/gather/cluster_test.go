@@ -177,8 +177,8 @@ func TestPlanNamesTheFirstLimit(t *testing.T) {
 				return []ec2types.Subnet{subnet("subnet-"+g+"-a", "us-east-1a", 300), subnet("subnet-"+g+"-b", "us-east-1b", 300)}
 			},
 			reqs:  func(g string) []Request { return []Request{{Nodegroup: g, Add: 100, PullsPerNode: 5}} },
-			where: "subnet-subnet-b",
-			fix:   "add a subnet with at least 2400 free addresses (a /20)"},
+			where: "subnet-subnet-a",
+			fix:   "subnet-subnet-a is 1200 addresses short: add a subnet of at least /21 in us-east-1a; subnet-subnet-b is 1200"},
 		// Custom networking: the AMI's 29 (read from the nodes) against 2 ENIs x 9 + 2 = 20.
 		{name: "pods per node", first: plan.LimitPods, breaksAt: 1,
 			awsNode: map[string]string{"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true", "ENI_CONFIG_LABEL_DEF": corev1.LabelTopologyZone},
@@ -190,16 +190,17 @@ func TestPlanNamesTheFirstLimit(t *testing.T) {
 			where: "node group pods-per-node",
 			fix:   "give the kubelet max pods 20: managed node group: use a launch template with the AMI ID and this in its user data - Amazon Linux 2023"},
 		// Custom networking with maxPods 20: each node takes 1 address from its own subnet and
-		// 18 + 2 from the pod subnet of its zone's ENIConfig; 300 and 200 free hold 15 and 10.
-		{name: "pod subnet", first: plan.LimitSubnet, breaksAt: 26,
+		// 18 + 2 from the pod subnet of its zone's ENIConfig; zone b's 200 hold 10 nodes, and
+		// its 11th, the 22nd node, is short.
+		{name: "pod subnet", first: plan.LimitSubnet, breaksAt: 22,
 			awsNode: map[string]string{"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true", "ENI_CONFIG_LABEL_DEF": corev1.LabelTopologyZone},
 			subnets: func(g string) []ec2types.Subnet {
 				return []ec2types.Subnet{subnet("subnet-"+g+"-a", "us-east-1a", 5000), subnet("subnet-"+g+"-b", "us-east-1b", 5000),
 					subnet("subnet-pods-a", "us-east-1a", 300), subnet("subnet-pods-b", "us-east-1b", 200)}
 			},
 			reqs:  func(g string) []Request { return []Request{{Nodegroup: g, Add: 100, MaxPods: 20, PullsPerNode: 5}} },
-			where: "subnet-pods-a, subnet-pods-b",
-			fix:   "add a subnet with at least 1500 free addresses (a /21) to the ENIConfig of the zone that runs out"},
+			where: "subnet-pods-b",
+			fix:   "subnet-pods-a is 700 addresses short: add a subnet of at least /22 in us-east-1a; subnet-pods-b is 800 addresses short: add a subnet of at least /22 in us-east-1b; then point each zone's ENIConfig at its new subnet"},
 		// 9 calls a node against 50 + 5/s for 5 minutes: 172 nodes.
 		{name: "EC2", first: plan.LimitEC2, breaksAt: 173,
 			subnets: func(g string) []ec2types.Subnet {
@@ -266,7 +267,7 @@ func TestPlanNamesTheFirstLimit(t *testing.T) {
 			if l.BreaksAt != breaksAt {
 				t.Errorf("%s breaks at %d, want %d: %s", tc.first, l.BreaksAt, breaksAt, l.Detail)
 			}
-			where := strings.ReplaceAll(tc.where, "subnet-subnet-b", "subnet-"+group+"-a, subnet-"+group+"-b")
+			where := strings.ReplaceAll(tc.where, "subnet-subnet-a", "subnet-"+group+"-a")
 			if l.Where != where {
 				t.Errorf("where %q, want %q", l.Where, where)
 			}

@@ -57,7 +57,7 @@ func TestTextReport(t *testing.T) {
 	}
 	for _, want := range []string{
 		"  today: DOES NOT FIT: the first limit to break is image pulls, at new node 1 of 300 (node group web)\n",
-		"  Subnet free addresses      breaks at node 117           breaks at node 152",
+		"  Subnet free addresses      breaks at node 102           breaks at node 132",
 		"  EC2 API calls              breaks at node 173           breaks at node 173",
 		"expected time for every new node's addresses with EC2 throttling: 8m50s",
 		"\nNotes\n  DaemonSet kube-system/aws-node\\x1b]0;x\\x07 not found\n",
