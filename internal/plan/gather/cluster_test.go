@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -315,5 +316,35 @@ func shrinkNodeHigh(ctx context.Context, t *testing.T, c kubernetes.Interface) i
 		if time.Now().After(deadline) {
 			t.Fatalf("node-high still has %d seats a minute after its shares went to 1", before)
 		}
+	}
+}
+
+// Subnets given by ID learn their zone from EC2; with custom networking selecting ENIConfigs by
+// zone, the zone then chooses each placement's pod subnet, whose free addresses are read too.
+func TestGivenSubnetsSelectENIConfigsByZone(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin := env.AdminClient()
+	dyn, err := dynamic.NewForConfig(env.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	installENIConfigs(ctx, t, dyn, admin, map[string]string{"us-east-1a": "subnet-pods-a", "us-east-1b": "subnet-pods-b"})
+	createAWSNode(ctx, t, admin, "aws-node-given", map[string]string{"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true", "ENI_CONFIG_LABEL_DEF": corev1.LabelTopologyZone})
+	cloud := awsfake.New()
+	cloud.Subnets = []ec2types.Subnet{subnet("subnet-x1", "us-east-1a", 100), subnet("subnet-x2", "us-east-1b", 100),
+		subnet("subnet-pods-a", "us-east-1a", 4000), subnet("subnet-pods-b", "us-east-1b", 3000)}
+	in, err := Gather(ctx, env.AdminConfig(), Options{AWSNodeNamespace: "kube-system", AWSNodeName: "aws-node-given", EC2: cloud, ChunkSize: 500},
+		[]Request{{Name: "new", InstanceType: "m5.large", Add: 4, MaxPods: 20, Subnets: []string{"subnet-x1", "subnet-x2"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []plan.Placement{{Zone: "us-east-1a", NodeSubnet: "subnet-x1", ENIConfig: "us-east-1a", PodSubnet: "subnet-pods-a"},
+		{Zone: "us-east-1b", NodeSubnet: "subnet-x2", ENIConfig: "us-east-1b", PodSubnet: "subnet-pods-b"}}
+	if got := in.Groups[0].Placements; !slices.Equal(got, want) {
+		t.Errorf("placements %+v, want %+v (notes %v)", got, want, in.Notes)
+	}
+	if in.Subnets["subnet-pods-b"].Free != 3000 || in.Subnets["subnet-x1"].Zone != "us-east-1a" {
+		t.Errorf("subnets %+v", in.Subnets)
 	}
 }

@@ -86,12 +86,14 @@ type reader struct {
 	client  kubernetes.Interface
 	dynamic dynamic.Interface
 	in      plan.Input
+	// eniLabels is the ENIConfig label most of each group's nodes carry.
+	eniLabels map[string]string
 }
 
 // Gather reads the cluster (and AWS) for reqs into a plan's input.
 func Gather(ctx context.Context, cfg *rest.Config, o Options, reqs []Request) (plan.Input, error) {
 	cfg = kube.Configure(cfg, "plan", o.Limit)
-	r := &reader{o: o, in: plan.Input{Subnets: map[string]plan.Subnet{}}}
+	r := &reader{o: o, in: plan.Input{Subnets: map[string]plan.Subnet{}}, eniLabels: map[string]string{}}
 	var err error
 	if r.client, err = kubernetes.NewForConfig(cfg); err != nil {
 		return r.in, err
@@ -131,6 +133,40 @@ func Gather(ctx context.Context, cfg *rest.Config, o Options, reqs []Request) (p
 	}
 	if err := r.subnets(ctx, wantSubnets); err != nil {
 		return r.in, err
+	}
+	// Subnets given by ID learn their zone from EC2 only now; with custom networking the zone
+	// chooses the ENIConfig, whose subnet is then read too.
+	var podSubnets []string
+	for gi := range r.in.Groups {
+		g := &r.in.Groups[gi]
+		for pi := range g.Placements {
+			pl := &g.Placements[pi]
+			sn, ok := r.in.Subnets[pl.NodeSubnet]
+			if pl.Zone != "" || !ok || sn.Zone == "" {
+				continue
+			}
+			pl.Zone = sn.Zone
+			if custom && pl.PodSubnet == "" {
+				pl.ENIConfig, pl.PodSubnet = r.podSubnet(reqs[gi], g.Name, pl.Zone, eniConfigs)
+				if _, known := r.in.Subnets[pl.PodSubnet]; pl.PodSubnet != "" && !known {
+					podSubnets = appendNew(podSubnets, pl.PodSubnet)
+				}
+			}
+		}
+	}
+	if err := r.subnets(ctx, podSubnets); err != nil {
+		return r.in, err
+	}
+	for _, g := range r.in.Groups {
+		for _, pl := range g.Placements {
+			switch {
+			case !custom || pl.PodSubnet != "":
+			case pl.ENIConfig == "":
+				r.note("node group %s: the zone of subnet %s is unknown (it needs --aws), so is the ENIConfig its nodes select", g.Name, pl.NodeSubnet)
+			default:
+				r.note("node group %s: ENIConfig %q has no subnet (or does not exist): the pods' subnet in %s is unknown", g.Name, pl.ENIConfig, pl.Zone)
+			}
+		}
 	}
 	r.in.APF = r.apf(ctx)
 	return r.in, nil
@@ -290,13 +326,16 @@ func (r *reader) group(ctx context.Context, q Request, nodes []corev1.Node, eniC
 		return g, fmt.Errorf("node group %q: %w", g.Name, err)
 	}
 	g.Type = t
-	if g.MaxPods == 0 && q.InstanceType == "" || g.MaxPods == 0 && eni.Normalize(q.InstanceType) == mostCommon(types) {
-		if mp := mostCommon(pods); mp != "" {
-			fmt.Sscan(mp, &g.MaxPods)
+	// The group's nodes' pod capacity is what their OS and provisioner set for their type: the
+	// new nodes get the same when they are of that type.
+	sameType := q.InstanceType == "" || eni.Normalize(q.InstanceType) == mostCommon(types)
+	switch {
+	case g.MaxPods > 0:
+		g.MaxPodsSource = "given"
+	case sameType && mostCommon(pods) != "":
+		if _, err := fmt.Sscan(mostCommon(pods), &g.MaxPods); err == nil {
 			g.MaxPodsSource = "the pod capacity of node group " + q.Nodegroup + "'s nodes"
 		}
-	} else if g.MaxPods > 0 {
-		g.MaxPodsSource = "given"
 	}
 	if len(members) > 0 {
 		g.OS = doctor.DetectNodeOS(members[0].Status.NodeInfo.OSImage)
@@ -329,21 +368,12 @@ func (r *reader) group(ctx context.Context, q Request, nodes []corev1.Node, eniC
 		}
 		sort.Strings(want)
 	}
+	r.eniLabels[g.Name] = mostCommon(eniCfgs)
 	podSubnet := func(zone string) (string, string) {
-		if !custom {
-			return "", ""
+		if !custom || zone == "" && q.ENIConfig == "" && r.byZone() {
+			return "", "" // chosen by zone once EC2 has said the subnet's
 		}
-		name := q.ENIConfig
-		if name == "" && zone != "" && (r.in.Env[envENIConfigLabel] == labelZone || r.in.Env[envENIConfigLabel] == "failure-domain.beta.kubernetes.io/zone") {
-			name = zone
-		}
-		if name == "" {
-			name = mostCommon(eniCfgs)
-		}
-		if name == "" {
-			name = "default"
-		}
-		return name, eniConfigs[name]
+		return r.podSubnet(q, g.Name, zone, eniConfigs)
 	}
 	for _, s := range subnets {
 		z := subnetZone[s]
@@ -366,11 +396,6 @@ func (r *reader) group(ctx context.Context, q Request, nodes []corev1.Node, eniC
 			g.Placements = append(g.Placements, pl)
 		}
 	}
-	for _, pl := range g.Placements {
-		if custom && pl.PodSubnet == "" {
-			r.note("node group %s: ENIConfig %q has no subnet (or does not exist): the pods' subnet in %s is unknown", g.Name, pl.ENIConfig, pl.Zone)
-		}
-	}
 	return g, nil
 }
 
@@ -381,6 +406,29 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// podSubnet is the ENIConfig a new node of group in zone selects, and its subnet: --eniconfig,
+// else the one named after the zone when ENI_CONFIG_LABEL_DEF is the zone label (the VPC CNI's
+// usual per-zone setup), else the one the group's nodes are labelled with, else "default".
+func (r *reader) podSubnet(q Request, group, zone string, eniConfigs map[string]string) (string, string) {
+	name := q.ENIConfig
+	if name == "" && zone != "" && r.byZone() {
+		name = zone
+	}
+	if name == "" {
+		name = r.eniLabels[group]
+	}
+	if name == "" {
+		name = "default"
+	}
+	return name, eniConfigs[name]
+}
+
+// byZone: aws-node selects ENIConfigs by the zone label (ENI_CONFIG_LABEL_DEF).
+func (r *reader) byZone() bool {
+	def := r.in.Env[envENIConfigLabel]
+	return def == labelZone || def == "failure-domain.beta.kubernetes.io/zone"
 }
 
 // instanceType looks a type up in the built-in table, else (with EC2) DescribeInstanceTypes.
