@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/netip"
 	"sort"
 	"strings"
 	"time"
@@ -178,6 +179,11 @@ func Compute(in Input) (*Plan, error) {
 		// A prefix is 16 aligned addresses: secondary addresses scattered over the subnet leave
 		// fewer free /28s than free addresses / 16, and DescribeSubnets does not say how many.
 		sub.Notes = append(sub.Notes, "prefix delegation: each /28 prefix needs 16 aligned free addresses; this counts free addresses, an upper bound when other ENIs' secondary addresses fragment the subnet (a subnet CIDR reservation of type prefix keeps /28s whole)")
+		for _, sn := range subnets {
+			if lo, hi, ok := FreePrefixes(sn.CIDR, sn.Free); ok {
+				sub.Notes = append(sub.Notes, fmt.Sprintf("%s: between %d (every used address in its own /28) and %d free /28 prefixes", sn.ID, lo, hi))
+			}
+		}
 	}
 	p.Subnets = subnets
 	ec2, wait := ec2Limit(seq, p, in)
@@ -185,6 +191,27 @@ func Compute(in Input) (*Plan, error) {
 	p.Limits = []Limit{sub, podsLimit(seq, p), ec2, pullsLimit(seq, p), apfLimit(p, in)}
 	rank(p)
 	return p, nil
+}
+
+// FreePrefixes bounds the free aligned /28 blocks of an IPv4 subnet with free addresses: at
+// most free/16, and at least the subnet's blocks less those holding AWS's five reserved
+// addresses (the first four and the last) and one per address in use, were every used address
+// in a block of its own. ok is false for a CIDR that is not an IPv4 prefix of /28 or larger.
+func FreePrefixes(cidr string, free int) (lo, hi int, ok bool) {
+	pfx, err := netip.ParsePrefix(cidr)
+	if err != nil || !pfx.Addr().Is4() || pfx.Bits() > 28 {
+		return 0, 0, false
+	}
+	size := 1 << (32 - pfx.Bits())
+	blocks := size / eni.IPsPerPrefix
+	reserved := 2 // the block of the first four addresses and the block of the last
+	if blocks == 1 {
+		reserved = 1
+	}
+	used := max(size-5-free, 0)
+	hi = min(free/eni.IPsPerPrefix, blocks-reserved)
+	lo = min(max(blocks-reserved-used, 0), hi)
+	return lo, hi, true
 }
 
 // planGroup computes a group's per-node figures under settings s.

@@ -183,3 +183,31 @@ func TestWhatIf(t *testing.T) {
 		t.Errorf("what-if subnet fit %d", got)
 	}
 }
+
+// A subnet's free /28 blocks: at most free/16; at least its blocks less the two holding AWS's
+// reserved addresses and one per address in use.
+func TestFreePrefixes(t *testing.T) {
+	for _, tc := range []struct {
+		cidr   string
+		free   int
+		lo, hi int
+		ok     bool
+	}{
+		// A /24: 16 blocks, 14 without a reserved address; 251 free: nothing in use.
+		{"10.0.0.0/24", 251, 14, 14, true},
+		// 40 in use could sit in 40 blocks: none left for sure; 211/16 = 13 at most.
+		{"10.0.0.0/24", 211, 0, 13, true},
+		// A /20: 256 blocks, 254 usable; 100 in use: at least 154, at most 3991/16 = 249.
+		{"10.0.0.0/20", 4091 - 100, 154, 249, true},
+		// A /28 is one block, holding the reserved addresses.
+		{"10.0.0.0/28", 11, 0, 0, true},
+		{"10.0.0.0/29", 3, 0, 0, false},
+		{"2600:1f14::/64", 100, 0, 0, false},
+		{"", 100, 0, 0, false},
+	} {
+		lo, hi, ok := FreePrefixes(tc.cidr, tc.free)
+		if lo != tc.lo || hi != tc.hi || ok != tc.ok {
+			t.Errorf("FreePrefixes(%s, %d) = %d, %d, %v; want %d, %d, %v", tc.cidr, tc.free, lo, hi, ok, tc.lo, tc.hi, tc.ok)
+		}
+	}
+}
