@@ -28,6 +28,8 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
 	"github.com/nodekeeper/nodekeeper/internal/doctor"
 	"github.com/nodekeeper/nodekeeper/internal/plan"
+	"github.com/nodekeeper/nodekeeper/internal/plan/render"
+	"github.com/nodekeeper/nodekeeper/internal/schematest"
 	"github.com/nodekeeper/nodekeeper/internal/testenv"
 )
 
@@ -260,6 +262,11 @@ func TestPlanNamesTheFirstLimit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			doc, err := render.JSON(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			schematest.Validate(t, render.Kind, doc)
 			p := r.Today
 			if p.Fits || p.FirstToBreak != tc.first {
 				t.Fatalf("first to break %q (fits %v), want %s; limits %+v\nnotes %v", p.FirstToBreak, p.Fits, tc.first, p.Limits, r.Notes)
