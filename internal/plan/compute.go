@@ -230,7 +230,7 @@ func planGroup(g Group, s eni.Settings) (GroupPlan, error) {
 		gp.PodsPerNode = gp.MaxPods
 	}
 	calc, err := eni.Calculate(g.Type, eni.Options{CustomNetworking: s.CustomNetworking, PrefixDelegation: s.PrefixDelegation,
-		MaxENI: s.EffectiveMaxENI(), ReservedENIs: g.ReservedENIs, ShowMaxAllowed: true, BareMetalPrefixDelegation: true})
+		MaxENI: s.EffectiveMaxENI(), ReservedENIs: ReservedENIs(g.Type, s, g.ReservedENIs), ShowMaxAllowed: true, BareMetalPrefixDelegation: true})
 	if err != nil {
 		return gp, err
 	}

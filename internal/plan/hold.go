@@ -58,7 +58,7 @@ const defaultWarmPrefixTarget = 1
 // All are bounded by the ENIs the type has for pods and the addresses (or prefixes) per ENI.
 func Hold(t eni.InstanceType, s eni.Settings, reservedENIs, pods int) (Holding, error) {
 	calc, err := eni.Calculate(t, eni.Options{CustomNetworking: s.CustomNetworking, PrefixDelegation: s.PrefixDelegation,
-		MaxENI: s.EffectiveMaxENI(), ReservedENIs: reservedENIs, ShowMaxAllowed: true, BareMetalPrefixDelegation: true})
+		MaxENI: s.EffectiveMaxENI(), ReservedENIs: ReservedENIs(t, s, reservedENIs), ShowMaxAllowed: true, BareMetalPrefixDelegation: true})
 	if err != nil {
 		return Holding{}, err
 	}
@@ -130,6 +130,17 @@ func Hold(t eni.InstanceType, s eni.Settings, reservedENIs, pods int) (Holding, 
 	h.EC2Calls = h.CreatedENIs*eniCalls + filled
 	h.Why = fmt.Sprintf("%s, on %d ENIs of %s", parts, h.ENIs, t.Name)
 	return h, nil
+}
+
+// ReservedENIs are the ENIs of t kept from pod addresses besides custom networking's: reserved
+// (another agent's, Karpenter's reservedENIs), and with security groups for pods
+// (ENABLE_POD_ENI) on a trunking-compatible type the trunk ENI, as doctor counts them. The
+// trunk ENI's own address and the branch ENIs of pods with security groups are not counted.
+func ReservedENIs(t eni.InstanceType, s eni.Settings, reserved int) int {
+	if s.PodENI && t.TrunkingCompatible {
+		reserved++
+	}
+	return reserved
 }
 
 func ceilDiv(a, b int) int {

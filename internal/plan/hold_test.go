@@ -53,6 +53,10 @@ func TestHold(t *testing.T) {
 		// MAX_ENI caps the ENIs ipamd uses.
 		{name: "MAX_ENI=2", typ: "m5.large", pods: 29, env: map[string]string{"MAX_ENI": "2"},
 			want: Holding{PodAddresses: 27, ENIs: 2, Addresses: 18, NodeSubnet: 20, CreatedENIs: 1, EC2Calls: 3 + 2}},
+		// Security groups for pods on a trunking-compatible type: the trunk ENI carries no pod
+		// addresses (as MAX_ENI=2 here).
+		{name: "ENABLE_POD_ENI", typ: "m5.large", pods: 29, env: map[string]string{"ENABLE_POD_ENI": "true"},
+			want: Holding{PodAddresses: 27, ENIs: 2, Addresses: 18, NodeSubnet: 20, CreatedENIs: 1, EC2Calls: 3 + 2}},
 		// Custom networking: the primary ENI stays in the node's subnet with the node's address
 		// and no pods; the 2 other ENIs are in the ENIConfig's subnet, whole (18 addresses, the
 		// warm ENI would be a third), each with its own primary address.

@@ -14,6 +14,7 @@ package replay
 
 import (
 	"github.com/nodekeeper/nodekeeper/internal/eni"
+	"github.com/nodekeeper/nodekeeper/internal/plan"
 )
 
 // VPC is the replay's EC2: the subnets' free addresses and the mutating calls made.
@@ -62,7 +63,7 @@ type ipamd struct {
 
 func newIPAMD(t eni.InstanceType, s eni.Settings, reservedENIs int, nodeSubnet, podSubnet string, vpc *VPC) (*ipamd, error) {
 	calc, err := eni.Calculate(t, eni.Options{CustomNetworking: s.CustomNetworking, PrefixDelegation: s.PrefixDelegation,
-		MaxENI: s.EffectiveMaxENI(), ReservedENIs: reservedENIs, ShowMaxAllowed: true, BareMetalPrefixDelegation: true})
+		MaxENI: s.EffectiveMaxENI(), ReservedENIs: plan.ReservedENIs(t, s, reservedENIs), ShowMaxAllowed: true, BareMetalPrefixDelegation: true})
 	if err != nil {
 		return nil, err
 	}

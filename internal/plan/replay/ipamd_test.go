@@ -22,6 +22,7 @@ func TestIPAMDReachesTheHolding(t *testing.T) {
 		{"MINIMUM_IP_TARGET": "10"},
 		{"WARM_IP_TARGET": "2", "MINIMUM_IP_TARGET": "20"},
 		{"MAX_ENI": "2"},
+		{"ENABLE_POD_ENI": "true"},
 		{"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true"},
 		{"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true", "WARM_IP_TARGET": "3"},
 		{"ENABLE_PREFIX_DELEGATION": "true"},
@@ -39,7 +40,7 @@ func TestIPAMDReachesTheHolding(t *testing.T) {
 		for _, env := range settings {
 			s := eni.ParseSettings(env)
 			capacity, err := eni.Calculate(it, eni.Options{CustomNetworking: s.CustomNetworking, PrefixDelegation: s.PrefixDelegation,
-				MaxENI: s.EffectiveMaxENI(), ShowMaxAllowed: true, BareMetalPrefixDelegation: true})
+				MaxENI: s.EffectiveMaxENI(), ReservedENIs: plan.ReservedENIs(it, s, 0), ShowMaxAllowed: true, BareMetalPrefixDelegation: true})
 			if err != nil {
 				t.Fatal(err)
 			}
