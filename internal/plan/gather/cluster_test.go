@@ -355,3 +355,48 @@ func TestGivenSubnetsSelectENIConfigsByZone(t *testing.T) {
 		t.Errorf("subnets %+v", in.Subnets)
 	}
 }
+
+// Karpenter's reservedENIs beyond the one custom networking takes keep ENIs of its nodes from
+// pod addresses.
+func TestKarpenterReservedENIs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin := env.AdminClient()
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "karpenter"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"app.kubernetes.io/name": "karpenter"}
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "karpenter", Namespace: "karpenter", Labels: labels},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "controller", Image: "public.ecr.aws/karpenter/controller:1.0.0",
+					Env: []corev1.EnvVar{{Name: "RESERVED_ENIS", Value: "2"}}}}}}}}
+	if _, err := admin.AppsV1().Deployments("karpenter").Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.AppsV1().Deployments("karpenter").Delete(context.Background(), "karpenter", metav1.DeleteOptions{}) })
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ip-10-9-0-1.karpenter.test", Labels: map[string]string{
+		doctor.LabelKarpenterNodePool: "kp", "node.kubernetes.io/instance-type": "m5.large", corev1.LabelTopologyZone: "us-east-1a"}}}
+	if _, err := admin.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.CoreV1().Nodes().Delete(context.Background(), n.Name, metav1.DeleteOptions{}) })
+	for _, tc := range []struct {
+		awsNode  map[string]string
+		reserved int
+	}{
+		{map[string]string{}, 2},
+		{map[string]string{"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true"}, 1},
+	} {
+		ds := fmt.Sprintf("aws-node-karpenter-%d", tc.reserved)
+		createAWSNode(ctx, t, admin, ds, tc.awsNode)
+		in, err := Gather(ctx, env.AdminConfig(), Options{AWSNodeNamespace: "kube-system", AWSNodeName: ds, ChunkSize: 500},
+			[]Request{{Nodegroup: "kp", Add: 3, Zones: []string{"us-east-1a"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := in.Groups[0]; g.ReservedENIs != tc.reserved || g.Provisioner != doctor.ProvisionerKarpenter {
+			t.Errorf("%v: %d reserved ENIs (%s), want %d; notes %v", tc.awsNode, g.ReservedENIs, g.Provisioner, tc.reserved, in.Notes)
+		}
+	}
+}

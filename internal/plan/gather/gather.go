@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -341,6 +342,19 @@ func (r *reader) group(ctx context.Context, q Request, nodes []corev1.Node, eniC
 		g.OS = doctor.DetectNodeOS(members[0].Status.NodeInfo.OSImage)
 		g.Provisioner = doctor.DetectProvisioner(members[0].Labels)
 	}
+	if g.Provisioner == doctor.ProvisionerKarpenter && q.ReservedENIs == 0 {
+		// Karpenter's reservedENIs counts the ENI custom networking takes as well; those it
+		// reserves beyond that one carry no pod addresses (as doctor reads it).
+		if n, src, ok := r.karpenterReservedENIs(ctx); ok {
+			if custom {
+				n--
+			}
+			if n > 0 {
+				g.ReservedENIs = n
+				r.note("node group %s: %d ENIs reserved from pods by Karpenter's reservedENIs (%s)", g.Name, n, src)
+			}
+		}
+	}
 	g.Kubelet = r.kubelet(ctx, q, members)
 
 	// Placements: the subnets given, else the subnets of the group's instances (EC2).
@@ -423,6 +437,36 @@ func (r *reader) podSubnet(q Request, group, zone string, eniConfigs map[string]
 		name = "default"
 	}
 	return name, eniConfigs[name]
+}
+
+// karpenterReservedENIs reads Karpenter's reservedENIs: the RESERVED_ENIS environment variable
+// of its Deployment (v0.33 and later), else aws.reservedENIs in the karpenter-global-settings
+// ConfigMap of the Deployment's namespace (before). ok is false when neither can be read.
+func (r *reader) karpenterReservedENIs(ctx context.Context) (n int, source string, ok bool) {
+	deps, err := r.client.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=karpenter", Limit: r.o.ChunkSize})
+	if err != nil {
+		return 0, "", false
+	}
+	for i := range deps.Items {
+		d := &deps.Items[i]
+		for _, c := range d.Spec.Template.Spec.Containers {
+			for _, e := range c.Env {
+				if e.Name == "RESERVED_ENIS" && e.ValueFrom == nil {
+					if v, err := strconv.Atoi(strings.TrimSpace(e.Value)); err == nil && v >= 0 {
+						return v, fmt.Sprintf("deployment/%s/%s RESERVED_ENIS", d.Namespace, d.Name), true
+					}
+				}
+			}
+		}
+		cm, err := r.client.CoreV1().ConfigMaps(d.Namespace).Get(ctx, "karpenter-global-settings", metav1.GetOptions{})
+		if err != nil {
+			continue
+		}
+		if v, err := strconv.Atoi(strings.TrimSpace(cm.Data["aws.reservedENIs"])); err == nil && v >= 0 {
+			return v, fmt.Sprintf("configmap/%s/karpenter-global-settings aws.reservedENIs", cm.Namespace), true
+		}
+	}
+	return 0, "", false
 }
 
 // byZone: aws-node selects ENIConfigs by the zone label (ENI_CONFIG_LABEL_DEF).
