@@ -374,7 +374,9 @@ func TestKarpenterReservedENIs(t *testing.T) {
 	if _, err := admin.AppsV1().Deployments("karpenter").Create(ctx, dep, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = admin.AppsV1().Deployments("karpenter").Delete(context.Background(), "karpenter", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = admin.AppsV1().Deployments("karpenter").Delete(context.Background(), "karpenter", metav1.DeleteOptions{})
+	})
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ip-10-9-0-1.karpenter.test", Labels: map[string]string{
 		doctor.LabelKarpenterNodePool: "kp", "node.kubernetes.io/instance-type": "m5.large", corev1.LabelTopologyZone: "us-east-1a"}}}
 	if _, err := admin.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
