@@ -26,7 +26,7 @@ const IDBase = "https://nodekeeper.io/schemas/"
 
 // Kinds lists every kind that has a schema; FileName gives its file.
 func Kinds() []string {
-	return []string{"LeaseReport", "LeaseChange", "GCResult", "DoctorReport", "BundleReport", "AuditReport", "MaxPods", "Version"}
+	return []string{"LeaseReport", "LeaseChange", "GCResult", "DoctorReport", "BundleReport", "AuditReport", "MaxPods", "Version", "Plan", "PlanScenario"}
 }
 
 // FileName is the schema file of kind, e.g. leasereport.schema.json.

@@ -21,7 +21,7 @@ func TestDocsFlagDefaults(t *testing.T) {
 	root := NewRootCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: os.Stdout, ErrOut: os.Stderr})
 	flagName := regexp.MustCompile("`(--?[a-z][a-z0-9-]*)")
 	checked := 0
-	for _, name := range []string{"gc", "controller", "doctor", "bundle", "leases", "audit", "maxpods"} {
+	for _, name := range []string{"gc", "controller", "doctor", "bundle", "leases", "audit", "maxpods", "plan"} {
 		data, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", name+".md"))
 		if err != nil {
 			t.Fatal(err)

@@ -24,6 +24,7 @@ func TestConnectionFlagsOnlyWhereTheyAct(t *testing.T) {
 		{"audit", false, true},
 		{"bundle", false, false},
 		{"maxpods", false, false},
+		{"plan", true, false},
 		{"sandbox", false, false},
 		{"version", false, false},
 	} {
@@ -64,6 +65,7 @@ func TestClientFlagsOnEveryClusterCommand(t *testing.T) {
 		{command: "gc", chunked: true},
 		{command: "leases", chunked: true},
 		{command: "doctor", chunked: true},
+		{command: "plan", chunked: true, run: []string{"--add", "3", "--instance-type", "m5.large"}},
 		{command: "controller", run: []string{"--leader-elect=false", "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}},
 	} {
 		t.Run(tc.command, func(t *testing.T) {

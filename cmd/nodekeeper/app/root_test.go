@@ -40,7 +40,7 @@ func TestRootCommand(t *testing.T) {
 		wantError string
 	}{
 		{name: "help lists every subcommand", args: []string{"--help"},
-			wantOut: []string{"audit", "bundle", "controller", "doctor", "gc", "leases", "maxpods", "sandbox", "version", "completion", "nodekeeper [command]"}},
+			wantOut: []string{"audit", "bundle", "controller", "doctor", "gc", "leases", "maxpods", "plan", "sandbox", "version", "completion", "nodekeeper [command]"}},
 		{name: "plugin usage", args: []string{"leases", "--help"}, plugin: true,
 			wantOut: []string{"kubectl nodekeeper leases [flags]"}},
 		{name: "binary usage", args: []string{"leases", "--help"},

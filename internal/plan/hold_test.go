@@ -1,0 +1,98 @@
+package plan
+
+import (
+	"testing"
+
+	"github.com/nodekeeper/nodekeeper/internal/eni"
+)
+
+func mustType(t *testing.T, name string) eni.InstanceType {
+	t.Helper()
+	it, err := eni.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return it
+}
+
+// The holdings follow the VPC CNI's documented warm-pool behaviour (amazon-vpc-cni-k8s
+// docs/eni-and-ip-target.md, docs/prefix-and-ip-target.md, and the README's descriptions of
+// WARM_ENI_TARGET, WARM_IP_TARGET, MINIMUM_IP_TARGET and WARM_PREFIX_TARGET). m5.large has 3
+// ENIs of 10 addresses: 9 secondary addresses, or 9 /28 prefixes, per ENI.
+func TestHold(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		typ   string
+		env   map[string]string
+		pods  int
+		want  Holding // Why is not compared
+		wantE error
+	}{
+		// "WARM_ENI_TARGET ... the number of free ENIs (and their addresses) ipamd keeps
+		// attached"; default 1. 27 pod addresses fill 3 ENIs; one more warm would be a 4th,
+		// but m5.large has 3. The node subnet gives 27 secondary + 3 primary addresses.
+		{name: "default warm ENI, full node", typ: "m5.large", pods: 29,
+			want: Holding{PodAddresses: 27, ENIs: 3, Addresses: 27, NodeSubnet: 30, CreatedENIs: 2, EC2Calls: 2*3 + 3}},
+		// 8 pod addresses fit on the primary ENI (9), which then has 1 free: less than a whole
+		// ENI, so ipamd attaches a second (WARM_ENI_TARGET=1): 2 whole ENIs of addresses.
+		{name: "default warm ENI, part full", typ: "m5.large", pods: 10,
+			want: Holding{PodAddresses: 8, ENIs: 2, Addresses: 18, NodeSubnet: 20, CreatedENIs: 1, EC2Calls: 3 + 2}},
+		// WARM_ENI_TARGET=0 (with nothing else): only the ENIs the pods fill.
+		{name: "WARM_ENI_TARGET=0", typ: "m5.large", pods: 10, env: map[string]string{"WARM_ENI_TARGET": "0"},
+			want: Holding{PodAddresses: 8, ENIs: 1, Addresses: 9, NodeSubnet: 10, CreatedENIs: 0, EC2Calls: 1}},
+		// "WARM_IP_TARGET: the number of free IP addresses ipamd keeps"; WARM_ENI_TARGET is then
+		// ignored: 8 used + 5 warm = 13 addresses on 2 ENIs.
+		{name: "WARM_IP_TARGET=5", typ: "m5.large", pods: 10, env: map[string]string{"WARM_IP_TARGET": "5"},
+			want: Holding{PodAddresses: 8, ENIs: 2, Addresses: 13, NodeSubnet: 15, CreatedENIs: 1, EC2Calls: 3 + 2}},
+		// "MINIMUM_IP_TARGET: the floor of addresses allocated whatever the pods use": max(8+2, 20).
+		{name: "MINIMUM_IP_TARGET=20 WARM_IP_TARGET=2", typ: "m5.large", pods: 10, env: map[string]string{"WARM_IP_TARGET": "2", "MINIMUM_IP_TARGET": "20"},
+			want: Holding{PodAddresses: 8, ENIs: 3, Addresses: 20, NodeSubnet: 23, CreatedENIs: 2, EC2Calls: 2*3 + 3}},
+		// MINIMUM_IP_TARGET alone is enough to leave whole-ENI mode.
+		{name: "MINIMUM_IP_TARGET alone", typ: "m5.large", pods: 4, env: map[string]string{"MINIMUM_IP_TARGET": "10"},
+			want: Holding{PodAddresses: 2, ENIs: 2, Addresses: 10, NodeSubnet: 12, CreatedENIs: 1, EC2Calls: 3 + 2}},
+		// MAX_ENI caps the ENIs ipamd uses.
+		{name: "MAX_ENI=2", typ: "m5.large", pods: 29, env: map[string]string{"MAX_ENI": "2"},
+			want: Holding{PodAddresses: 27, ENIs: 2, Addresses: 18, NodeSubnet: 20, CreatedENIs: 1, EC2Calls: 3 + 2}},
+		// Security groups for pods on a trunking-compatible type: the trunk ENI carries no pod
+		// addresses (as MAX_ENI=2 here).
+		{name: "ENABLE_POD_ENI", typ: "m5.large", pods: 29, env: map[string]string{"ENABLE_POD_ENI": "true"},
+			want: Holding{PodAddresses: 27, ENIs: 2, Addresses: 18, NodeSubnet: 20, CreatedENIs: 1, EC2Calls: 3 + 2}},
+		// Custom networking: the primary ENI stays in the node's subnet with the node's address
+		// and no pods; the 2 other ENIs are in the ENIConfig's subnet, whole (18 addresses, the
+		// warm ENI would be a third), each with its own primary address.
+		{name: "custom networking", typ: "m5.large", pods: 20, env: map[string]string{"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true"},
+			want: Holding{PodAddresses: 18, ENIs: 2, Addresses: 18, NodeSubnet: 1, PodSubnet: 20, CreatedENIs: 2, EC2Calls: 2*3 + 2}},
+		// Prefix delegation: /28 prefixes on the primary ENI: 108 addresses fill 7, plus
+		// WARM_PREFIX_TARGET 1 (the manifest's value, also when unset here). One
+		// AssignPrivateIpAddresses with Ipv4PrefixCount, no new ENI.
+		{name: "prefix delegation", typ: "m5.large", pods: 110, env: map[string]string{"ENABLE_PREFIX_DELEGATION": "true"},
+			want: Holding{PodAddresses: 108, ENIs: 1, Addresses: 128, Prefixes: 8, NodeSubnet: 129, CreatedENIs: 0, EC2Calls: 1}},
+		// With WARM_IP_TARGET in prefix mode, prefixes cover used + warm addresses: 113 → 8.
+		{name: "prefix delegation WARM_IP_TARGET", typ: "m5.large", pods: 110, env: map[string]string{"ENABLE_PREFIX_DELEGATION": "true", "WARM_IP_TARGET": "5"},
+			want: Holding{PodAddresses: 108, ENIs: 1, Addresses: 128, Prefixes: 8, NodeSubnet: 129, CreatedENIs: 0, EC2Calls: 1}},
+		// WARM_PREFIX_TARGET=0 and 16 pod addresses: exactly one prefix.
+		{name: "WARM_PREFIX_TARGET=0", typ: "m5.large", pods: 18, env: map[string]string{"ENABLE_PREFIX_DELEGATION": "true", "WARM_PREFIX_TARGET": "0"},
+			want: Holding{PodAddresses: 16, ENIs: 1, Addresses: 16, Prefixes: 1, NodeSubnet: 17, CreatedENIs: 0, EC2Calls: 1}},
+		// Prefix delegation with custom networking: the prefixes go on a new ENI in the
+		// ENIConfig's subnet (3 calls to create it, 1 to assign).
+		{name: "prefix delegation, custom networking", typ: "m5.large", pods: 50, env: map[string]string{"ENABLE_PREFIX_DELEGATION": "true", "AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true"},
+			want: Holding{PodAddresses: 48, ENIs: 1, Addresses: 64, Prefixes: 4, NodeSubnet: 1, PodSubnet: 65, CreatedENIs: 1, EC2Calls: 3 + 1}},
+		// A Xen type gets no prefixes: secondary IP mode (m4.large: 2 ENIs of 10).
+		{name: "prefix delegation on Xen", typ: "m4.large", pods: 20, env: map[string]string{"ENABLE_PREFIX_DELEGATION": "true"},
+			want: Holding{PodAddresses: 18, ENIs: 2, Addresses: 18, NodeSubnet: 20, CreatedENIs: 1, EC2Calls: 3 + 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Hold(mustType(t, tc.typ), eni.ParseSettings(tc.env), 0, tc.pods)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Why == "" {
+				t.Error("no explanation")
+			}
+			got.Why = ""
+			if got != tc.want {
+				t.Errorf("Hold = %+v\nwant   %+v", got, tc.want)
+			}
+		})
+	}
+}

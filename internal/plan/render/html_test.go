@@ -1,0 +1,280 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+
+	"github.com/nodekeeper/nodekeeper/internal/eni"
+	"github.com/nodekeeper/nodekeeper/internal/plan"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/headings"
+)
+
+// Names as hostile as the cluster and AWS allow someone else to make them (a scenario file allows
+// anything): each must stay text on the page.
+const (
+	hostileGroup  = `web<img src=x onerror=alert(1)>`
+	hostileSubnet = `subnet-a"><script>alert(2)</script>`
+)
+
+// hostileResult is a plan of two groups where the subnet breaks first, image pulls second, with
+// a what-if beside it.
+func hostileResult(t testing.TB) *plan.Result {
+	t.Helper()
+	m5, err := eni.Lookup("m5.large")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := []plan.Placement{{Zone: "us-east-1a", NodeSubnet: hostileSubnet}, {Zone: "us-east-1b", NodeSubnet: "subnet-b"}}
+	in := plan.Input{
+		Groups: []plan.Group{
+			{Name: hostileGroup, Type: m5, Add: 100, PodsPerNode: 10, PullsPerNode: 5, Placements: pl},
+			{Name: "batch", Type: m5, Add: 50, PodsPerNode: 20, Placements: pl},
+		},
+		Subnets: map[string]plan.Subnet{hostileSubnet: {ID: hostileSubnet, Zone: "us-east-1a", Free: 600},
+			"subnet-b": {ID: "subnet-b", Zone: "us-east-1b", Free: 600}},
+		ExistingNodes: 10, APF: &plan.APF{PriorityLevel: "node-high", Seats: 98, Source: "test"},
+		Notes: []string{`ENIConfig "<b>x</b>" has no subnet`},
+	}
+	r, err := plan.Run(in, map[string]string{"WARM_IP_TARGET": "2", "MINIMUM_IP_TARGET": "8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Today.FirstToBreak != plan.LimitSubnet {
+		t.Fatalf("the scenario's first limit is %s", r.Today.FirstToBreak)
+	}
+	return r
+}
+
+// wantHeadings are the page's headings in order, exactly: the page title, h1, h2, the tables'
+// column heads and the charts' tooltips (SVG titles).
+func wantHeadings(r *plan.Result) []string {
+	chart := func(p *plan.Plan) []string {
+		var out []string
+		for _, l := range p.Limits {
+			out = append(out, l.Title)
+			if l.Status == plan.StatusBreaks {
+				b := "breaks at new node " + strconv.Itoa(l.BreaksAt)
+				if l.Where != "" {
+					b += " (" + l.Where + ")"
+				}
+				out = append(out, l.Title+" "+b)
+			}
+		}
+		return out
+	}
+	out := []string{"nodekeeper plan: " + Verdict(r.Today), HeadingPage, HeadingVerdict, HeadingHeadroom}
+	out = append(out, chart(r.Today)...)
+	out = append(out, chart(r.WhatIf)...)
+	out = append(out, HeadingLimits, "limit", "today", "with MINIMUM_IP_TARGET=8 WARM_IP_TARGET=2", "where", "detail", "fix",
+		HeadingGroups, "group", "instance type", "add", "pods per node", "maxPods", "address capacity", "ENIs", "addresses held",
+		"from node subnet", "from pod subnet", "EC2 calls", "pulls", "how",
+		HeadingSubnets, "subnet", "zone", "CIDR", "free", "new nodes", "taken", "left", HeadingNotes)
+	return out
+}
+
+// The page is self-contained: nothing in it can reach the network.
+func TestHTMLSelfContained(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteHTML(&b, seedResult(t, map[string]string{"ENABLE_PREFIX_DELEGATION": "true"})); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, bad := range []*regexp.Regexp{
+		regexp.MustCompile(`(?i)<script`), regexp.MustCompile(`(?i)<link`), regexp.MustCompile(`(?i)\s(src|href)\s*=`),
+		regexp.MustCompile(`(?i)url\(`), regexp.MustCompile(`(?i)@import`), regexp.MustCompile(`(?i)https?://`),
+	} {
+		if loc := bad.FindStringIndex(page); loc != nil {
+			t.Errorf("page has %q at %d: %s", bad.String(), loc[0], page[max(0, loc[0]-80):min(len(page), loc[1]+80)])
+		}
+	}
+}
+
+// The page's headings, as written, are exactly the expected ones (not substrings of them) and
+// fit for people; hostile names are escaped.
+func TestHTMLHeadings(t *testing.T) {
+	r := hostileResult(t)
+	var b bytes.Buffer
+	if err := WriteHTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := headings.HTML(b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := wantHeadings(r); !slices.Equal(got, want) {
+		t.Errorf("headings\n got %q\nwant %q", got, want)
+	}
+	headings.Check(t, "plan page", got)
+	for _, raw := range []string{hostileGroup, hostileSubnet, "<b>x</b>"} {
+		if strings.Contains(b.String(), raw) {
+			t.Errorf("page holds %q unescaped", raw)
+		}
+	}
+}
+
+// chromium returns Debian's headless-capable browser, or skips the test saying how to get it.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("chromium is not installed (hack/install-deps.sh, or apt-get install chromium): the HTML page is not rendered")
+	return ""
+}
+
+func chromiumArgs(profile string, extra ...string) []string {
+	return append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync", "--no-first-run", "--user-data-dir=" + profile}, extra...)
+}
+
+// Headless Chromium loads the page offline with no console message, lays out one headroom line
+// per limit and one mark per limit that breaks in each chart, keeps the hostile names as text
+// (no element comes from them), shows exactly the expected headings, and draws a screenshot
+// that is not blank.
+func TestHTMLRendersInChromium(t *testing.T) {
+	browser := chromium(t)
+	r := hostileResult(t)
+	dir := t.TempDir()
+	page := filepath.Join(dir, "plan.html")
+	f, err := os.Create(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(f, r); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	url := "file://" + page
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, browser, chromiumArgs(filepath.Join(dir, "p1"), "--enable-logging=stderr", "--v=0", "--dump-dom", url)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	dom, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom: %v\n%s", err, stderr.String())
+	}
+	// Chromium logs every console message (errors included) as CONSOLE lines.
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(line, "CONSOLE") || strings.Contains(line, "Uncaught") {
+			t.Errorf("console: %s", line)
+		}
+	}
+	doc, err := html.Parse(bytes.NewReader(dom))
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	var texts strings.Builder
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode {
+			key := n.Data
+			for _, a := range n.Attr {
+				if a.Key == "class" {
+					key += "." + a.Val
+				}
+			}
+			count[n.Data]++
+			if key != n.Data {
+				count[key]++
+			}
+		}
+		if n.Type == html.TextNode {
+			texts.WriteString(n.Data)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(doc)
+	lines, breaks := 0, 0
+	for _, p := range []*plan.Plan{r.Today, r.WhatIf} {
+		for _, l := range p.Limits {
+			if len(l.Headroom) > 0 {
+				lines++
+			}
+			if l.Status == plan.StatusBreaks {
+				breaks++
+			}
+		}
+	}
+	if count["svg.chart"] != 2 || count["polyline.limit-line"] != lines || count["circle.break"] != breaks {
+		t.Errorf("charts: %d svg, %d lines (want %d), %d break marks (want %d)", count["svg.chart"], count["polyline.limit-line"], lines, count["circle.break"], breaks)
+	}
+	// The page's own <b>: five cards (new nodes, today, the what-if, the first to break, the
+	// wait) and the two verdicts' labels; none from the note's "<b>x</b>".
+	if count["img"] != 0 || count["script"] != 0 || count["b"] != 7 {
+		t.Errorf("elements from names: %d img, %d script, %d b", count["img"], count["script"], count["b"])
+	}
+	for _, raw := range []string{hostileGroup, hostileSubnet, "<b>x</b>"} {
+		if !strings.Contains(texts.String(), raw) {
+			t.Errorf("rendered text lacks %q", raw)
+		}
+	}
+	got, err := headings.HTML(dom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := wantHeadings(r); !slices.Equal(got, want) {
+		t.Errorf("rendered headings\n got %q\nwant %q", got, want)
+	}
+
+	shot := filepath.Join(dir, "plan.png")
+	out, err := exec.CommandContext(ctx, browser, chromiumArgs(filepath.Join(dir, "p2"),
+		"--hide-scrollbars", "--window-size=1200,1400", "--screenshot="+shot, url)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
+	}
+	pf, err := os.Open(shot)
+	if err != nil {
+		t.Fatalf("no screenshot: %v\n%s", err, out)
+	}
+	defer pf.Close()
+	img, err := png.Decode(pf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The lines' colours are on the screenshot: the subnet's red and the EC2 orange.
+	seen := map[string]bool{}
+	bnd := img.Bounds()
+	for y := bnd.Min.Y; y < bnd.Max.Y; y++ {
+		for x := bnd.Min.X; x < bnd.Max.X; x++ {
+			cr, cg, cb, _ := img.At(x, y).RGBA()
+			c := [3]uint32{cr >> 8, cg >> 8, cb >> 8}
+			for name, want := range map[string][3]uint32{"subnet red": {0xd6, 0x27, 0x28}, "EC2 orange": {0xff, 0x7f, 0x0e}} {
+				if near(c, want) {
+					seen[name] = true
+				}
+			}
+		}
+	}
+	if !seen["subnet red"] || !seen["EC2 orange"] {
+		t.Errorf("screenshot lacks the chart's colours: %v", seen)
+	}
+}
+
+func near(a, b [3]uint32) bool {
+	d := func(x, y uint32) uint32 {
+		if x > y {
+			return x - y
+		}
+		return y - x
+	}
+	return d(a[0], b[0]) < 24 && d(a[1], b[1]) < 24 && d(a[2], b[2]) < 24
+}
