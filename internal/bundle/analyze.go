@@ -123,7 +123,7 @@ func (a *analysis) finish(name string) *findings.Report {
 
 // sections are the report's sections for this input: a journal shows only what it can be
 // checked for, so that an empty section never reads as "checked, nothing found".
-func (a *analysis) sections() [][2]string {
+func (a *analysis) sections() []findings.SectionSpec {
 	if a.kind != InputJournal {
 		return Sections
 	}
@@ -134,9 +134,9 @@ func (a *analysis) sections() [][2]string {
 	if a.userDataSet {
 		keep[rules.SectionNodes], keep[rules.SectionKubelet], keep[rules.SectionAWSNode] = true, true, true
 	}
-	var out [][2]string
+	var out []findings.SectionSpec
 	for _, s := range Sections {
-		if keep[s[0]] {
+		if keep[s.Name] {
 			out = append(out, s)
 		}
 	}

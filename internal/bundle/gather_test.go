@@ -10,8 +10,8 @@ import (
 // takes the first, so a second would be dead).
 func TestMemberKinds(t *testing.T) {
 	for _, s := range Sections {
-		if !slices.ContainsFunc(memberKinds, func(k memberKind) bool { return slices.Contains(k.feeds, s[0]) }) {
-			t.Errorf("section %s is fed by no member kind", s[0])
+		if !slices.ContainsFunc(memberKinds, func(k memberKind) bool { return slices.Contains(k.feeds, s.Name) }) {
+			t.Errorf("section %s is fed by no member kind", s.Name)
 		}
 	}
 	paths := []string{pKubeletLog, pKubeletService, pIOThrottling, pInstanceID, pProcStat, pCloudInitOut, pUserData,

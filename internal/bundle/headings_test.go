@@ -18,7 +18,7 @@ import (
 func TestHeadingsAreForPeople(t *testing.T) {
 	names := map[string]bool{}
 	for _, s := range Sections {
-		names[s[0]] = true
+		names[s.Name] = true
 	}
 	r := findings.NewReport("bundle", "eks_i-0123456789abcdef0.tar.gz", time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Sections...)
 	for _, rule := range catalog.Rules() {
@@ -33,8 +33,8 @@ func TestHeadingsAreForPeople(t *testing.T) {
 	hs := headings.Text(b.String())
 	headings.Check(t, "bundle text", hs)
 	for _, s := range Sections {
-		if !slices.ContainsFunc(hs, func(h string) bool { return strings.HasPrefix(h, strings.ToUpper(s[1])) }) {
-			t.Errorf("no heading for section %q among %q", s[1], hs)
+		if !slices.ContainsFunc(hs, func(h string) bool { return strings.HasPrefix(h, strings.ToUpper(s.Title)) }) {
+			t.Errorf("no heading for section %q among %q", s.Title, hs)
 		}
 	}
 	data, err := os.ReadFile("testdata/seed002.txt")

@@ -15,14 +15,14 @@ const (
 )
 
 // Sections in display order.
-var Sections = [][2]string{
-	{SectionKubeletLog, "Kubelet log"},
-	{SectionCNILog, "VPC CNI logs (ipamd, plugin)"},
-	{SectionIO, "Block IO delay"},
-	{SectionBootstrap, "Bootstrap user data"},
-	{rules.SectionNodes, "Pod capacity against VPC CNI addresses"},
-	{rules.SectionKubelet, "Kubelet configuration"},
-	{rules.SectionAWSNode, "aws-node (Amazon VPC CNI) settings"},
+var Sections = []findings.SectionSpec{
+	{Name: SectionKubeletLog, Title: "Kubelet log"},
+	{Name: SectionCNILog, Title: "VPC CNI logs (ipamd, plugin)"},
+	{Name: SectionIO, Title: "Block IO delay"},
+	{Name: SectionBootstrap, Title: "Bootstrap user data"},
+	{Name: rules.SectionNodes, Title: "Pod capacity against VPC CNI addresses"},
+	{Name: rules.SectionKubelet, Title: "Kubelet configuration"},
+	{Name: rules.SectionAWSNode, Title: "aws-node (Amazon VPC CNI) settings"},
 }
 
 // The bundle's own rules (NK6xx).

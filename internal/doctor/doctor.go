@@ -176,7 +176,7 @@ func Run(ctx context.Context, deps Deps, o Options) (*findings.Report, error) {
 	}
 	sections := Sections
 	if o.EC2 != nil {
-		sections = append(append([][2]string(nil), Sections...), sectionEC2)
+		sections = append(append([]findings.SectionSpec(nil), Sections...), sectionEC2)
 	}
 	rep := findings.NewReport("doctor", o.Target, o.Now(), sections...)
 	RunChecks(rep, f, ChecksFor(o))

@@ -25,7 +25,7 @@ import (
 // SectionEC2 is the section of the EC2 checks; it is in the report only with --aws.
 const SectionEC2 = "ec2"
 
-var sectionEC2 = [2]string{SectionEC2, "EC2: instances without Nodes, Nodes without instances, subnet addresses"}
+var sectionEC2 = findings.SectionSpec{Name: SectionEC2, Title: "EC2: instances without Nodes, Nodes without instances, subnet addresses"}
 
 // clusterTagFilters are the three ways a cluster's instances are tagged: the cloud provider's
 // kubernetes.io/cluster/NAME (managed node groups, Karpenter, self-managed), EKS's

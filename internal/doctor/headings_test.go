@@ -16,10 +16,10 @@ import (
 // people: no Go identifier, fmt error or dump in a section title or a rule line. The golden
 // report is read too.
 func TestHeadingsAreForPeople(t *testing.T) {
-	sections := append(append([][2]string(nil), Sections...), sectionEC2)
+	sections := append(append([]findings.SectionSpec(nil), Sections...), sectionEC2)
 	names := map[string]bool{}
 	for _, s := range sections {
-		names[s[0]] = true
+		names[s.Name] = true
 	}
 	r := findings.NewReport("doctor", "https://127.0.0.1:6443", time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), sections...)
 	var rules int
@@ -40,8 +40,8 @@ func TestHeadingsAreForPeople(t *testing.T) {
 		hs := headings.Text(b.String())
 		headings.Check(t, "doctor text", hs)
 		for _, s := range sections { // the extraction sees every section title
-			if !slices.ContainsFunc(hs, func(h string) bool { return strings.HasPrefix(h, strings.ToUpper(s[1])) }) {
-				t.Errorf("no heading for section %q among %q", s[1], hs)
+			if !slices.ContainsFunc(hs, func(h string) bool { return strings.HasPrefix(h, strings.ToUpper(s.Title)) }) {
+				t.Errorf("no heading for section %q among %q", s.Title, hs)
 			}
 		}
 	}

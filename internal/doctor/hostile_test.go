@@ -35,7 +35,7 @@ func TestVersionSkewEscapesKubeletVersion(t *testing.T) {
 				t.Fatalf("findings = %+v, want one NK301", fs)
 			}
 			r := findings.NewReport("doctor", "https://127.0.0.1:6443", time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC),
-				[2]string{SectionVersions, "Versions"})
+				findings.SectionSpec{Name: SectionVersions, Title: "Versions"})
 			r.Add(fs...)
 			var out bytes.Buffer
 			if err := findings.PrintText(&out, r, findings.PrintOptions{Catalog: catalog}); err != nil {

@@ -17,14 +17,14 @@ const (
 )
 
 // Sections lists the doctor's sections in display order with their titles.
-var Sections = [][2]string{
-	{SectionNodes, "Nodes: pod capacity against VPC CNI addresses"},
-	{SectionKubelet, "Kubelet configuration (configz)"},
-	{SectionVersions, "Kubelet versions"},
-	{SectionHeartbeats, "Node heartbeats and leases"},
-	{SectionAWSNode, "aws-node (Amazon VPC CNI) settings"},
-	{SectionAPF, "API priority and fairness"},
-	{SectionPodNet, "Pod networking"},
+var Sections = []findings.SectionSpec{
+	{Name: SectionNodes, Title: "Nodes: pod capacity against VPC CNI addresses"},
+	{Name: SectionKubelet, Title: "Kubelet configuration (configz)"},
+	{Name: SectionVersions, Title: "Kubelet versions"},
+	{Name: SectionHeartbeats, Title: "Node heartbeats and leases"},
+	{Name: SectionAWSNode, Title: "aws-node (Amazon VPC CNI) settings"},
+	{Name: SectionAPF, Title: "API priority and fairness"},
+	{Name: SectionPodNet, Title: "Pod networking"},
 }
 
 // The doctor's own rules. Codes are stable; docs/doctor.md lists them. NK2xx kubelet

@@ -298,11 +298,18 @@ type Report struct {
 	sections []*Section
 }
 
+// SectionSpec names a report section and gives the title printed above it; a report's sections
+// are listed in the order given to NewReport.
+type SectionSpec struct {
+	Name  string // the section's key: every finding of a rule of this section goes in it
+	Title string // the heading, for people
+}
+
 // NewReport starts a report with its sections in display order (name and title pairs).
-func NewReport(tool, target string, now time.Time, sections ...[2]string) *Report {
+func NewReport(tool, target string, now time.Time, sections ...SectionSpec) *Report {
 	r := &Report{Tool: tool, Target: target, Generated: now.UTC(), Stats: map[string]int64{}}
 	for _, s := range sections {
-		r.sections = append(r.sections, &Section{Name: s[0], Title: s[1]})
+		r.sections = append(r.sections, &Section{Name: s.Name, Title: s.Title})
 	}
 	return r
 }

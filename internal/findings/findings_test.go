@@ -28,7 +28,7 @@ var (
 
 func sample() *Report {
 	r := NewReport("doctor", "https://127.0.0.1:6443", time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC),
-		[2]string{"nodes", "Nodes"}, [2]string{"kubelet", "Kubelet configuration"}, [2]string{"apf", "API priority and fairness"})
+		SectionSpec{Name: "nodes", Title: "Nodes"}, SectionSpec{Name: "kubelet", Title: "Kubelet configuration"}, SectionSpec{Name: "apf", Title: "API priority and fairness"})
 	r.Checked("nodes", 4)
 	r.Checked("kubelet", 4)
 	r.Add(ruleCap.New("node/b", "capacity %d above %d", 110, 20))
@@ -196,7 +196,7 @@ func TestNewCatalogRejects(t *testing.T) {
 }
 
 func TestConcurrentAdd(t *testing.T) {
-	r := NewReport("doctor", "x", time.Now(), [2]string{"nodes", "Nodes"})
+	r := NewReport("doctor", "x", time.Now(), SectionSpec{Name: "nodes", Title: "Nodes"})
 	var wg sync.WaitGroup
 	for i := 0; i < 50; i++ {
 		wg.Add(1)

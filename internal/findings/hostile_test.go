@@ -22,7 +22,7 @@ func TestPrintTextEscapesHostileText(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := NewReport("doctor", "https://127.0.0.1:6443"+tc.raw, time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC),
-				[2]string{"nodes", "Nodes"})
+				SectionSpec{Name: "nodes", Title: "Nodes"})
 			r.Checked("nodes", 2)
 			r.Add(ruleCap.New("node/"+tc.raw, "kubelet %s is older than the control plane", tc.raw).WithEvidence("log: " + tc.raw))
 			r.Ignored = []string{tc.raw}

@@ -71,7 +71,7 @@ func FuzzCheckCNISettings(f *testing.F) {
 
 func assertPrintable(t *testing.T, fs []findings.Finding) {
 	t.Helper()
-	r := findings.NewReport("doctor", "fuzz", time.Unix(0, 0).UTC(), [2]string{SectionKubelet, "Kubelet"})
+	r := findings.NewReport("doctor", "fuzz", time.Unix(0, 0).UTC(), findings.SectionSpec{Name: SectionKubelet, Title: "Kubelet"})
 	for i := range fs {
 		if fs[i].Code == "" {
 			t.Fatalf("finding without a code: %+v", fs[i])
