@@ -43,6 +43,13 @@ func quoteName(name string) string {
 	return `"` + textsafe.Clip(name, nameInError) + `"`
 }
 
+// quoteNameRaw renders an untrusted name for a report (a finding, the partial reason): clipped and
+// quoted, but kept as written. The findings printers escape it for the terminal, and JSON carries
+// the original string.
+func quoteNameRaw(name string) string {
+	return `"` + textsafe.ClipRaw(name, nameInError) + `"`
+}
+
 // ErrUnsafeArchive is wrapped by every rejection of a hostile or malformed archive.
 var ErrUnsafeArchive = errors.New("unsafe or malformed bundle")
 

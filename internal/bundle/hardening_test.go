@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -12,7 +13,9 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/textcheck"
+	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // paxNameArchive builds the archive of issue 10 item 3: members regular files whose PAX names are
@@ -156,20 +159,20 @@ func TestTruncatedBundle(t *testing.T) {
 }
 
 // TestEvidenceEscapedAndClipped: kubelet log lines quoted as evidence cannot drive the reader's
-// terminal (issue 10 item 1) and are cut on character boundaries (item 10).
+// terminal (issue 10 item 1) and are cut on character boundaries (item 10). The finding keeps the
+// line as written (issue 20 item 9): the text report escapes it, JSON carries the original.
 func TestEvidenceEscapedAndClipped(t *testing.T) {
-	hostile := "E0304 09:12:01.123 3121 pod_workers.go:1301] \"Error syncing pod\" err=\"\x1b]0;pwned\x07\x1b[2J ErrImagePull: \\\"pull QPS exceeded\\\"\" pod=\"default/app\u202e\x9b31m\""
+	hostile := "E0304 09:12:01.123 3121 pod_workers.go:1301] \"Error syncing pod\" err=\"\x1b]0;pwned\x07\x1b[2J ErrImagePull: \\\"pull QPS exceeded\\\"\" pod=\"default/app\u202e\u009b2J\x9b31m\""
 	long := "E0304 \"pull QPS exceeded\" pod=\"" + strings.Repeat("日本語", 200) + "\""
 	for _, tc := range []struct {
-		name     string
-		line     string
-		want     []string
-		clipped  bool
-		rawBytes []string
+		name    string
+		line    string
+		shown   []string // in the text report
+		clipped bool
 	}{
-		{name: "OSC title and clear screen", line: hostile, want: []string{`\x1b]0;pwned\x07\x1b[2J`, `\u202e`, `\x9b31m`}, rawBytes: []string{"\x1b", "\x07", "\u202e", "\x9b"}},
+		{name: "OSC title, clear screen, C1, bidi, invalid byte", line: hostile, shown: []string{`\x1b]0;pwned\x07\x1b[2J`, `\u202e\u009b2J\x9b31m`}},
 		{name: "multibyte text cut on a rune boundary", line: long, clipped: true},
-		{name: "escapes at the cut", line: "E0304 \"pull QPS exceeded\" " + strings.Repeat("\x1b", 400), clipped: true, rawBytes: []string{"\x1b"}},
+		{name: "escapes at the cut", line: "E0304 \"pull QPS exceeded\" " + strings.Repeat("\x1b", 400), clipped: true, shown: []string{`\x1b\x1b`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			files := map[string]string{"kubelet/kubelet.log": tc.line + "\n"}
@@ -186,21 +189,73 @@ func TestEvidenceEscapedAndClipped(t *testing.T) {
 			if ev == "" {
 				t.Fatal("no NK601 evidence")
 			}
-			if !utf8.ValidString(ev) {
-				t.Fatalf("evidence is not valid UTF-8: %q", ev)
+			// The finding keeps the line as written, cut on a character boundary.
+			const prefix = "kubelet/kubelet.log:1: "
+			body, ok := strings.CutPrefix(ev, prefix)
+			if !ok {
+				t.Fatalf("evidence = %q, want the prefix %q", ev, prefix)
 			}
-			// The raw bytes must not reach the evidence: they stand there escaped.
-			textcheck.Contains(t, "evidence", ev, tc.want, tc.rawBytes)
 			if tc.clipped {
-				if !strings.HasSuffix(ev, "…") {
-					t.Errorf("a long line is not marked as cut: %s", ev)
+				cut, ok := strings.CutSuffix(body, "…")
+				if !ok {
+					t.Errorf("a long line is not marked as cut: %q", ev)
 				}
-				if n := len(ev) - len("kubelet/kubelet.log:1: "); n > evidenceWidth {
-					t.Errorf("evidence is %d bytes, above %d", n, evidenceWidth)
+				if !strings.HasPrefix(tc.line, cut) || !utf8.ValidString(cut) {
+					t.Errorf("evidence %q is not the start of the line cut between characters", ev)
 				}
-				if strings.HasSuffix(strings.TrimSuffix(ev, "…"), `\x1`) || strings.HasSuffix(strings.TrimSuffix(ev, "…"), `\x`) {
-					t.Errorf("evidence ends in half an escape: %q", ev)
+				if len(body) > evidenceWidth {
+					t.Errorf("evidence is %d bytes, above %d", len(body), evidenceWidth)
 				}
+			} else if body != tc.line {
+				t.Errorf("evidence = %q, want the line as written %q", body, tc.line)
+			}
+
+			// The text report shows it escaped: no line reaches the terminal raw.
+			var text bytes.Buffer
+			if err := findings.PrintText(&text, rep, findings.PrintOptions{Catalog: catalog}); err != nil {
+				t.Fatal(err)
+			}
+			for i, line := range strings.Split(text.String(), "\n") {
+				if !textsafe.Safe(line) {
+					t.Fatalf("text line %d reaches the terminal raw: %q", i+1, line)
+				}
+			}
+			textcheck.Contains(t, "text report", text.String(), tc.shown, nil)
+
+			// JSON carries the original (an invalid byte decodes as U+FFFD), with no raw control.
+			var js bytes.Buffer
+			if err := findings.PrintJSON(&js, rep); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < js.Len(); {
+				r, size := utf8.DecodeRune(js.Bytes()[i:])
+				if (r < 0x20 && r != '\n') || r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == 0x202e {
+					t.Fatalf("JSON holds raw %U at byte %d", r, i)
+				}
+				i += size
+			}
+			textcheck.Contains(t, "JSON", js.String(), nil, []string{`\\x1b`, `\\u202e`})
+			var doc struct {
+				Sections []struct {
+					Findings []struct {
+						Code     string
+						Evidence []string
+					}
+				}
+			}
+			if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+				t.Fatalf("not JSON: %v", err)
+			}
+			var got string
+			for _, s := range doc.Sections {
+				for _, f := range s.Findings {
+					if f.Code == RulePullQPS.Code {
+						got = f.Evidence[0]
+					}
+				}
+			}
+			if want := strings.ToValidUTF8(ev, "\uFFFD"); got != want {
+				t.Errorf("JSON evidence decodes to %q, want the original %q", got, want)
 			}
 		})
 	}

@@ -131,7 +131,7 @@ func (a *analysis) readJournal(name string, r io.Reader, max int64, flag string)
 		}
 	})
 	if err == nil && cr.hit {
-		a.partial = fmt.Sprintf("the journal %s is longer than %d bytes (%s): the first %d lines were checked, the rest was not", quoteName(name), max, flag, lines)
+		a.partial = fmt.Sprintf("the journal %s is longer than %d bytes (%s): the first %d lines were checked, the rest was not", quoteNameRaw(name), max, flag, lines)
 	}
 	if err == nil && !a.kubeletSeen {
 		return fmt.Errorf("%w: the journal %s holds no line of the kubelet (%d lines read; looked for journalctl lines of the kubelet unit, \"MMM DD hh:mm:ss HOST kubelet[PID]: \", or klog lines, \"E0304 09:11:40.114 ...\"): pass journalctl -u kubelet output",

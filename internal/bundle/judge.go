@@ -24,7 +24,7 @@ var criticalProcs = map[string]bool{
 func (a *analysis) report(rep *findings.Report) {
 	target := rep.Target
 	if a.instanceID != "" {
-		rep.Target = target + " (" + textsafe.Clip(a.instanceID, 40) + ")"
+		rep.Target = target + " (" + textsafe.ClipRaw(a.instanceID, 40) + ")"
 	}
 	a.reportScanned(rep, a.kubeletLog, SectionKubeletLog, "kubelet/kubelet.log")
 	if a.kind != InputJournal {
@@ -73,7 +73,7 @@ func (a *analysis) reportPatterns(rep *findings.Report) {
 		if h.count == 0 {
 			continue
 		}
-		res := textsafe.ClipBytes(fileList(h.files), 300)
+		res := textsafe.ClipRawBytes(fileList(h.files), 300)
 		switch p.rule.Code {
 		case RuleDocker.Code:
 			a.reportDocker(rep, p)
@@ -81,14 +81,14 @@ func (a *analysis) reportPatterns(rep *findings.Report) {
 		case RuleNodeStatus.Code:
 			if z := a.statusZombie; z.count > 0 {
 				f := p.rule.At(findings.Error, res, "%d %s; %d say the Node %s is not found: the Node object was deleted while this kubelet still runs (a zombie kubelet), so it can neither report status nor renew a lease that is owned by its Node",
-					h.count, p.what, z.count, quoteName(z.node))
+					h.count, p.what, z.count, quoteNameRaw(z.node))
 				f.Remediation = "restart the kubelet on the instance so that it registers its Node again (systemctl restart kubelet), or terminate the instance if it was meant to go; then find out what deleted the Node (nodekeeper audit, the cluster autoscaler or Karpenter) and check for leases left behind with nodekeeper leases"
 				rep.Add(f.WithEvidence(h.evidence()...))
 				continue
 			}
 		case RuleEvictionStats.Code:
 			if z := a.evictionZombie; z.count > 0 {
-				rep.Add(p.rule.New(res, "%d %s; %d say the node %s is not found: the Node object was deleted under this kubelet (see NK603)", h.count, p.what, z.count, quoteName(z.node)).WithEvidence(h.evidence()...))
+				rep.Add(p.rule.New(res, "%d %s; %d say the node %s is not found: the Node object was deleted under this kubelet (see NK603)", h.count, p.what, z.count, quoteNameRaw(z.node)).WithEvidence(h.evidence()...))
 				continue
 			}
 		case RuleServingCert.Code:
@@ -129,13 +129,13 @@ func fileList(files map[string]int) string {
 // reportDocker reports Docker commands only on nodes where containerd is the runtime.
 func (a *analysis) reportDocker(rep *findings.Report, p *pattern) {
 	h := p.hits
-	res := textsafe.ClipBytes(fileList(h.files), 300)
+	res := textsafe.ClipRawBytes(fileList(h.files), 300)
 	if len(a.runtimeHint) == 0 {
 		rep.Add(RuleDocker.At(findings.Info, res,
 			"%d %s; the bundle does not show which runtime the kubelet uses", h.count, p.what).WithEvidence(h.evidence()...))
 		return
 	}
-	ev := append(h.evidence(), "containerd is the runtime: "+textsafe.ClipBytes(a.runtimeHint[0], evidenceWidth))
+	ev := append(h.evidence(), "containerd is the runtime: "+textsafe.ClipRawBytes(a.runtimeHint[0], evidenceWidth))
 	rep.Add(RuleDocker.New(res, "%d %s while containerd is the container runtime", h.count, p.what).WithEvidence(ev...))
 }
 

@@ -180,14 +180,15 @@ func (h *hits) evidence() []string {
 }
 
 // evidence quotes a log line: the line and the member name are written by whoever produced the
-// bundle, so both are escaped (a kubelet log line may carry "ESC]0;...BEL" from a pod name or an
-// error text) and the line is cut on a rune boundary, never inside a character or an escape.
+// bundle (a kubelet log line may carry "ESC]0;...BEL" from a pod name or an error text). Both are
+// kept as written, which the findings printers escape and JSON carries as the original string,
+// and cut to evidenceWidth bytes on a character boundary.
 func evidence(file string, n int, line []byte) string {
-	// Escaping can grow a byte to six ("\u0085"); what is past 6x the width can never be shown.
-	if len(line) > 6*evidenceWidth {
-		line = line[:6*evidenceWidth]
+	// What is past the width (and one byte to tell that something was cut) is never kept.
+	if len(line) > evidenceWidth+1 {
+		line = line[:evidenceWidth+1]
 	}
-	return fmt.Sprintf("%s:%d: %s", textsafe.ClipBytes(file, evidenceWidth), n, textsafe.ClipBytes(string(line), evidenceWidth))
+	return fmt.Sprintf("%s:%d: %s", textsafe.ClipRawBytes(file, evidenceWidth), n, textsafe.ClipRawBytes(string(line), evidenceWidth))
 }
 
 // scanner runs several patterns over files of one kind.

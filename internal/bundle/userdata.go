@@ -267,7 +267,7 @@ func (u *userDataReader) splitMIME(name, contentType, encoding string, body []by
 				return
 			}
 			ct := p.Header.Get("Content-Type")
-			pname := fmt.Sprintf("%s part %d (%s)", name, i, textsafe.ClipBytes(strings.TrimSpace(strings.SplitN(ct, ";", 2)[0]), partTypeInName))
+			pname := fmt.Sprintf("%s part %d (%s)", name, i, textsafe.ClipRawBytes(strings.TrimSpace(strings.SplitN(ct, ";", 2)[0]), partTypeInName))
 			u.splitMIME(pname, ct, p.Header.Get("Content-Transfer-Encoding"), pb, depth+1)
 		}
 	case mediaType == "application/node.eks.aws" || reNodeConfigKind.Match(body):

@@ -89,9 +89,9 @@ func (servingCSRCheck) Run(f *Facts) Result {
 	}
 	for _, node := range sortedKeys(byNode) {
 		p := byNode[node]
-		fd := RuleServingCSRPending.New("node/"+textsafe.Escape(node), "%s %s, oldest %s: kubectl logs/exec and metrics to this node fail with \"no serving certificate available for the kubelet\"",
+		fd := RuleServingCSRPending.New("node/"+node, "%s %s, oldest %s: kubectl logs/exec and metrics to this node fail with \"no serving certificate available for the kubelet\"",
 			plural(len(p.names), "kubelet-serving certificate request"), state(p), age(f.Now, p.oldest))
-		fd = fd.WithEvidence("requests: " + textsafe.Clip(strings.Join(p.names, ", "), 300))
+		fd = fd.WithEvidence("requests: " + textsafe.ClipRaw(strings.Join(p.names, ", "), 300))
 		if i, ok := known[node]; ok {
 			if hint := hostnameHint(&f.Nodes[i]); hint != "" {
 				fd = fd.WithEvidence(hint)
@@ -103,9 +103,9 @@ func (servingCSRCheck) Run(f *Facts) Result {
 	}
 	for _, user := range sortedKeys(foreign) {
 		p := foreign[user]
-		fd := RuleServingCSRForeign.New("user/"+textsafe.Clip(user, 100), "%s %s, oldest %s, from a requester that is not a kubelet (not %sNAME in group %s): no node waits for it",
+		fd := RuleServingCSRForeign.New("user/"+textsafe.ClipRaw(user, 100), "%s %s, oldest %s, from a requester that is not a kubelet (not %sNAME in group %s): no node waits for it",
 			plural(len(p.names), "kubelet-serving certificate request"), state(p), age(f.Now, p.oldest), nodePrefix, nodesGroup)
-		r.add(fd.WithEvidence("requests: " + textsafe.Clip(strings.Join(p.names, ", "), 300)))
+		r.add(fd.WithEvidence("requests: " + textsafe.ClipRaw(strings.Join(p.names, ", "), 300)))
 	}
 	return r
 }

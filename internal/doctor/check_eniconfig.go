@@ -2,8 +2,6 @@ package doctor
 
 import (
 	"strings"
-
-	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // eniConfigCheck checks the custom networking objects: ENIConfigs with a subnet and security
@@ -35,7 +33,7 @@ func (eniConfigCheck) Run(f *Facts) Result {
 			missing = append(missing, "spec.securityGroups")
 		}
 		if len(missing) > 0 {
-			r.add(RuleENIConfigIncomplete.New("eniconfig/"+textsafe.Escape(c.Name), "no %s", strings.Join(missing, " and no ")))
+			r.add(RuleENIConfigIncomplete.New("eniconfig/"+c.Name, "no %s", strings.Join(missing, " and no ")))
 		}
 	}
 	if !custom {
@@ -50,7 +48,7 @@ func (eniConfigCheck) Run(f *Facts) Result {
 		name, from := selectedENIConfig(n, labelDef, annotationDef)
 		if !configs[name] {
 			r.add(RuleENIConfigMissing.New("node/"+n.Name, "selects ENIConfig %q (%s), which does not exist: pods on this node get no addresses",
-				textsafe.Escape(name), from))
+				name, from))
 		}
 	}
 	return r

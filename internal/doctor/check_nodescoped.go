@@ -2,7 +2,6 @@ package doctor
 
 import (
 	"github.com/nodekeeper/nodekeeper/internal/findings"
-	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // csiNodeCheck and cniNodeCheck report CSINodes and CNINodes whose Node is gone, classed like
@@ -44,11 +43,11 @@ func orphans(f *Facts, objs []NodeScoped, rule findings.Rule, prefix string) []f
 		class, sev := "unowned and leaked: nothing will remove it", findings.Warning
 		for _, ref := range o.Owners {
 			if ref.Kind == "Node" {
-				class, sev = "owned by the deleted Node (uid "+textsafe.Escape(string(ref.UID))+"): the garbage collector removes it", findings.Info
+				class, sev = "owned by the deleted Node (uid "+string(ref.UID)+"): the garbage collector removes it", findings.Info
 				break
 			}
 		}
-		out = append(out, rule.At(sev, prefix+textsafe.Escape(o.Name), "no Node %s; %s", textsafe.Escape(o.Name), class))
+		out = append(out, rule.At(sev, prefix+o.Name, "no Node %s; %s", o.Name, class))
 	}
 	return out
 }

@@ -15,7 +15,6 @@ import (
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
-	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // The EC2 section (doctor --aws) joins the cluster's Nodes with what EC2 says: machines running
@@ -130,19 +129,19 @@ func CheckEC2(in EC2Inputs) []findings.Finding {
 			}
 		}
 		f := RuleInstanceWithoutNode.New("instance/"+id, "%s launched %s, running %s with no Node (billed all that time if it never joined, since its Node's deletion otherwise)",
-			textsafe.Escape(string(inst.InstanceType)), launched, up.Round(time.Minute))
+			string(inst.InstanceType), launched, up.Round(time.Minute))
 		var ev []string
 		if name := strDeref(inst.PrivateDnsName); name != "" {
-			ev = append(ev, "private DNS name "+textsafe.Escape(name))
+			ev = append(ev, "private DNS name "+name)
 		}
 		if ip := strDeref(inst.PrivateIpAddress); ip != "" {
-			ev = append(ev, "private IP "+textsafe.Escape(ip))
+			ev = append(ev, "private IP "+ip)
 		}
 		if np := tagValue(inst.Tags, "karpenter.sh/nodepool"); np != "" {
-			ev = append(ev, "Karpenter nodepool "+textsafe.Escape(np))
+			ev = append(ev, "Karpenter nodepool "+np)
 		}
 		if ng := tagValue(inst.Tags, "eks:nodegroup-name"); ng != "" {
-			ev = append(ev, "node group "+textsafe.Escape(ng))
+			ev = append(ev, "node group "+ng)
 		}
 		out = append(out, f.WithEvidence(ev...))
 	}
@@ -228,14 +227,14 @@ func checkSubnets(in EC2Inputs) []findings.Finding {
 		}
 		free := int64(*s.AvailableIpAddressCount)
 		res := "subnet/" + id
-		where := fmt.Sprintf("%s in %s", textsafe.Escape(strDeref(s.CidrBlock)), textsafe.Escape(strDeref(s.AvailabilityZone)))
+		where := fmt.Sprintf("%s in %s", strDeref(s.CidrBlock), strDeref(s.AvailabilityZone))
 		switch {
 		case free < nd.addrs:
 			sev := findings.Warning
 			if free == 0 {
 				sev = findings.Error
 			}
-			out = append(out, RuleSubnetAddressesLow.At(sev, res, "%s: %d free addresses, a node like %s needs %d (%s)", where, free, textsafe.Escape(nd.node), nd.addrs, nd.why))
+			out = append(out, RuleSubnetAddressesLow.At(sev, res, "%s: %d free addresses, a node like %s needs %d (%s)", where, free, nd.node, nd.addrs, nd.why))
 		case in.Settings.PrefixDelegation && podSubnet[id] && free < 64:
 			// A prefix is 16 aligned addresses; once a subnet's free addresses are few and
 			// scattered, an aligned free /28 is unlikely even when the count looks enough.
@@ -297,7 +296,7 @@ func addressNeed(pods int64, it *eni.InstanceType, s eni.Settings) (addrs, enis 
 
 func reasonSuffix(inst ec2types.Instance) string {
 	if r := strDeref(inst.StateTransitionReason); r != "" {
-		return " (" + textsafe.Escape(r) + ")"
+		return " (" + r + ")"
 	}
 	return ""
 }

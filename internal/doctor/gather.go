@@ -269,14 +269,14 @@ func (g *gatherer) canGetNodesProxy(ctx context.Context) (bool, string, error) {
 // configzFailure is the one-line reason a configz request failed, with the HTTP status when there
 // is one. The error can quote whatever answered on the path to the kubelet (a proxy's HTML page, a
 // kubelet's message in any language), so it is clipped to 200 characters on a character boundary
-// and escaped.
+// and kept as written (the printers escape it).
 func configzFailure(err error) string {
 	msg := err.Error()
 	var st apierrors.APIStatus
 	if errors.As(err, &st) && st.Status().Code != 0 {
 		msg = fmt.Sprintf("HTTP %d: %s", st.Status().Code, msg)
 	}
-	return textsafe.Clip(msg, 200)
+	return textsafe.ClipRaw(msg, 200)
 }
 
 func (g *gatherer) leases(ctx context.Context) error {

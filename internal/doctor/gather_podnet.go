@@ -100,9 +100,9 @@ func hostnameHint(n *corev1.Node) string {
 			}
 		}
 	}
-	hint := fmt.Sprintf("the node name %q is not an EC2 private DNS name: a hostname hard-coded in the bootstrap script (nodekeeper bundle NK631) makes EKS refuse the serving certificate", textsafe.Escape(name))
+	hint := fmt.Sprintf("the node name %q is not an EC2 private DNS name: a hostname hard-coded in the bootstrap script (nodekeeper bundle NK631) makes EKS refuse the serving certificate", name)
 	if len(dns) > 0 {
-		hint += "; the instance's names: " + textsafe.Clip(strings.Join(dns, ", "), 200)
+		hint += "; the instance's names: " + textsafe.ClipRaw(strings.Join(dns, ", "), 200)
 	}
 	return hint
 }
@@ -341,7 +341,7 @@ func (g *gatherer) karpenter(ctx context.Context) error {
 			d := &deps.Items[i]
 			if v, ok := deploymentEnv(d, karpenterEnvReserved); ok {
 				if n, perr := strconv.Atoi(strings.TrimSpace(v)); perr == nil && n >= 0 {
-					g.f.Karpenter = KarpenterFacts{Found: true, ReservedENIs: n, Source: fmt.Sprintf("deployment/%s/%s %s=%s", d.Namespace, d.Name, karpenterEnvReserved, textsafe.Clip(v, 20))}
+					g.f.Karpenter = KarpenterFacts{Found: true, ReservedENIs: n, Source: fmt.Sprintf("deployment/%s/%s %s=%s", d.Namespace, d.Name, karpenterEnvReserved, textsafe.ClipRaw(v, 20))}
 					return nil
 				}
 			}
@@ -369,7 +369,7 @@ func (g *gatherer) karpenterSettingsConfigMap(ctx context.Context, namespaces []
 		}
 		if v, ok := cm.Data[karpenterSettingsKey]; ok {
 			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 {
-				return KarpenterFacts{Found: true, ReservedENIs: n, Source: fmt.Sprintf("configmap/%s/%s %s=%s", cm.Namespace, cm.Name, karpenterSettingsKey, textsafe.Clip(v, 20))}, true
+				return KarpenterFacts{Found: true, ReservedENIs: n, Source: fmt.Sprintf("configmap/%s/%s %s=%s", cm.Namespace, cm.Name, karpenterSettingsKey, textsafe.ClipRaw(v, 20))}, true
 			}
 		}
 	}

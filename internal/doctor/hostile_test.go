@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -54,7 +55,8 @@ func TestVersionSkewEscapesKubeletVersion(t *testing.T) {
 }
 
 // TestConfigzFailureClipsOnCharacters: a failed configz request's error (a proxy's page, a
-// kubelet's message in any language) is cut to 200 characters without splitting a character.
+// kubelet's message in any language) is cut to 200 characters without splitting a character, and
+// kept as written: it becomes a finding's message, which the printers escape.
 func TestConfigzFailureClipsOnCharacters(t *testing.T) {
 	long := strings.Repeat("é", 300)
 	for _, tc := range []struct {
@@ -65,11 +67,12 @@ func TestConfigzFailureClipsOnCharacters(t *testing.T) {
 		{"plain error", errors.New("dial tcp: " + long), "dial tcp: éé"},
 		{"API status", apierrors.NewServiceUnavailable("kubelet says " + long), "HTTP 503: kubelet says éé"},
 		{"not found", apierrors.NewNotFound(schema.GroupResource{Resource: "nodes"}, "n\x1b[2J"), `HTTP 404: nodes "n\x1b[2J" not found`},
+		{"raw escape", errors.New("proxy: \x1b]0;x\a" + long), "proxy: \x1b]0;x\aéé"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := configzFailure(tc.err)
-			if !utf8.ValidString(got) || !textsafe.Safe(got) {
-				t.Fatalf("configzFailure = %q: not valid, safe UTF-8", got)
+			if !utf8.ValidString(got) {
+				t.Fatalf("configzFailure = %q: a character was cut", got)
 			}
 			if n := utf8.RuneCountInString(got); n > 200 {
 				t.Errorf("configzFailure is %d characters, want at most 200", n)
@@ -78,5 +81,76 @@ func TestConfigzFailureClipsOnCharacters(t *testing.T) {
 				t.Errorf("configzFailure = %q, want prefix %q", got, tc.prefix)
 			}
 		})
+	}
+}
+
+// TestHostileNameJSONKeepsOriginal: a finding built from a name written by others (a CSINode
+// named after a Node that is gone, a stuck pod's sandbox message) stores the name as written. The
+// text report shows it escaped, with no raw control byte; the JSON report decodes back to the
+// original string (an invalid byte as U+FFFD, as every JSON decoder reads it) and holds none of
+// the characters a terminal acts on raw.
+func TestHostileNameJSONKeepsOriginal(t *testing.T) {
+	const hostile = "n\x1b[2J\x1b]0;x\a\u009b2J\u202ed\xff"
+	const shown = `n\x1b[2J\x1b]0;x\x07\u009b2J\u202ed\xff`
+	decoded := strings.ToValidUTF8(hostile, "\uFFFD")
+
+	f := &Facts{CSINodes: []NodeScoped{{Name: hostile}}}
+	fs := orphans(f, f.CSINodes, RuleCSINodeOrphaned, "csinode/")
+	if len(fs) != 1 || fs[0].Resource != "csinode/"+hostile {
+		t.Fatalf("findings = %+v, want one for csinode/%q stored as written", fs, hostile)
+	}
+	msg := clipHead(strings.Repeat("x", 500)+hostile, maxSandboxMessage)
+	if !strings.HasSuffix(msg, hostile) || utf8.RuneCountInString(msg) != maxSandboxMessage {
+		t.Fatalf("clipHead = %q, want %d runes ending in the message as written", msg, maxSandboxMessage)
+	}
+	r := findings.NewReport("doctor", "https://127.0.0.1:6443", time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC),
+		[2]string{SectionPodNet, "Pod networking"})
+	r.Add(fs[0].WithEvidence("newest message: " + hostile))
+
+	var text bytes.Buffer
+	if err := findings.PrintText(&text, r, findings.PrintOptions{Catalog: catalog}); err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range strings.Split(text.String(), "\n") {
+		if !textsafe.Safe(line) {
+			t.Fatalf("text line %d reaches the terminal raw: %q", i+1, line)
+		}
+	}
+	if n := strings.Count(text.String(), shown); n < 3 {
+		t.Errorf("text shows %q %d times, want resource, message and evidence:\n%s", shown, n, text.String())
+	}
+
+	var js bytes.Buffer
+	if err := findings.PrintJSON(&js, r); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < js.Len(); {
+		c, size := utf8.DecodeRune(js.Bytes()[i:])
+		if (c < 0x20 && c != '\n') || c == 0x7f || (c >= 0x80 && c <= 0x9f) || c == 0x202e {
+			t.Fatalf("JSON holds raw %U at byte %d:\n%s", c, i, js.String())
+		}
+		i += size
+	}
+	if strings.Contains(js.String(), `\\x1b`) {
+		t.Errorf("JSON carries the text escape \\x1b instead of the original:\n%s", js.String())
+	}
+	var doc struct {
+		Sections []struct {
+			Findings []struct {
+				Resource, Message string
+				Evidence          []string
+			}
+		}
+	}
+	if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, js.String())
+	}
+	if len(doc.Sections) != 1 || len(doc.Sections[0].Findings) != 1 {
+		t.Fatalf("JSON = %s, want one finding", js.String())
+	}
+	got := doc.Sections[0].Findings[0]
+	if got.Resource != "csinode/"+decoded || !strings.Contains(got.Message, "no Node "+decoded+";") ||
+		len(got.Evidence) != 1 || got.Evidence[0] != "newest message: "+decoded {
+		t.Errorf("JSON decodes to %+v, want the original %q", got, decoded)
 	}
 }

@@ -5,20 +5,20 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
-	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // This file holds the pure part of the "Pod networking" section: what is kept of each pod and
 // event while the lists stream past (a few fields, so memory stays bounded by the stuck pods and
 // the node count, not by the cluster's pods and events), and the findings built from it.
 
-// maxSandboxMessage bounds one sandbox failure message kept as evidence (runes, escaped).
+// maxSandboxMessage bounds one sandbox failure message kept as evidence (runes, as written).
 const maxSandboxMessage = 400
 
 // maxPodsPerFinding bounds the pods named in one finding's evidence; the count is always exact.
@@ -31,7 +31,7 @@ type StuckPod struct {
 	Since time.Time
 	// Cause of its newest FailedCreatePodSandBox event (CauseNoEvent without one).
 	Cause SandboxCause
-	// Message of that event, escaped and clipped; Events the number of failures it counted.
+	// Message of that event, clipped, as written; Events the number of failures it counted.
 	Message string
 	Events  int32
 	newest  time.Time
@@ -171,7 +171,7 @@ func podList(now time.Time, ps []*StuckPod) []string {
 			out = append(out, fmt.Sprintf("... and %d more pods", len(ps)-i))
 			break
 		}
-		out = append(out, fmt.Sprintf("pod %s/%s on %s stuck %s", textsafe.Escape(p.Namespace), textsafe.Escape(p.Name), textsafe.Escape(p.Node), age(now, p.Since)))
+		out = append(out, fmt.Sprintf("pod %s/%s on %s stuck %s", p.Namespace, p.Name, p.Node, age(now, p.Since)))
 	}
 	return out
 }
@@ -213,7 +213,7 @@ func stuckFindings(now time.Time, s PodFacts, nodes map[string]NodeAddressInfo) 
 				events += p.Events
 			}
 			msg := fmt.Sprintf("%s stuck in ContainerCreating (%s), oldest %s/%s for %s",
-				plural(len(ps), "pod"), c, textsafe.Escape(ps[0].Namespace), textsafe.Escape(ps[0].Name), age(now, ps[0].Since))
+				plural(len(ps), "pod"), c, ps[0].Namespace, ps[0].Name, age(now, ps[0].Since))
 			if c != CauseNoEvent {
 				msg += ", " + plural(int(events), "sandbox failure")
 			}
@@ -240,7 +240,7 @@ func stuckFindings(now time.Time, s PodFacts, nodes map[string]NodeAddressInfo) 
 			}
 		}
 		out = append(out, RuleStuckByNamespace.New("namespace/"+ns, "%s stuck on %s (%s), oldest %s for %s",
-			plural(len(ps), "pod"), plural(len(nodesSeen), "node"), strings.Join(parts, ", "), textsafe.Escape(ps[0].Name), age(now, ps[0].Since)))
+			plural(len(ps), "pod"), plural(len(nodesSeen), "node"), strings.Join(parts, ", "), ps[0].Name, age(now, ps[0].Since)))
 	}
 	for _, n := range sortedKeys(byNode) {
 		info, ok := nodes[n]
@@ -279,11 +279,20 @@ func plural(n int, noun string) string {
 }
 
 // clipHead keeps the end of a long message, where the CNI plugin's own error sits behind the
-// kubelet's, the runtime's and libcni's prefixes, and escapes it.
+// kubelet's, the runtime's and libcni's prefixes: at most max runes, starting with "…" when
+// anything was cut, cut only between characters (a byte that is not valid UTF-8 counts as one).
+// The text is kept as written; the printers escape it.
 func clipHead(s string, max int) string {
-	r := []rune(s)
-	if len(r) <= max {
-		return textsafe.Escape(s)
+	n := utf8.RuneCountInString(s)
+	if max < 1 || n <= max {
+		return s
 	}
-	return "…" + textsafe.Escape(string(r[len(r)-max+1:]))
+	skip := n - (max - 1)
+	for i := range s {
+		if skip == 0 {
+			return "…" + s[i:]
+		}
+		skip--
+	}
+	return "…"
 }

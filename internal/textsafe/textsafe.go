@@ -160,3 +160,45 @@ func partialEscape(tail string) bool {
 	}
 	return false
 }
+
+// ClipRaw shortens s to at most max runes, ending in "…" when anything was cut, without escaping
+// anything: it bounds text that is stored as it was written (a finding's fields, which every text
+// printer escapes and every JSON writer carries as the original string). It cuts only between
+// characters; a byte that is not valid UTF-8 counts as one rune and is kept as it is. max < 1
+// means no limit.
+func ClipRaw(s string, max int) string {
+	if max < 1 || utf8.RuneCountInString(s) <= max {
+		return s
+	}
+	if max == 1 {
+		return "…"
+	}
+	n := 0
+	for i := range s {
+		if n == max-1 {
+			return s[:i] + "…"
+		}
+		n++
+	}
+	return s
+}
+
+// ClipRawBytes is ClipRaw with a limit in bytes instead of runes: the result, "…" included, is at
+// most maxBytes long (maxBytes of at least 3). maxBytes < 1 means no limit.
+func ClipRawBytes(s string, maxBytes int) string {
+	if maxBytes < 1 || len(s) <= maxBytes {
+		return s
+	}
+	const ellipsis = "…"
+	limit := maxBytes - len(ellipsis)
+	cut := 0
+	for i := 0; i < len(s); {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		if i+size > limit {
+			break
+		}
+		i += size
+		cut = i
+	}
+	return s[:cut] + ellipsis
+}

@@ -100,3 +100,54 @@ func FuzzEscape(f *testing.F) {
 		}
 	})
 }
+
+// TestClipRaw: the clips for stored text bound the length, cut only between characters (an
+// invalid byte is one character), escape nothing and return short text unchanged.
+func TestClipRaw(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"", 5, ""},
+		{"abc", 0, "abc"},
+		{"abc", 3, "abc"},
+		{"abcd", 3, "ab…"},
+		{"abcd", 1, "…"},
+		{"a\x1b]0;x\abc", 5, "a\x1b]0…"},
+		{"\x1b[2J", 4, "\x1b[2J"},
+		{"é日本語", 3, "é日…"},
+		{"a\xffb\xfe", 3, "a\xff…"},
+		{"\xff\xfe\xfd", 3, "\xff\xfe\xfd"},
+		{"\u202eabc\u009b", 3, "\u202ea…"},
+	} {
+		if got := ClipRaw(tc.in, tc.max); got != tc.want {
+			t.Errorf("ClipRaw(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"", 5, ""},
+		{"abc", 0, "abc"},
+		{"abcdef", 6, "abcdef"},
+		{"abcdefg", 6, "abc…"},
+		{"a\x1b[2Jbcdefghij", 7, "a\x1b[2…"},
+		{"日本語です", 8, "日…"},  // 本 would end at byte 6, and 6 + 3 > 8
+		{"é日本語", 10, "é日…"}, // 本 would end at byte 8, and 8 + 3 > 10
+		{"a\xffb\xfecdef", 6, "a\xffb…"},
+		{"\xe6\x97", 3, "\xe6\x97"}, // a character cut short, under the limit: unchanged
+		{"\xe6\x97abcd", 5, "\xe6\x97…"},
+		{"\u009b\u009b\u009b", 5, "\u009b…"},
+	} {
+		got := ClipRawBytes(tc.in, tc.max)
+		if got != tc.want {
+			t.Errorf("ClipRawBytes(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
+		}
+		if tc.max > 0 && len(got) > tc.max {
+			t.Errorf("ClipRawBytes(%q, %d) = %q is %d bytes", tc.in, tc.max, got, len(got))
+		}
+	}
+}
