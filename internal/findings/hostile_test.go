@@ -51,3 +51,25 @@ func TestPrintTextEscapesHostileText(t *testing.T) {
 		})
 	}
 }
+
+// TestPrintJUnitEscapesHostileText: JUnit reports end up on CI consoles and web pages, and Go's
+// XML encoder lets C1 and bidi controls through (it replaces only C0): resource, message and
+// evidence are escaped as in the text report.
+func TestPrintJUnitEscapesHostileText(t *testing.T) {
+	raw := "v1\x1b]0;pwned\x07\u009b2J\u202e\xff"
+	r := NewReport("doctor", "x", time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC), SectionSpec{Name: "nodes", Title: "Nodes"})
+	r.Checked("nodes", 1)
+	r.Add(ruleCap.New("node/"+raw, "kubelet %s", raw).WithEvidence("log: " + raw))
+	var out bytes.Buffer
+	if err := PrintJUnit(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range strings.Split(out.String(), "\n") {
+		if !textsafe.Safe(line) {
+			t.Fatalf("line %d carries a raw control: %q", i+1, line)
+		}
+	}
+	if n := strings.Count(out.String(), textsafe.Escape(raw)); n < 3 {
+		t.Errorf("the escaped text is shown %d times, want name, message and evidence:\n%s", n, out.String())
+	}
+}

@@ -303,6 +303,17 @@ type junitSkipped struct {
 	Message string `xml:"message,attr"`
 }
 
+// escapeFinding is f with the text others may have written escaped for a terminal.
+func escapeFinding(f Finding) Finding {
+	f.Resource, f.Message, f.Remediation = textsafe.Escape(f.Resource), textsafe.Escape(f.Message), textsafe.Escape(f.Remediation)
+	ev := make([]string, len(f.Evidence))
+	for i, e := range f.Evidence {
+		ev[i] = textsafe.Escape(e)
+	}
+	f.Evidence = ev
+	return f
+}
+
 // PrintJUnit writes the report as JUnit XML for CI: one test suite per section, one failing test
 // case per warning or error, a skipped case per skipped check, a passing case per info finding,
 // and one passing case per section for the resources without findings.
@@ -317,6 +328,9 @@ func PrintJUnit(w io.Writer, r *Report) error {
 		withFindings := map[string]bool{}
 		for _, f := range s.Findings {
 			withFindings[f.Resource] = true
+			// CI systems show these fields on terminals and web pages, and Go's XML encoder replaces
+			// only C0 controls: the text others wrote is escaped as in the text report.
+			f = escapeFinding(f)
 			c := junitCase{Name: f.Code + " " + f.Name + " " + f.Resource, Classname: class}
 			text := f.Message
 			if len(f.Evidence) > 0 {
