@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nodekeeper/nodekeeper/cmd/nodekeeper/app"
+	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/deleter"
 	"github.com/nodekeeper/nodekeeper/internal/gc"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
@@ -29,7 +30,7 @@ func runGC(t *testing.T, cfg *rest.Config, args ...string) (stdout, stderr strin
 	var o, e bytes.Buffer
 	root := app.NewRootCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &o, ErrOut: &e})
 	root.SetArgs(append([]string{"gc", "--kubeconfig", kc}, args...))
-	code = app.Execute(context.Background(), root, &e)
+	code = cli.Execute(context.Background(), root, &e)
 	return o.String(), e.String(), code
 }
 
