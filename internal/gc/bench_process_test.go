@@ -64,11 +64,15 @@ func timeProcess(b *testing.B, bin string, args ...string) processRun {
 // first, ...), so that a machine whose speed drifts affects both sides alike. It prints every
 // pair's times and the median of the per-pair ratios raw time / gc time (the "fraction of raw"
 // the issue quotes; 1 is raw's speed). Run it once:
-// -run '^$' -bench BenchmarkGCProcessVsRaw -benchtime 1x (NODEKEEPER_BENCH_PAIRS, default 3).
+// -run '^$' -bench BenchmarkGCProcessVsRaw -benchtime 1x (NODEKEEPER_BENCH_PAIRS, default 3;
+// NODEKEEPER_BENCH_GC_BIN runs another build of nodekeeper instead of this tree's, to compare).
 func BenchmarkGCProcessVsRaw(b *testing.B) {
 	n := benchLeases(20000)
 	pairs := benchPairs()
-	gcBin, rawBin := binary(b), mustBuild(b, buildRaw)
+	gcBin, rawBin := os.Getenv("NODEKEEPER_BENCH_GC_BIN"), mustBuild(b, buildRaw)
+	if gcBin == "" {
+		gcBin = binary(b)
+	}
 	kc := filepath.Join(b.TempDir(), "kubeconfig")
 	if err := env.WriteKubeconfig(kc, env.AdminConfig()); err != nil {
 		b.Fatal(err)
