@@ -17,6 +17,8 @@
 #   leases     nodekeeper leases -A vs kubectl get lease -A over 100,000 leases (table, -o name, -o json: time, peak RSS, speed-up)
 #   audit      audit analysis throughput vs jq on a >= 1 GB log, peak RSS at 1 GB and 4 GB
 #   audit-worst     audit vs jq on 1 M events that are all kubelet lease or Node requests (~1.3 GB)
+#   audit-leaky     audit -o json (the real binary, whole process) vs jq on 300,000 events that are all kubelet
+#              lease or Node requests, nearly every lease leaking (a 10 MB report), paired runs (issue 20: >= 8x)
 #   audit-distinct  audit peak RSS on 10 million distinct leases and users (every key new)
 #   doctor     doctor on 2,000 simulated nodes through the real node proxy; then the pod
 #              networking section on 2,000 nodes, 20,000 pods (2,000 stuck), 50,000 events,
@@ -41,11 +43,12 @@ declare -A cmd=(
   [audit]="./internal/audit -bench BenchmarkAuditVsJQ\$ -timeout 60m"
   [audit-rss]="./internal/audit -bench BenchmarkAuditPeakRSS\$ -timeout 60m"
   [audit-worst]="./internal/audit -bench BenchmarkAuditWorstCaseVsJQ\$ -timeout 60m"
+  [audit-leaky]="./internal/audit -bench BenchmarkAuditLeakyJSONVsJQ\$ -timeout 60m"
   [audit-distinct]="./internal/audit -bench BenchmarkAuditDistinctKeys\$ -timeout 60m"
   [doctor]="./internal/doctor -bench Doctor2000|DoctorPodNetworking -timeout 60m"
   [aws]="./internal/aws/cwaudit -bench CloudWatchVsFile -timeout 30m"
 )
-order=(binary testenv gc gc-process controller faults leases audit audit-rss audit-worst audit-distinct doctor aws capacity)
+order=(binary testenv gc gc-process controller faults leases audit audit-rss audit-worst audit-leaky audit-distinct doctor aws capacity)
 # The audit RSS benchmark measures at 1 GB and 4 GB unless told otherwise.
 export NODEKEEPER_AUDIT_BENCH_RSS_SIZES=${NODEKEEPER_AUDIT_BENCH_RSS_SIZES:-1G,4G}
 selected=(${BENCH:-${order[*]}})
