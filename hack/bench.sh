@@ -7,6 +7,9 @@
 #   testenv    warm start time of the local control plane (with and without kube-controller-manager)
 #   capacity   kubeletsim: largest number of simulated kubelets that keeps every node Ready
 #   gc         nodekeeper gc vs the raw parallel DELETE rate vs the seed's kubectl|jq|xargs pipeline
+#   gc-process nodekeeper gc --yes (default flags) vs a process that lists the leases and deletes them with
+#              64 protobuf DELETEs in flight, whole process against whole process, 20,000 leaked leases,
+#              paired runs (issue 20: at least 0.90 of raw)
 #   controller controller convergence on 20,000 leaked leases, RSS metadata vs full Nodes, idle LISTs
 #   faults     controller under churn of 2,000 simulated kubelets with two API server restarts and two
 #              leader failovers; the audit log and etcd's history prove every DELETE hit a leaked
@@ -14,6 +17,8 @@
 #   leases     nodekeeper leases -A vs kubectl get lease -A over 100,000 leases (table, -o name, -o json: time, peak RSS, speed-up)
 #   audit      audit analysis throughput vs jq on a >= 1 GB log, peak RSS at 1 GB and 4 GB
 #   audit-worst     audit vs jq on 1 M events that are all kubelet lease or Node requests (~1.3 GB)
+#   audit-leaky     audit -o json (the real binary, whole process) vs jq on 300,000 events that are all kubelet
+#              lease or Node requests, nearly every lease leaking (a 10 MB report), paired runs (issue 20: >= 8x)
 #   audit-distinct  audit peak RSS on 10 million distinct leases and users (every key new)
 #   doctor     doctor on 2,000 simulated nodes through the real node proxy; then the pod
 #              networking section on 2,000 nodes, 20,000 pods (2,000 stuck), 50,000 events,
@@ -33,18 +38,20 @@ declare -A cmd=(
   [testenv]="./internal/testenv -bench Start -benchtime 3x -timeout 10m"
   [capacity]="./internal/kubeletsim -bench Capacity -timeout 90m"
   [gc]="./internal/gc -bench GCvsRaw -timeout 60m"
+  [gc-process]="./internal/gc -bench GCProcessVsRaw -timeout 60m"
   [controller]="./internal/controller -bench Converge|Memory|IdleListRequests -timeout 90m"
   [faults]="./internal/controller -bench ControllerFaults -timeout 30m"
   [leases]="./internal/leasesview/clustertest -bench LeasesVersusKubectl -benchtime 3x -timeout 60m"
   [audit]="./internal/audit -bench BenchmarkAuditVsJQ\$ -timeout 60m"
   [audit-rss]="./internal/audit -bench BenchmarkAuditPeakRSS\$ -timeout 60m"
   [audit-worst]="./internal/audit -bench BenchmarkAuditWorstCaseVsJQ\$ -timeout 60m"
+  [audit-leaky]="./internal/audit -bench BenchmarkAuditLeakyJSONVsJQ\$ -timeout 60m"
   [audit-distinct]="./internal/audit -bench BenchmarkAuditDistinctKeys\$ -timeout 60m"
   [doctor]="./internal/doctor -bench Doctor2000|DoctorPodNetworking -timeout 60m"
   [doctor-rss]="./internal/doctor -bench DoctorEventMemory -timeout 30m"
   [aws]="./internal/aws/cwaudit -bench CloudWatchVsFile -timeout 30m"
 )
-order=(binary testenv gc controller faults leases audit audit-rss audit-worst audit-distinct doctor doctor-rss aws capacity)
+order=(binary testenv gc gc-process controller faults leases audit audit-rss audit-worst audit-leaky audit-distinct doctor doctor-rss aws capacity)
 # The audit RSS benchmark measures at 1 GB and 4 GB unless told otherwise.
 export NODEKEEPER_AUDIT_BENCH_RSS_SIZES=${NODEKEEPER_AUDIT_BENCH_RSS_SIZES:-1G,4G}
 selected=(${BENCH:-${order[*]}})

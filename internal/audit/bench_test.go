@@ -2,13 +2,16 @@ package audit
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -279,58 +282,110 @@ func BenchmarkAuditDistinctKeys(b *testing.B) {
 // stageTimestamp order. Every 1,000th event is a lease create answered 409 (so jq selects some).
 func writeWorstCaseLog(tb testing.TB, dir string, n int) (string, int64) {
 	tb.Helper()
-	path := filepath.Join(dir, fmt.Sprintf("worst-%d.log", n))
+	const nodes = 400
+	return writeKubeletLog(tb, filepath.Join(dir, fmt.Sprintf("worst-%d.log", n)), n, func(i int) (int, kubeletRequest) {
+		return i % nodes, healthyKubelet(i, kubeletNode(i%nodes))
+	})
+}
+
+// healthyKubelet is the request of the worst-case log's event i, by the kubelet of node: it
+// renews and reads its lease, reads its Node and patches its status, and once in a while tries
+// to create its lease again (409).
+func healthyKubelet(i int, node string) kubeletRequest {
+	verb, res, uri, code := "update", "leases", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/"+node+"?timeout=10s", "200"
+	switch {
+	case i%1000 == 999:
+		verb, uri, code = "create", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases?timeout=10s", "409"
+	case i%4 == 1:
+		verb = "get"
+	case i%4 == 2:
+		verb, res, uri = "get", "nodes", "/api/v1/nodes/"+node+"?resourceVersion=0&timeout=10s"
+	case i%4 == 3:
+		verb, res, uri = "patch", "nodes", "/api/v1/nodes/"+node+"/status?timeout=10s"
+	}
+	return kubeletRequest{verb: verb, res: res, uri: uri, code: code, ua: "kubelet/v1.29.3 (linux/amd64) kubernetes/6813625"}
+}
+
+// writeLeakyLog writes issue 20's audit log: n events, every one a kubelet's lease or Node
+// request, where nearly every lease leaks. One event in 20 comes from one of n/40 kubelets older
+// than 1.29 whose Nodes are gone: each GETs its Node (404), then creates its lease (the
+// create-on-update leak) and is not heard of again; the other 19 are the worst-case log's 400
+// healthy kubelets. On 300,000 events: 7,500 leaks of 7,900 leases, a report of about 11 MB
+// with -o json, the leak list about half of it.
+func writeLeakyLog(tb testing.TB, dir string, n int) (string, int64) {
+	tb.Helper()
+	const healthy = 400
+	return writeKubeletLog(tb, filepath.Join(dir, fmt.Sprintf("leaky-%d.log", n)), n, func(i int) (int, kubeletRequest) {
+		if i%20 != 0 {
+			return i % healthy, healthyKubelet(i, kubeletNode(i%healthy))
+		}
+		j := i / 20
+		k := healthy + j/2
+		node := kubeletNode(k)
+		r := kubeletRequest{verb: "get", res: "nodes", uri: "/api/v1/nodes/" + node + "?resourceVersion=0&timeout=10s", code: "404",
+			ua: "kubelet/v1.27.9 (linux/amd64) kubernetes/d15213f"}
+		if j%2 == 1 {
+			r.verb, r.res, r.uri, r.code = "create", "leases", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases?timeout=10s", "201"
+		}
+		return k, r
+	})
+}
+
+// kubeletNode is the name of kubelet k's node.
+func kubeletNode(k int) string {
+	return "ip-10-" + strconv.Itoa(k/62500) + "-" + strconv.Itoa(k/250%250) + "-" + strconv.Itoa(k%250) + ".us-west-2.compute.internal"
+}
+
+// kubeletRequest is what one event of writeKubeletLog's logs asks.
+type kubeletRequest struct{ verb, res, uri, code, ua string }
+
+// writeKubeletLog writes n Metadata-level events of kubelets, 250 µs apart, in stageTimestamp
+// order: event i is by kubelet k (node kubeletNode(k)) asking req, as plan(i) says. It returns the
+// path and size.
+func writeKubeletLog(tb testing.TB, path string, n int, plan func(i int) (k int, req kubeletRequest)) (string, int64) {
+	tb.Helper()
 	var size int64
 	writeLogFile(tb, path, func(w *bufio.Writer) error {
 		t0 := time.Date(2024, 4, 5, 6, 0, 0, 0, time.UTC)
-		const nodes = 400
 		var line []byte
 		for i := 0; i < n; i++ {
-			node := "ip-10-0-" + strconv.Itoa(i%nodes/250) + "-" + strconv.Itoa(i%nodes%250) + ".us-west-2.compute.internal"
+			k, req := plan(i)
+			node := kubeletNode(k)
 			done := t0.Add(time.Duration(i) * 250 * time.Microsecond)
 			recv := done.Add(-time.Duration(2+i%7) * time.Millisecond)
-			verb, res, uri, code := "update", "leases", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/"+node+"?timeout=10s", "200"
-			switch {
-			case i%1000 == 999:
-				verb, uri, code = "create", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases?timeout=10s", "409"
-			case i%4 == 1:
-				verb = "get"
-			case i%4 == 2:
-				verb, res, uri = "get", "nodes", "/api/v1/nodes/"+node+"?resourceVersion=0&timeout=10s"
-			case i%4 == 3:
-				verb, res, uri = "patch", "nodes", "/api/v1/nodes/"+node+"/status?timeout=10s"
-			}
 			line = append(line[:0], `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"`...)
 			line = strconv.AppendInt(line, int64(0x5a000000+i), 16)
 			line = append(line, `-4c1e-4b8a-9f0e-1d2c3b4a5968","stage":"ResponseComplete","requestURI":"`...)
-			line = append(line, uri...)
+			line = append(line, req.uri...)
 			line = append(line, `","verb":"`...)
-			line = append(line, verb...)
+			line = append(line, req.verb...)
 			line = append(line, `","user":{"username":"system:node:`...)
 			line = append(line, node...)
 			line = append(line, `","uid":"aws-iam-authenticator:123456789012:AROAEXAMPLEROLEID","groups":["system:bootstrappers","system:nodes","system:authenticated"],"extra":{"accessKeyId":["ASIAEXAMPLEKEYID"],"arn":["arn:aws:sts::123456789012:assumed-role/eks-node-role/i-0`...)
-			line = strconv.AppendInt(line, int64(0x1000000+i%nodes), 16)
+			line = strconv.AppendInt(line, int64(0x1000000+k), 16)
 			line = append(line, `"],"canonicalArn":["arn:aws:iam::123456789012:role/eks-node-role"],"principalId":["AROAEXAMPLEROLEID"],"sessionName":["i-0`...)
-			line = strconv.AppendInt(line, int64(0x1000000+i%nodes), 16)
+			line = strconv.AppendInt(line, int64(0x1000000+k), 16)
 			line = append(line, `"]}},"sourceIPs":["10.0.`...)
-			line = strconv.AppendInt(line, int64(i%nodes/250), 10)
+			line = strconv.AppendInt(line, int64(k/250%250), 10)
 			line = append(line, '.')
-			line = strconv.AppendInt(line, int64(i%nodes%250), 10)
-			line = append(line, `"],"userAgent":"kubelet/v1.29.3 (linux/amd64) kubernetes/6813625","objectRef":{"resource":"`...)
-			line = append(line, res...)
-			if res == "leases" {
+			line = strconv.AppendInt(line, int64(k%250), 10)
+			line = append(line, `"],"userAgent":"`...)
+			line = append(line, req.ua...)
+			line = append(line, `","objectRef":{"resource":"`...)
+			line = append(line, req.res...)
+			if req.res == "leases" {
 				line = append(line, `","namespace":"kube-node-lease","name":"`...)
 				line = append(line, node...)
 				line = append(line, `","apiGroup":"coordination.k8s.io","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":`...)
 			} else {
 				line = append(line, `","name":"`...)
 				line = append(line, node...)
-				if verb == "patch" {
+				if req.verb == "patch" {
 					line = append(line, `","subresource":"status`...)
 				}
 				line = append(line, `","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":`...)
 			}
-			line = append(line, code...)
+			line = append(line, req.code...)
 			line = append(line, `},"requestReceivedTimestamp":"`...)
 			line = recv.AppendFormat(line, "2006-01-02T15:04:05.000000Z")
 			line = append(line, `","stageTimestamp":"`...)
@@ -361,4 +416,98 @@ func BenchmarkAuditWorstCaseVsJQ(b *testing.B) {
 		b.Fatalf("analysis of the worst-case log: %+v, bounds %+v", rep.Totals, rep.Bounds)
 	}
 	fmt.Println("audit worst case: " + compareWithJQ(b, path, float64(size)/1e6, int64(n)))
+}
+
+// buildNodekeeper builds cmd/nodekeeper once, for benchmarks that time the real command.
+var buildNodekeeper = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "nodekeeper-audit-bin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "nodekeeper")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/nodekeeper").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// timedRun runs a whole process with stdout to the null device and returns its wall-clock and
+// CPU time.
+func timedRun(tb testing.TB, name string, args ...string) (wall, cpu time.Duration) {
+	tb.Helper()
+	cmd := exec.Command(name, args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		tb.Fatalf("%s: %v\n%s", name, err, stderr.String())
+	}
+	return time.Since(start), cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+}
+
+// BenchmarkAuditLeakyJSONVsJQ is issue 20's figure: `nodekeeper audit -o json` (the real binary,
+// whole process) against jq's select on the same log, where every event is a kubelet lease or
+// Node request and nearly every lease leaks (writeLeakyLog; NODEKEEPER_AUDIT_BENCH_LEAKY events,
+// default 300,000, about 390 MB), so the JSON report is large (its leak list most of it). Runs
+// alternate, audit then jq then jq then audit..., NODEKEEPER_AUDIT_BENCH_PAIRS pairs (default
+// 5) after one warm-up of each, and it prints each pair and the median of the per-pair ratios jq
+// time / audit time (wall and CPU). Run it once: -run '^$' -bench BenchmarkAuditLeakyJSONVsJQ
+// -benchtime 1x.
+func BenchmarkAuditLeakyJSONVsJQ(b *testing.B) {
+	jq, err := exec.LookPath("jq")
+	if err != nil {
+		b.Skip("jq not found")
+	}
+	n := int(benchSize("NODEKEEPER_AUDIT_BENCH_LEAKY", 300_000))
+	pairs := int(benchSize("NODEKEEPER_AUDIT_BENCH_PAIRS", 5))
+	path, size := writeLeakyLog(b, b.TempDir(), n)
+	bin, err := buildNodekeeper()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := exec.Command(bin, "audit", "-o", "json", path).Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var rep struct {
+		Totals struct{ Events int64 } `json:"totals"`
+		Leaks  []json.RawMessage      `json:"leaks"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		b.Fatal(err)
+	}
+	if rep.Totals.Events != int64(n) || len(rep.Leaks) != n/40 {
+		b.Fatalf("report of the leaky log: %d events (want %d), %d leaks (want %d)", rep.Totals.Events, n, len(rep.Leaks), n/40)
+	}
+	auditArgs := []string{"audit", "-o", "json", path}
+	jqArgs := []string{"-c", jqFilter, path}
+	timedRun(b, bin, auditArgs...) // warm-up: page cache, binary
+	timedRun(b, jq, jqArgs...)
+	b.ResetTimer()
+	var wallRatios, cpuRatios []float64
+	var audits []time.Duration
+	for p := range pairs {
+		var aw, ac, jw, jc time.Duration
+		if p%2 == 0 {
+			aw, ac = timedRun(b, bin, auditArgs...)
+			jw, jc = timedRun(b, jq, jqArgs...)
+		} else {
+			jw, jc = timedRun(b, jq, jqArgs...)
+			aw, ac = timedRun(b, bin, auditArgs...)
+		}
+		wallRatios = append(wallRatios, jw.Seconds()/aw.Seconds())
+		cpuRatios = append(cpuRatios, jc.Seconds()/ac.Seconds())
+		audits = append(audits, aw)
+		fmt.Fprintf(os.Stderr, "BenchmarkAuditLeakyJSONVsJQ: pair %d: audit -o json %s (CPU %s), jq %s (CPU %s): %.1fx\n", p+1,
+			aw.Round(time.Millisecond), ac.Round(time.Millisecond), jw.Round(time.Millisecond), jc.Round(time.Millisecond), jw.Seconds()/aw.Seconds())
+	}
+	b.StopTimer()
+	slices.Sort(wallRatios)
+	slices.Sort(cpuRatios)
+	slices.Sort(audits)
+	wall, cpu, med := wallRatios[len(wallRatios)/2], cpuRatios[len(cpuRatios)/2], audits[len(audits)/2]
+	fmt.Fprintf(os.Stderr, "BenchmarkAuditLeakyJSONVsJQ: %d events, %.0f MB, %d leaks, a %.1f MB report: audit -o json median %s; median of pair ratios jq/audit: %.1fx wall, %.1fx CPU\n",
+		n, float64(size)/1e6, len(rep.Leaks), float64(len(out))/1e6, med.Round(time.Millisecond), wall, cpu)
+	b.ReportMetric(wall, "x-jq")
+	b.ReportMetric(cpu, "x-jq-cpu")
 }

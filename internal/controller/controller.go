@@ -99,6 +99,9 @@ type Options struct {
 	ZombieReportAfter time.Duration
 	// LeaderElection configures leader election; when disabled this replica always acts.
 	LeaderElection LeaderElectionOptions
+	// SecureMetrics: the metrics endpoint authenticates and authorizes its requests with the API
+	// server (MetricsAuth), so the start-up check also demands MetricsAuthPermissions.
+	SecureMetrics bool
 	// Registry receives the controller's metrics (default: a new registry, see Registry()).
 	Registry *prometheus.Registry
 	// OnDecision, when set, is called after every delete or adoption attempt (tests and audits).

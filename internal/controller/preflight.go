@@ -94,7 +94,11 @@ func (c *Controller) preflight(ctx context.Context) error {
 	var missing []Permission
 	var lastErr error
 	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-		m, err := checkPermissions(ctx, client, RequiredPermissions(c.opts.LeaderElection))
+		perms := RequiredPermissions(c.opts.LeaderElection)
+		if c.opts.SecureMetrics {
+			perms = append(perms, MetricsAuthPermissions()...)
+		}
+		m, err := checkPermissions(ctx, client, perms)
 		if err != nil {
 			if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
 				return false, fmt.Errorf("cannot check permissions: %w", err)

@@ -89,6 +89,12 @@ type Options struct {
 	Clock clock.PassiveClock
 	// NodeChecker performs the live Node check of Delete; nil means a GET per lease.
 	NodeChecker NodeChecker
+	// MaxWritesInFlight bounds the DELETEs and PATCHes sent at once (0: no bound). A bulk caller
+	// with many workers keeps its writes within one HTTP/2 connection's stream limit with it:
+	// beyond that limit the client dials a new TLS connection for every request that finds no
+	// free stream, which costs both ends a handshake. A write waits for its slot after its live
+	// Node check; the preconditions still pin the lease version the decision was made on.
+	MaxWritesInFlight int
 }
 
 // Deleter deletes leaked leases and adopts unowned ones in kube-node-lease.
@@ -97,6 +103,7 @@ type Deleter struct {
 	nodes  metadata.ResourceInterface
 	check  NodeChecker
 	opts   Options
+	slots  chan struct{} // MaxWritesInFlight; nil: unbounded
 }
 
 // New builds a Deleter from clients the caller configured (content type, rate limits).
@@ -115,6 +122,12 @@ func New(leases coordinationclient.LeasesGetter, nodes metadata.Interface, opts 
 	}
 	if d.check == nil {
 		d.check = GetNodeChecker{Nodes: d.nodes}
+	}
+	if opts.MaxWritesInFlight < 0 {
+		return nil, fmt.Errorf("deleter: MaxWritesInFlight must not be negative, got %d", opts.MaxWritesInFlight)
+	}
+	if opts.MaxWritesInFlight > 0 {
+		d.slots = make(chan struct{}, opts.MaxWritesInFlight)
 	}
 	return d, nil
 }
@@ -151,10 +164,17 @@ func (d *Deleter) Delete(ctx context.Context, l *coordinationv1.Lease, node *lea
 		return r
 	}
 	uid, rv := l.UID, l.ResourceVersion
+	release, err := d.acquire(ctx)
+	if err != nil {
+		r.Outcome, r.Step, r.Err = Failed, "delete lease", err
+		r.Reason = fmt.Sprintf("not deleted: %v", err)
+		return r
+	}
 	r.Requests++
 	err = d.leases.Delete(ctx, l.Name, metav1.DeleteOptions{
 		Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv},
 	})
+	release()
 	switch {
 	case err == nil:
 		r.Outcome = Deleted
@@ -170,6 +190,19 @@ func (d *Deleter) Delete(ctx context.Context, l *coordinationv1.Lease, node *lea
 		r.Reason = fmt.Sprintf("DELETE failed: %v", err)
 	}
 	return r
+}
+
+// acquire waits for a write slot (MaxWritesInFlight) and returns its release.
+func (d *Deleter) acquire(ctx context.Context) (func(), error) {
+	if d.slots == nil {
+		return func() {}, nil
+	}
+	select {
+	case d.slots <- struct{}{}:
+		return func() { <-d.slots }, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
 }
 
 // admit classifies l and reports whether a write to it may go ahead: it must be a node lease of
@@ -224,8 +257,15 @@ func (d *Deleter) Adopt(ctx context.Context, l *coordinationv1.Lease, node *leas
 		r.Reason = err.Error()
 		return r
 	}
+	release, err := d.acquire(ctx)
+	if err != nil {
+		r.Outcome, r.Step, r.Err = Failed, "patch lease", err
+		r.Reason = fmt.Sprintf("not adopted: %v", err)
+		return r
+	}
 	r.Requests++
 	_, err = d.leases.Patch(ctx, l.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: kube.FieldManager})
+	release()
 	switch {
 	case err == nil:
 		r.Outcome = Adopted

@@ -63,7 +63,7 @@ func (w *warningRecorder) take() []string {
 }
 
 // install is what TestMain's control plane holds after both installations: the kustomize
-// overlay with monitoring in namespace nodekeeper, and the Helm chart with fullValues as release
+// overlay with monitoring and authenticated metrics in namespace nodekeeper, and the Helm chart with fullValues as release
 // "nk" in namespace nk-helm.
 type installation struct {
 	name      string
@@ -84,7 +84,7 @@ func installed(t *testing.T) []*installation {
 	t.Helper()
 	installOnce.Do(func() {
 		kust := &installation{name: "kustomize", namespace: "nodekeeper", sa: "nodekeeper", leaderID: "nodekeeper-controller",
-			objs: kustomize(t, "deploy/kustomize/overlays/monitoring")}
+			objs: kustomize(t, "deploy/kustomize/overlays/metrics-secure")}
 		hlm := &installation{name: "helm", namespace: "nk-helm", sa: "nk-nodekeeper", leaderID: "nk-leader",
 			objs: helmTemplate(t, "nk", "nk-helm", fullValues)}
 		crds, err := monitoringCRDs(t)
@@ -391,6 +391,10 @@ func accessMatrix(ns, leaderID string) []access {
 		{"delete", "", "events", ns, "e", false},
 		{"list", "", "events", "", "", false},
 		{"list", events, "events", "kube-node-lease", "", false},
+		// --metrics-secure (both installations): review the scrapers' tokens and permissions
+		{"create", "authentication.k8s.io", "tokenreviews", "", "", true},
+		{"create", "authorization.k8s.io", "subjectaccessreviews", "", "", true},
+		{"list", "authorization.k8s.io", "subjectaccessreviews", "", "", false},
 		// leader election in its own namespace
 		{"get", coord, "leases", ns, leaderID, true},
 		{"update", coord, "leases", ns, leaderID, true},

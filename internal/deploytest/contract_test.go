@@ -24,6 +24,8 @@ var controllerFlags = map[string]bool{
 	"leader-election-renew-deadline": true,
 	"leader-election-retry-period":   true,
 	"metrics-bind-address":           true,
+	"metrics-secure":                 true,
+	"metrics-cert-dir":               true,
 	"health-probe-bind-address":      true,
 	"v":                              true,
 	"logging-format":                 true,

@@ -3,6 +3,7 @@ package deploytest
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -31,7 +33,9 @@ import (
 // 127.0.0.1), POD_NAMESPACE from the namespace, and the token of the applied ServiceAccount, so
 // only the applied RBAC authorizes it. It must become ready and leader, delete a leaked lease,
 // and serve every metric of the contract with the contract's labels, since the dashboard and
-// the alerts are written against them.
+// the alerts are written against them. The overlay serves them with --metrics-secure: over
+// HTTPS, to a Prometheus service account bound to the shipped metrics-reader ClusterRole (401
+// without a token, 403 with one that lacks the role), the reviews made with the applied RBAC.
 func TestControllerWithManifests(t *testing.T) {
 	in := installed(t)[0]
 	ctx := context.Background()
@@ -140,11 +144,26 @@ func TestControllerWithManifests(t *testing.T) {
 		return apierrors.IsNotFound(err), nil
 	})
 
+	// Prometheus as the ServiceMonitor makes it scrape: HTTPS, its own service account token,
+	// bound to the metrics-reader ClusterRole the overlay ships.
+	scrape := scraper(t, metricsAddr, "nodekeeper-metrics-reader")
+	if code, body := scrape.get(""); code != http.StatusUnauthorized {
+		t.Errorf("anonymous scrape: %d %s, want 401", code, body)
+	}
+	if code, body := scrape.get(cfg.BearerToken); code != http.StatusForbidden {
+		t.Errorf("scrape with the controller's own token (no metrics-reader role): %d %s, want 403", code, body)
+	}
+
 	// The counters move right after the API calls; give the scrape a moment to catch up before
-	// reporting what is missing.
+	// reporting what is missing (and RBAC a moment to see the new binding).
 	var problems []string
-	_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		series, err := promscrape.Get("http://" + metricsAddr + "/metrics")
+	_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		code, body := scrape.get(scrape.token)
+		if code != http.StatusOK {
+			problems = []string{fmt.Sprintf("scrape with the metrics-reader token: %d %s", code, body)}
+			return false, nil
+		}
+		series, err := promscrape.Parse(strings.NewReader(body))
 		if err != nil {
 			problems = []string{err.Error()}
 			return false, nil
@@ -226,6 +245,59 @@ func scrapeContractViolations(series []promscrape.Sample) []string {
 		}
 	}
 	return problems
+}
+
+// metricsScraper scrapes secure metrics as prometheus-operator does with the ServiceMonitor's
+// settings: HTTPS without verifying the self-signed certificate, a bearer token.
+type metricsScraper struct {
+	t      *testing.T
+	url    string
+	token  string // of a service account bound to the metrics-reader ClusterRole
+	client *http.Client
+}
+
+// scraper makes a Prometheus service account in namespace monitoring, bound to the ClusterRole
+// readerRole, and returns a scraper of https://addr/metrics with its token.
+func scraper(t *testing.T, addr, readerRole string) *metricsScraper {
+	t.Helper()
+	ctx := context.Background()
+	cfg, err := env.ServiceAccountConfig(ctx, "monitoring", "deploytest-prometheus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "deploytest-prometheus-" + readerRole},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: readerRole},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "deploytest-prometheus", Namespace: "monitoring"}},
+	}
+	admin := env.AdminClient()
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+	})
+	return &metricsScraper{t: t, url: "https://" + addr + "/metrics", token: cfg.BearerToken, client: &http.Client{
+		Timeout:   time.Minute,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}},
+	}}
+}
+
+func (s *metricsScraper) get(token string) (int, string) {
+	req, err := http.NewRequest(http.MethodGet, s.url, nil)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }
 
 func get(url string) (int, string) {

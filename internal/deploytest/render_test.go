@@ -2,6 +2,7 @@ package deploytest
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -10,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -56,9 +58,17 @@ tolerations:
   - key: CriticalAddonsOnly
     operator: Exists
 metrics:
+  secure: true
+  certSecret: nk-metrics-tls
   serviceMonitor:
     enabled: true
     interval: 1m
+    tlsConfig:
+      ca:
+        secret:
+          name: nk-metrics-tls
+          key: ca.crt
+      serverName: nk-nodekeeper-metrics.nk-helm.svc
     additionalLabels:
       release: kube-prometheus-stack
     relabelings:
@@ -79,6 +89,11 @@ metrics:
 grafanaDashboard:
   enabled: true
   namespace: monitoring
+networkPolicy:
+  enabled: true
+  probesFrom:
+    - ipBlock:
+        cidr: 10.0.0.0/16
 `
 
 // rendering is one way of producing the manifests; every check below runs over all of them.
@@ -101,6 +116,9 @@ var renderings = []rendering{
 	}},
 	{"kustomize-monitoring", "nodekeeper", "nodekeeper-controller", func(t *testing.T) []*unstructured.Unstructured {
 		return kustomize(t, "deploy/kustomize/overlays/monitoring")
+	}},
+	{"kustomize-metrics-secure", "nodekeeper", "nodekeeper-controller", func(t *testing.T) []*unstructured.Unstructured {
+		return kustomize(t, "deploy/kustomize/overlays/metrics-secure")
 	}},
 }
 
@@ -132,11 +150,13 @@ func TestHelmLint(t *testing.T) {
 func TestRenderedObjects(t *testing.T) {
 	wantKinds := map[string][]string{
 		"helm-defaults": {"ClusterRole", "ClusterRoleBinding", "Deployment", "PodDisruptionBudget", "Role", "Role", "RoleBinding", "RoleBinding", "Service", "ServiceAccount"},
-		"helm-full": {"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "PodDisruptionBudget", "PrometheusRule", "Role", "Role",
-			"RoleBinding", "RoleBinding", "Service", "ServiceAccount", "ServiceMonitor"},
+		"helm-full": {"ClusterRole", "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ConfigMap", "Deployment", "NetworkPolicy",
+			"PodDisruptionBudget", "PrometheusRule", "Role", "Role", "RoleBinding", "RoleBinding", "Service", "ServiceAccount", "ServiceMonitor"},
 		"kustomize-base": {"ClusterRole", "ClusterRoleBinding", "Deployment", "Namespace", "PodDisruptionBudget", "Role", "Role", "RoleBinding", "RoleBinding", "Service", "ServiceAccount"},
 		"kustomize-monitoring": {"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Namespace", "PodDisruptionBudget", "PrometheusRule", "Role", "Role",
 			"RoleBinding", "RoleBinding", "Service", "ServiceAccount", "ServiceMonitor"},
+		"kustomize-metrics-secure": {"ClusterRole", "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ConfigMap", "Deployment", "Namespace",
+			"PodDisruptionBudget", "PrometheusRule", "Role", "Role", "RoleBinding", "RoleBinding", "Service", "ServiceAccount", "ServiceMonitor"},
 	}
 	for _, r := range renderings {
 		t.Run(r.name, func(t *testing.T) {
@@ -263,19 +283,30 @@ func normalizedRBAC(t *testing.T, objs []*unstructured.Unstructured) map[string]
 }
 
 // The Helm chart installed as release "nodekeeper" in namespace "nodekeeper" grants exactly what
-// deploy/kustomize/base/rbac.yaml grants, object for object.
+// deploy/kustomize/base/rbac.yaml grants, object for object; with metrics.secure, exactly what the
+// metrics-secure overlay grants (the review permissions and the metrics-reader ClusterRole).
 func TestRBACHelmMatchesKustomize(t *testing.T) {
-	want := normalizedRBAC(t, kustomize(t, "deploy/kustomize/base"))
-	got := normalizedRBAC(t, helmTemplate(t, "nodekeeper", "nodekeeper", ""))
-	if len(want) != 7 {
-		t.Fatalf("kustomize base has %d RBAC objects, want 7 (ServiceAccount, 2 Roles, ClusterRole, 3 bindings)", len(want))
-	}
-	if !reflect.DeepEqual(got, want) {
-		for k := range union(got, want) {
-			if !reflect.DeepEqual(got[k], want[k]) {
-				t.Errorf("%s:\n helm:      %+v\n kustomize: %+v", k, got[k], want[k])
+	for _, tc := range []struct {
+		name, dir, values string
+		objects           int
+	}{
+		{"defaults", "deploy/kustomize/base", "", 7},                                                  // ServiceAccount, 2 Roles, ClusterRole, 3 bindings
+		{"metrics-secure", "deploy/kustomize/overlays/metrics-secure", "metrics: {secure: true}", 10}, // + 2 ClusterRoles, 1 binding
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := normalizedRBAC(t, kustomize(t, tc.dir))
+			got := normalizedRBAC(t, helmTemplate(t, "nodekeeper", "nodekeeper", tc.values))
+			if len(want) != tc.objects {
+				t.Fatalf("%s has %d RBAC objects, want %d", tc.dir, len(want), tc.objects)
 			}
-		}
+			if !reflect.DeepEqual(got, want) {
+				for k := range union(got, want) {
+					if !reflect.DeepEqual(got[k], want[k]) {
+						t.Errorf("%s:\n helm:      %+v\n kustomize: %+v", k, got[k], want[k])
+					}
+				}
+			}
+		})
 	}
 }
 
@@ -379,10 +410,14 @@ func TestControllerWiring(t *testing.T) {
 			"leader-election-id": "nk-leader", "leader-election-lease-duration": "1m", "leader-election-renew-deadline": "40s",
 			"leader-election-retry-period": "5s", "metrics-bind-address": ":8080", "health-probe-bind-address": ":8081", "v": "4", "logging-format": "json"},
 	}
+	want["helm-full"]["metrics-secure"] = "true"
+	want["helm-full"]["metrics-cert-dir"] = "/etc/nodekeeper/metrics-certs"
 	// The kustomize base runs with the chart's defaults.
 	want["kustomize-base"] = want["helm-defaults"]
 	want["kustomize-monitoring"] = want["helm-defaults"]
-	wantReplicas := map[string]int32{"helm-defaults": 2, "helm-full": 3, "kustomize-base": 2, "kustomize-monitoring": 2}
+	want["kustomize-metrics-secure"] = maps.Clone(want["helm-defaults"])
+	want["kustomize-metrics-secure"]["metrics-secure"] = "true"
+	wantReplicas := map[string]int32{"helm-defaults": 2, "helm-full": 3, "kustomize-base": 2, "kustomize-monitoring": 2, "kustomize-metrics-secure": 2}
 
 	for _, r := range renderings {
 		t.Run(r.name, func(t *testing.T) {
@@ -446,7 +481,9 @@ func TestControllerWiring(t *testing.T) {
 				eps, _, _ := unstructured.NestedSlice(u.Object, "spec", "endpoints")
 				if len(eps) != 1 || eps[0].(map[string]any)["port"] != "metrics" {
 					t.Errorf("ServiceMonitor endpoints = %v, want the metrics port", eps)
+					continue
 				}
+				checkScrapeScheme(t, eps[0].(map[string]any), args["metrics-secure"] == "true")
 			}
 			for _, u := range ofKind(objs, "PodDisruptionBudget") {
 				pdb := mustTyped[*policyv1.PodDisruptionBudget](t, u)
@@ -461,6 +498,25 @@ func TestControllerWiring(t *testing.T) {
 				t.Error("the controller runs as the default service account")
 			}
 		})
+	}
+}
+
+// checkScrapeScheme: a ServiceMonitor endpoint scrapes --metrics-secure over HTTPS with
+// Prometheus's service account token and a TLS configuration (the self-signed certificate is
+// skipped, a given one verified), and plain metrics over HTTP without a token.
+func checkScrapeScheme(t *testing.T, ep map[string]any, secure bool) {
+	t.Helper()
+	if !secure {
+		if s, ok := ep["scheme"]; ok && s != "http" || ep["bearerTokenFile"] != nil || ep["authorization"] != nil {
+			t.Errorf("ServiceMonitor endpoint %v: HTTPS or a token without --metrics-secure", ep)
+		}
+		return
+	}
+	if ep["scheme"] != "https" || ep["bearerTokenFile"] != "/var/run/secrets/kubernetes.io/serviceaccount/token" {
+		t.Errorf("ServiceMonitor endpoint %v: want scheme https and Prometheus's service account token with --metrics-secure", ep)
+	}
+	if tls, ok := ep["tlsConfig"].(map[string]any); !ok || len(tls) == 0 {
+		t.Errorf("ServiceMonitor endpoint %v: no tlsConfig with --metrics-secure", ep)
 	}
 }
 
@@ -575,6 +631,69 @@ func TestHelmValues(t *testing.T) {
 				}
 			}
 		}},
+		{"metrics plain by default, no NetworkPolicy", "metrics: {serviceMonitor: {enabled: true}}", func(t *testing.T, objs []*unstructured.Unstructured) {
+			if args := controllerArgs(t, objs); args["metrics-secure"] != "" || args["metrics-cert-dir"] != "" {
+				t.Errorf("flags %v: secure metrics by default", args)
+			}
+			if find(objs, "ClusterRole", "", "nodekeeper-metrics-reader") != nil || len(ofKind(objs, "NetworkPolicy")) != 0 {
+				t.Error("metrics-reader ClusterRole or NetworkPolicy rendered by default")
+			}
+		}},
+		{"secure metrics with the self-signed certificate", "metrics: {secure: true, serviceMonitor: {enabled: true}}", func(t *testing.T, objs []*unstructured.Unstructured) {
+			args := controllerArgs(t, objs)
+			if args["metrics-secure"] != "true" || args["metrics-cert-dir"] != "" {
+				t.Errorf("flags %v, want --metrics-secure=true without --metrics-cert-dir", args)
+			}
+			eps, _, _ := unstructured.NestedSlice(find(objs, "ServiceMonitor", ns, "nodekeeper").Object, "spec", "endpoints")
+			if len(eps) != 1 || !reflect.DeepEqual(eps[0].(map[string]any)["tlsConfig"], map[string]any{"insecureSkipVerify": true}) {
+				t.Errorf("endpoints = %v, want tlsConfig insecureSkipVerify for the self-signed certificate", eps)
+			}
+			reader := mustTyped[*rbacv1.ClusterRole](t, find(objs, "ClusterRole", "", "nodekeeper-metrics-reader"))
+			if want := []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}; !reflect.DeepEqual(reader.Rules, want) {
+				t.Errorf("metrics-reader rules = %+v, want %+v", reader.Rules, want)
+			}
+			auth := mustTyped[*rbacv1.ClusterRoleBinding](t, find(objs, "ClusterRoleBinding", "", "nodekeeper-metrics-auth"))
+			if auth.RoleRef.Name != "nodekeeper-metrics-auth" || len(auth.Subjects) != 1 || auth.Subjects[0].Name != "nodekeeper" || auth.Subjects[0].Namespace != ns {
+				t.Errorf("metrics-auth binding = %+v", auth)
+			}
+		}},
+		{"secure metrics with a certificate Secret", "metrics: {secure: true, certSecret: metrics-tls}", func(t *testing.T, objs []*unstructured.Unstructured) {
+			d := mustTyped[*appsv1.Deployment](t, ofKind(objs, "Deployment")[0])
+			dir := controllerArgs(t, objs)["metrics-cert-dir"]
+			var mounted bool
+			for _, m := range controllerContainer(t, d).VolumeMounts {
+				mounted = mounted || m.Name == "metrics-certs" && m.MountPath == dir && m.ReadOnly
+			}
+			var volume bool
+			for _, v := range d.Spec.Template.Spec.Volumes {
+				volume = volume || v.Name == "metrics-certs" && v.Secret != nil && v.Secret.SecretName == "metrics-tls"
+			}
+			if dir == "" || !mounted || !volume {
+				t.Errorf("--metrics-cert-dir=%q, mounted %v, Secret volume %v", dir, mounted, volume)
+			}
+		}},
+		{"network policy", "networkPolicy: {enabled: true, metricsFrom: [{namespaceSelector: {matchLabels: {team: obs}}, podSelector: {}}]}", func(t *testing.T, objs []*unstructured.Unstructured) {
+			np := mustTyped[*networkingv1.NetworkPolicy](t, find(objs, "NetworkPolicy", ns, "nodekeeper"))
+			d := mustTyped[*appsv1.Deployment](t, ofKind(objs, "Deployment")[0])
+			if !selects(np.Spec.PodSelector.MatchLabels, d.Spec.Template.Labels) {
+				t.Errorf("pod selector %v does not select the controller pods", np.Spec.PodSelector)
+			}
+			if !reflect.DeepEqual(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) {
+				t.Errorf("policy types %v, want Ingress only (the controller must reach the API server)", np.Spec.PolicyTypes)
+			}
+			if len(np.Spec.Ingress) != 2 {
+				t.Fatalf("ingress rules = %+v, want metrics and probes", np.Spec.Ingress)
+			}
+			metrics, probes := np.Spec.Ingress[0], np.Spec.Ingress[1]
+			if len(metrics.Ports) != 1 || metrics.Ports[0].Port.String() != "metrics" || len(metrics.From) != 1 ||
+				!reflect.DeepEqual(metrics.From[0].NamespaceSelector.MatchLabels, map[string]string{"team": "obs"}) ||
+				metrics.From[0].PodSelector == nil || len(metrics.From[0].PodSelector.MatchLabels) != 0 {
+				t.Errorf("metrics rule = %+v, want the metrics port from namespaces labelled team=obs", metrics)
+			}
+			if len(probes.Ports) != 1 || probes.Ports[0].Port.String() != "health" || len(probes.From) != 0 {
+				t.Errorf("probe rule = %+v, want the health port from anywhere", probes)
+			}
+		}},
 		{"one replica without leader election", "replicaCount: 1\ncontroller: {leaderElection: {enabled: false, id: x}}", func(t *testing.T, objs []*unstructured.Unstructured) {
 			if args := controllerArgs(t, objs); args["leader-elect"] != "false" {
 				t.Errorf("--leader-elect=%s", args["leader-elect"])
@@ -639,6 +758,9 @@ func TestHelmRejectsBadValues(t *testing.T) {
 		{"lease duration not a duration", "controller: {leaderElection: {enabled: true, id: x, leaseDuration: fifteen}}", "/controller/leaderElection/leaseDuration"},
 		{"zero retry period", "controller: {leaderElection: {enabled: true, id: x, retryPeriod: 0s}}", "/controller/leaderElection/retryPeriod"},
 		{"relabeling with unknown field", "metrics: {serviceMonitor: {enabled: true, relabelings: [{target_label: cluster}]}}", "/metrics/serviceMonitor/relabelings/0"},
+		{"certificate Secret without secure metrics", "metrics: {certSecret: metrics-tls}", "metrics.certSecret needs metrics.secure"},
+		{"network policy typo", "networkPolicy: {enabled: true, metricsNamespaceSelector: {}}", "additional properties 'metricsNamespaceSelector' not allowed"},
+		{"network policy open to everyone", "networkPolicy: {enabled: true, metricsFrom: []}", "/networkPolicy/metricsFrom"},
 		{"volume mount without path", "controller: {extraVolumeMounts: [{name: ca}]}", "/controller/extraVolumeMounts/0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -676,6 +798,19 @@ func TestKustomizeMatchesHelmDefaults(t *testing.T) {
 	}
 	if got, want := deploymentSpec(hlm), deploymentSpec(kust); !reflect.DeepEqual(got, want) {
 		t.Errorf("Deployment specs differ:\n helm:      %+v\n kustomize: %+v", got, want)
+	}
+	// The metrics-secure overlay is the chart with metrics.secure=true.
+	secureHelm := helmTemplate(t, "nodekeeper", "nodekeeper", "metrics: {secure: true, serviceMonitor: {enabled: true}}")
+	secureKust := kustomize(t, "deploy/kustomize/overlays/metrics-secure")
+	if got, want := deploymentSpec(secureHelm), deploymentSpec(secureKust); !reflect.DeepEqual(got, want) {
+		t.Errorf("secure metrics: Deployment specs differ:\n helm:      %+v\n kustomize: %+v", got, want)
+	}
+	endpoints := func(objs []*unstructured.Unstructured) any {
+		eps, _, _ := unstructured.NestedSlice(find(objs, "ServiceMonitor", "nodekeeper", "nodekeeper").Object, "spec", "endpoints")
+		return eps
+	}
+	if got, want := endpoints(secureHelm), endpoints(secureKust); !reflect.DeepEqual(got, want) {
+		t.Errorf("secure metrics: ServiceMonitor endpoints differ:\n helm:      %v\n kustomize: %v", got, want)
 	}
 
 	svc := func(objs []*unstructured.Unstructured) []corev1.ServicePort {

@@ -35,6 +35,14 @@ import (
 // Idle workers cost a goroutine each, and ParallelizeUntil starts no more workers than leases.
 const DefaultWorkers = 512
 
+// MaxDeletesInFlight bounds the DELETEs sent at once (deleter.Options.MaxWritesInFlight): below
+// kube-apiserver's default of 100 streams per HTTP/2 connection (--http2-max-streams-per-connection),
+// with room for the Node check's LIST, so that every request shares the one connection. Without
+// it, each of the up to 512 workers that found no free stream dialled its own TLS connection: on
+// 20,000 leases some 500 handshakes, paid by gc and, dearer, by the API server. The API server's
+// DELETE ceiling needs about 64 in flight.
+const MaxDeletesInFlight = 96
+
 // DefaultRateLimit is gc's client-side limit: none. One gc run is one bounded burst that an
 // operator starts on purpose; the API server's priority and fairness keeps it from starving
 // other clients, and a client-side limit would only make the run slower (--qps sets one).

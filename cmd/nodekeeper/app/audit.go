@@ -268,7 +268,7 @@ func (o *auditOptions) write(rep *analyze.Report) error {
 	case "json":
 		enc := json.NewEncoder(textsafe.NewJSONWriter(out))
 		enc.SetIndent("", "  ")
-		err = enc.Encode(rep)
+		err = enc.Encode(rep.Document()) // the same JSON as rep's MarshalJSON, one pass less
 	case "yaml":
 		var b []byte
 		if b, err = yaml.Marshal(rep); err == nil {

@@ -180,6 +180,7 @@ func (o *gcOptions) Run(ctx context.Context) error {
 	checker := deleter.NewBatchNodeChecker(nodes)
 	d, err := deleter.New(leases.CoordinationV1(), nodes, deleter.Options{
 		Classify: lease.Options{GracePeriod: o.grace}, DryRun: o.dryRun, NodeChecker: checker,
+		MaxWritesInFlight: gc.MaxDeletesInFlight,
 	})
 	if err != nil {
 		return cli.WithExitCode(gcExitError, err)

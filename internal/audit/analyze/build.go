@@ -213,13 +213,20 @@ func ts(ns int64) time.Time { return time.Unix(0, ns).UTC() }
 
 func (a *analyzer) buildTalkers(rep *Report, s func(uint32) string) {
 	type kv struct {
-		k talkerKey
-		t *talkerStat
+		k   talkerKey
+		t   *talkerStat
+		str string // the key's strings, the order of ties
+	}
+	// A stable order for ties: by the key's strings, joined once per talker (joining them in
+	// the comparison made two strings per comparison: on 8,000 talkers 50 MB and a tenth of the
+	// run).
+	keyStr := func(k talkerKey) string {
+		return s(k.user) + "\x00" + s(k.ua) + "\x00" + k.verb.String() + "\x00" + s(k.res)
 	}
 	all := make([]kv, 0, len(a.talkers))
 	byUser := map[uint32]*talkerStat{}
 	for k, t := range a.talkers {
-		all = append(all, kv{k, t})
+		all = append(all, kv{k, t, keyStr(k)})
 		if t.throttled > 0 || t.apfN > 0 {
 			u := byUser[k.user]
 			if u == nil {
@@ -234,11 +241,7 @@ func (a *analyzer) buildTalkers(rep *Report, s func(uint32) string) {
 			u.apfMax = max(u.apfMax, t.apfMax)
 		}
 	}
-	// A stable order for ties: by the key's strings.
-	keyStr := func(k talkerKey) string {
-		return s(k.user) + "\x00" + s(k.ua) + "\x00" + k.verb.String() + "\x00" + s(k.res)
-	}
-	sort.Slice(all, func(i, j int) bool { return keyStr(all[i].k) < keyStr(all[j].k) })
+	sort.Slice(all, func(i, j int) bool { return all[i].str < all[j].str })
 	mk := func(k talkerKey, t *talkerStat) Talker {
 		return Talker{User: s(k.user), UserAgent: s(k.ua), Verb: k.verb.String(), Resource: s(k.res),
 			Requests: t.requests, RequestsError: t.requestsErr, Throttled: t.throttled, ServerErrors: t.serverErrors,

@@ -28,6 +28,7 @@ type controllerOptions struct {
 	controller    controller.Options
 	client        *kube.Options
 	metricsAddr   string
+	metricsCerts  string
 	probeAddr     string
 	leaseDuration time.Duration
 	renewDeadline time.Duration
@@ -82,6 +83,10 @@ func (o *controllerOptions) AddFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.renewDeadline, "leader-election-renew-deadline", controller.DefaultRenewDeadline, "how long the leader keeps retrying a renewal before it stops acting")
 	f.DurationVar(&o.retryPeriod, "leader-election-retry-period", controller.DefaultRetryPeriod, "interval between leader election attempts")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus /metrics endpoint (\"0\" disables it)")
+	f.BoolVar(&o.controller.SecureMetrics, "metrics-secure", false,
+		"serve /metrics over HTTPS, each request authenticated (TokenReview) and authorized (SubjectAccessReview: get on the non-resource URL /metrics); needs create on tokenreviews and subjectaccessreviews")
+	f.StringVar(&o.metricsCerts, "metrics-cert-dir", "",
+		"with --metrics-secure: directory holding tls.crt and tls.key of the metrics server (re-read when they change; default: a self-signed certificate made at start-up)")
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints (\"0\" disables it)")
 }
 
@@ -96,6 +101,9 @@ func (o *controllerOptions) Complete(*cobra.Command, []string) error {
 func (o *controllerOptions) Validate() error {
 	if err := o.client.Validate(); err != nil {
 		return err
+	}
+	if o.metricsCerts != "" && !o.controller.SecureMetrics {
+		return fmt.Errorf("--metrics-cert-dir needs --metrics-secure")
 	}
 	if o.controller.GracePeriod <= 0 {
 		return fmt.Errorf("--grace-period must be positive, got %s", o.controller.GracePeriod)
@@ -114,7 +122,18 @@ func (o *controllerOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return cli.WithExitCode(cli.ExitUsage, err)
 	}
-	stopMetrics, err := controller.Serve(ctx, "metrics", o.metricsAddr, c.MetricsHandler())
+	metrics, serveOpts := c.MetricsHandler(), controller.ServeOptions{}
+	if o.controller.SecureMetrics {
+		if serveOpts.TLS, err = controller.MetricsTLS(o.metricsCerts); err != nil {
+			return err
+		}
+		auth, err := controller.NewMetricsAuthForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		metrics = auth.Wrap(metrics)
+	}
+	stopMetrics, err := controller.ServeWith(ctx, "metrics", o.metricsAddr, metrics, serveOpts)
 	if err != nil {
 		return err
 	}
