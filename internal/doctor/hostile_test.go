@@ -104,7 +104,7 @@ func TestHostileNameJSONKeepsOriginal(t *testing.T) {
 		t.Fatalf("clipHead = %q, want %d runes ending in the message as written", msg, maxSandboxMessage)
 	}
 	r := findings.NewReport("doctor", "https://127.0.0.1:6443", time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC),
-		[2]string{SectionPodNet, "Pod networking"})
+		findings.SectionSpec{Name: SectionPodNet, Title: "Pod networking"})
 	r.Add(fs[0].WithEvidence("newest message: " + hostile))
 
 	var text bytes.Buffer
