@@ -96,3 +96,47 @@ func TestHold(t *testing.T) {
 		})
 	}
 }
+
+// TestHoldMatchesTheCNIDocs: every example of the VPC CNI's own table in amazon-vpc-cni-k8s
+// docs/eni-and-ip-target.md ("Some example cases": instance type, WARM_ENI_TARGET,
+// WARM_IP_TARGET, MINIMUM_IP_TARGET, pods, attached ENIs, attached secondary IPs). The table's
+// pods are pods that need an address, so the host-network DaemonSet pods are added to them here.
+// t3.small has 3 ENIs of 4 addresses (3 secondary each), p3dn.24xlarge 15 of 50 (49).
+func TestHoldMatchesTheCNIDocs(t *testing.T) {
+	for _, tc := range []struct {
+		typ                    string
+		warmENI, warmIP, minIP string
+		pods, enis, addresses  int
+	}{
+		{"t3.small", "1", "", "", 0, 1, 3},
+		{"t3.small", "1", "", "", 5, 3, 9},
+		{"t3.small", "1", "", "", 9, 3, 9},
+		{"t3.small", "", "1", "1", 0, 1, 1},
+		{"t3.small", "", "1", "1", 5, 2, 6},
+		{"t3.small", "", "1", "1", 9, 3, 9},
+		{"t3.small", "", "2", "5", 0, 2, 5},
+		{"t3.small", "", "2", "5", 5, 3, 7},
+		{"t3.small", "", "2", "5", 9, 3, 9},
+		{"p3dn.24xlarge", "1", "", "", 0, 1, 49},
+		{"p3dn.24xlarge", "1", "", "", 3, 2, 98},
+		{"p3dn.24xlarge", "1", "", "", 95, 3, 147},
+		{"p3dn.24xlarge", "", "5", "10", 0, 1, 10},
+		{"p3dn.24xlarge", "", "5", "10", 7, 1, 12},
+		{"p3dn.24xlarge", "", "5", "10", 15, 1, 20},
+		{"p3dn.24xlarge", "", "5", "10", 45, 2, 50},
+	} {
+		env := map[string]string{}
+		for k, v := range map[string]string{"WARM_ENI_TARGET": tc.warmENI, "WARM_IP_TARGET": tc.warmIP, "MINIMUM_IP_TARGET": tc.minIP} {
+			if v != "" {
+				env[k] = v
+			}
+		}
+		h, err := Hold(mustType(t, tc.typ), eni.ParseSettings(env), 0, tc.pods+eni.HostNetworkPods)
+		if err != nil {
+			t.Fatalf("%+v: %v", tc, err)
+		}
+		if h.ENIs != tc.enis || h.Addresses != tc.addresses {
+			t.Errorf("%s %v with %d pods: %d ENIs, %d addresses; the CNI's docs say %d ENIs, %d secondary IPs", tc.typ, env, tc.pods, h.ENIs, h.Addresses, tc.enis, tc.addresses)
+		}
+	}
+}

@@ -113,7 +113,10 @@ type EC2Buckets struct {
 // DefaultEC2Buckets are the documented default request token buckets of the EC2 API for
 // mutating actions ("Request throttling for the Amazon EC2 API", Amazon EC2 API Reference,
 // https://docs.aws.amazon.com/AWSEC2/latest/APIReference/throttling.html: bucket maximum
-// capacity 50 and refill rate 5 per second for mutating actions). They are per account and
+// capacity 50 and refill rate 5 per second for mutating actions; AWS's own VPC resource
+// controller states the same defaults, "mutating APIs refill at 5/sec with bucket max 50,
+// non-mutating has 100/20", in aws/amazon-vpc-resource-controller-k8s pull request 675, which
+// sized its EC2 client's rate limit to stay within them). They are per account and
 // Region, shared by every caller, and AWS can set other values for an account (they are raised
 // on request), so they can be overridden.
 func DefaultEC2Buckets() EC2Buckets {
