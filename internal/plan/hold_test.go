@@ -140,3 +140,55 @@ func TestHoldMatchesTheCNIDocs(t *testing.T) {
 		}
 	}
 }
+
+// TestHoldMatchesTheCNIPrefixDocs: the examples of amazon-vpc-cni-k8s
+// docs/prefix-and-ip-target.md with prefix delegation on: the attached /28 prefixes for each
+// WARM_PREFIX_TARGET, WARM_IP_TARGET and MINIMUM_IP_TARGET, and t3.small's ENIs (3 prefixes per
+// ENI). Two cells of that table are not compared: its p3dn.24xlarge rows list extra ENIs that
+// carry no prefix (the plan counts the ENIs that hold pod addresses), and its t3.small row for
+// WARM_IP_TARGET=7 MINIMUM_IP_TARGET=20 with no pods says 1 attached prefix but 2 prefixes per
+// ENI; the doc's own rule above the table ("a MINIMUM_IP_TARGET of 20 is equivalent to 32") gives
+// 2, which is what is compared.
+func TestHoldMatchesTheCNIPrefixDocs(t *testing.T) {
+	for _, tc := range []struct {
+		typ                       string
+		warmPrefix, warmIP, minIP string
+		pods, prefixes, enis      int // enis 0: not compared
+	}{
+		{"t3.small", "1", "", "", 0, 1, 1},
+		{"t3.small", "1", "", "", 5, 2, 1},
+		{"t3.small", "1", "", "", 16, 2, 1},
+		{"t3.small", "1", "", "", 17, 3, 1},
+		{"t3.small", "1", "", "", 58, 5, 2},
+		{"t3.small", "", "1", "1", 0, 1, 1},
+		{"t3.small", "", "1", "1", 5, 1, 1},
+		{"t3.small", "", "1", "1", 17, 2, 1},
+		{"t3.small", "", "1", "1", 58, 4, 2},
+		{"t3.small", "", "7", "20", 0, 2, 1},
+		{"t3.small", "", "7", "20", 5, 2, 1},
+		{"t3.small", "", "7", "20", 17, 2, 1},
+		{"t3.small", "", "7", "20", 58, 5, 2},
+		{"p3dn.24xlarge", "1", "", "", 0, 1, 0},
+		{"p3dn.24xlarge", "1", "", "", 3, 2, 0},
+		{"p3dn.24xlarge", "1", "", "", 95, 7, 0},
+		{"p3dn.24xlarge", "", "5", "10", 0, 1, 0},
+		{"p3dn.24xlarge", "", "5", "10", 7, 1, 0},
+		{"p3dn.24xlarge", "", "5", "10", 15, 2, 0},
+		{"p3dn.24xlarge", "", "5", "10", 45, 4, 0},
+	} {
+		env := map[string]string{"ENABLE_PREFIX_DELEGATION": "true"}
+		for k, v := range map[string]string{"WARM_PREFIX_TARGET": tc.warmPrefix, "WARM_IP_TARGET": tc.warmIP, "MINIMUM_IP_TARGET": tc.minIP} {
+			if v != "" {
+				env[k] = v
+			}
+		}
+		h, err := Hold(mustType(t, tc.typ), eni.ParseSettings(env), 0, tc.pods+eni.HostNetworkPods)
+		if err != nil {
+			t.Fatalf("%+v: %v", tc, err)
+		}
+		if h.Prefixes != tc.prefixes || h.Addresses != 16*tc.prefixes || (tc.enis > 0 && h.ENIs != tc.enis) {
+			t.Errorf("%s %v with %d pods: %d prefixes (%d addresses) on %d ENIs; the CNI's docs say %d prefixes on %d ENIs",
+				tc.typ, env, tc.pods, h.Prefixes, h.Addresses, h.ENIs, tc.prefixes, tc.enis)
+		}
+	}
+}
