@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"image"
-	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,24 +13,8 @@ import (
 	"time"
 
 	"github.com/nodekeeper/nodekeeper/internal/audit/render"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/chromium"
 )
-
-// chromium returns Debian's headless-capable browser, or skips the test saying how to get it.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Skip("chromium is not installed (apt-get install chromium): the HTML page is not rendered")
-	return ""
-}
-
-func chromiumArgs(profile string, extra ...string) []string {
-	return append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-		"--disable-component-update", "--disable-sync", "--no-first-run", "--user-data-dir=" + profile}, extra...)
-}
 
 // The page is self-contained: nothing in it can reach the network.
 func TestHTMLSelfContained(t *testing.T) {
@@ -59,7 +42,7 @@ func TestHTMLSelfContained(t *testing.T) {
 // Headless Chromium opens the page offline, lays it out with its timelines and chart, and takes a
 // screenshot that is not blank.
 func TestHTMLRendersInChromium(t *testing.T) {
-	browser := chromium(t)
+	browser := chromium.Path(t)
 	r, truth := scenarioReport(t)
 	dir := t.TempDir()
 	page := filepath.Join(dir, "report.html")
@@ -76,7 +59,7 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	// The DOM after layout holds every zombie node and the throttled user.
-	dom, err := exec.CommandContext(ctx, browser, chromiumArgs(filepath.Join(dir, "p1"), "--dump-dom", url)...).Output()
+	dom, err := exec.CommandContext(ctx, browser, chromium.Args(filepath.Join(dir, "p1"), "--dump-dom", url)...).Output()
 	if err != nil {
 		t.Fatalf("chromium --dump-dom: %v", err)
 	}
@@ -89,24 +72,7 @@ func TestHTMLRendersInChromium(t *testing.T) {
 		t.Errorf("rendered page lacks the throttled user")
 	}
 
-	shot := filepath.Join(dir, "report.png")
-	out, err := exec.CommandContext(ctx, browser, chromiumArgs(filepath.Join(dir, "p2"),
-		"--hide-scrollbars", "--window-size=1200,1600", "--screenshot="+shot, url)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
-	}
-	pf, err := os.Open(shot)
-	if err != nil {
-		t.Fatalf("no screenshot: %v\n%s", err, out)
-	}
-	defer pf.Close()
-	img, err := png.Decode(pf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b := img.Bounds(); b.Dx() != 1200 || b.Dy() != 1600 {
-		t.Fatalf("screenshot is %v", b)
-	}
+	img := chromium.Screenshot(ctx, t, browser, dir, url, 1200, 1600)
 	// A laid-out page has text, tables and coloured marks: many distinct colours, and the
 	// red of the deletion marks and the amber of the zombie bars somewhere.
 	colours := map[[3]uint32]bool{}
@@ -128,7 +94,7 @@ func TestHTMLRendersInChromium(t *testing.T) {
 		t.Errorf("screenshot looks empty: %d colours, %d red, %d amber pixels", len(colours), reds, ambers)
 	}
 	if dst := os.Getenv("NODEKEEPER_AUDIT_SCREENSHOT"); dst != "" {
-		data, _ := os.ReadFile(shot)
+		data, _ := os.ReadFile(filepath.Join(dir, "screenshot.png"))
 		os.WriteFile(dst, data, 0o644)
 	}
 }

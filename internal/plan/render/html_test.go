@@ -3,7 +3,6 @@ package render
 import (
 	"bytes"
 	"context"
-	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/plan"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/chromium"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/headings"
 )
 
@@ -124,29 +124,12 @@ func TestHTMLHeadings(t *testing.T) {
 	}
 }
 
-// chromium returns Debian's headless-capable browser, or skips the test saying how to get it.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Skip("chromium is not installed (hack/install-deps.sh, or apt-get install chromium): the HTML page is not rendered")
-	return ""
-}
-
-func chromiumArgs(profile string, extra ...string) []string {
-	return append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-		"--disable-component-update", "--disable-sync", "--no-first-run", "--user-data-dir=" + profile}, extra...)
-}
-
 // Headless Chromium loads the page offline with no console message, lays out one headroom line
 // per limit and one mark per limit that breaks in each chart, keeps the hostile names as text
 // (no element comes from them), shows exactly the expected headings, and draws a screenshot
 // that is not blank.
 func TestHTMLRendersInChromium(t *testing.T) {
-	browser := chromium(t)
+	browser := chromium.Path(t)
 	r := hostileResult(t)
 	dir := t.TempDir()
 	page := filepath.Join(dir, "plan.html")
@@ -162,7 +145,7 @@ func TestHTMLRendersInChromium(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, browser, chromiumArgs(filepath.Join(dir, "p1"), "--enable-logging=stderr", "--v=0", "--dump-dom", url)...)
+	cmd := exec.CommandContext(ctx, browser, chromium.Args(filepath.Join(dir, "p1"), "--enable-logging=stderr", "--v=0", "--dump-dom", url)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	dom, err := cmd.Output()
@@ -235,21 +218,7 @@ func TestHTMLRendersInChromium(t *testing.T) {
 		t.Errorf("rendered headings\n got %q\nwant %q", got, want)
 	}
 
-	shot := filepath.Join(dir, "plan.png")
-	out, err := exec.CommandContext(ctx, browser, chromiumArgs(filepath.Join(dir, "p2"),
-		"--hide-scrollbars", "--window-size=1200,1400", "--screenshot="+shot, url)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
-	}
-	pf, err := os.Open(shot)
-	if err != nil {
-		t.Fatalf("no screenshot: %v\n%s", err, out)
-	}
-	defer pf.Close()
-	img, err := png.Decode(pf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := chromium.Screenshot(ctx, t, browser, dir, url, 1200, 1400)
 	// The lines' colours are on the screenshot: the subnet's red and the EC2 orange.
 	seen := map[string]bool{}
 	bnd := img.Bounds()
