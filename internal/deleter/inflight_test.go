@@ -29,6 +29,7 @@ type heldLeases struct {
 
 	mu             sync.Mutex
 	inFlight, most int
+	released       bool // full is closed: later DELETEs reach the bound again without waiting
 }
 
 func (h *heldLeases) Leases(string) coordinationclient.LeaseInterface { return h }
@@ -40,7 +41,8 @@ func (h *heldLeases) Delete(_ context.Context, name string, o metav1.DeleteOptio
 	h.mu.Lock()
 	h.inFlight++
 	h.most = max(h.most, h.inFlight)
-	if h.inFlight == h.limit {
+	if h.inFlight == h.limit && !h.released {
+		h.released = true
 		close(h.full)
 	}
 	h.mu.Unlock()
