@@ -214,13 +214,13 @@ func (g *gatherer) getConfigz(ctx context.Context, node string, requests *atomic
 	ctx, cancel := context.WithTimeout(ctx, g.o.ConfigzTimeout)
 	defer cancel()
 	requests.Add(1)
-	raw, err := readConfigz(ctx, g.d.REST.Get().AbsPath("/api/v1/nodes", node, "proxy", "configz").MaxRetries(0))
+	raw, err := ReadConfigz(ctx, g.d.REST, node)
 	switch {
 	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "nodes/proxy"):
 		// RBAC's denial names the resource; other 403s come from the path to the kubelet.
 		return ConfigzResult{Err: "forbidden: needs get on nodes/proxy"}
 	case err != nil:
-		return ConfigzResult{Err: configzFailure(err)}
+		return ConfigzResult{Err: ConfigzFailure(err)}
 	}
 	c, err := rules.ParseConfigz(raw)
 	if err != nil {
@@ -233,10 +233,11 @@ func (g *gatherer) getConfigz(ctx context.Context, node string, requests *atomic
 // node-proxy path in its place is not trusted to stay small, and thousands are read at once.
 const maxConfigzBytes = 1 << 20
 
-// readConfigz reads at most maxConfigzBytes of the answer and refuses a larger one, where DoRaw
-// would hold all of it in memory. Non-2xx answers become errors as with DoRaw.
-func readConfigz(ctx context.Context, req *rest.Request) ([]byte, error) {
-	body, err := req.Stream(ctx)
+// ReadConfigz reads node's kubelet configuration through the API server's node proxy, once (no
+// retries), at most maxConfigzBytes of it, refusing a larger answer where DoRaw would hold all of
+// it in memory. Non-2xx answers become errors as with DoRaw. doctor and plan read it this way.
+func ReadConfigz(ctx context.Context, client rest.Interface, node string) ([]byte, error) {
+	body, err := client.Get().AbsPath("/api/v1/nodes", node, "proxy", "configz").MaxRetries(0).Stream(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -266,11 +267,11 @@ func (g *gatherer) canGetNodesProxy(ctx context.Context) (bool, string, error) {
 	return res.Status.Allowed, reason, nil
 }
 
-// configzFailure is the one-line reason a configz request failed, with the HTTP status when there
+// ConfigzFailure is the one-line reason a configz request failed, with the HTTP status when there
 // is one. The error can quote whatever answered on the path to the kubelet (a proxy's HTML page, a
 // kubelet's message in any language), so it is clipped to 200 characters on a character boundary
 // and kept as written (the printers escape it).
-func configzFailure(err error) string {
+func ConfigzFailure(err error) string {
 	msg := err.Error()
 	var st apierrors.APIStatus
 	if errors.As(err, &st) && st.Status().Code != 0 {

@@ -70,15 +70,15 @@ func TestConfigzFailureClipsOnCharacters(t *testing.T) {
 		{"raw escape", errors.New("proxy: \x1b]0;x\a" + long), "proxy: \x1b]0;x\aéé"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := configzFailure(tc.err)
+			got := ConfigzFailure(tc.err)
 			if !utf8.ValidString(got) {
-				t.Fatalf("configzFailure = %q: a character was cut", got)
+				t.Fatalf("ConfigzFailure = %q: a character was cut", got)
 			}
 			if n := utf8.RuneCountInString(got); n > 200 {
-				t.Errorf("configzFailure is %d characters, want at most 200", n)
+				t.Errorf("ConfigzFailure is %d characters, want at most 200", n)
 			}
 			if !strings.HasPrefix(got, tc.prefix) {
-				t.Errorf("configzFailure = %q, want prefix %q", got, tc.prefix)
+				t.Errorf("ConfigzFailure = %q, want prefix %q", got, tc.prefix)
 			}
 		})
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/plan"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
+	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // Options say where to read.
@@ -499,9 +500,9 @@ func (r *reader) kubelet(ctx context.Context, q Request, members []*corev1.Node)
 		if !ready(n) {
 			continue
 		}
-		raw, err := r.client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n.Name, "proxy", "configz").DoRaw(ctx)
+		raw, err := doctor.ReadConfigz(ctx, r.client.CoreV1().RESTClient(), n.Name)
 		if err != nil {
-			r.note("node group %s: the kubelet configuration of %s could not be read (%v): the kubelet's pull defaults are assumed", q.Nodegroup, n.Name, shortErr(err))
+			r.note("node group %s: the kubelet configuration of %s could not be read (%s): the kubelet's pull defaults are assumed", q.Nodegroup, n.Name, doctor.ConfigzFailure(err))
 			break
 		}
 		c, err := rules.ParseConfigz(raw)
@@ -520,14 +521,6 @@ func (r *reader) kubelet(ctx context.Context, q Request, members []*corev1.Node)
 		return k
 	}
 	return plan.DefaultKubelet()
-}
-
-func shortErr(err error) string {
-	s := err.Error()
-	if len(s) > 120 {
-		s = s[:120] + "..."
-	}
-	return s
 }
 
 func ready(n *corev1.Node) bool {
@@ -627,7 +620,7 @@ func (r *reader) apf(ctx context.Context) *plan.APF {
 	}
 	raw, err := r.client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		r.note("the API server's /metrics cannot be read (%s): the priority level's seats are unknown", shortErr(err))
+		r.note("the API server's /metrics cannot be read (%s): the priority level's seats are unknown", textsafe.ClipRaw(err.Error(), 120))
 		return nil
 	}
 	samples, err := doctor.ParseMetrics(raw, "apiserver_flowcontrol_nominal_limit_seats")
