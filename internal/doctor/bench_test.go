@@ -116,8 +116,8 @@ func BenchmarkDoctor2000Nodes(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	createDaemonSet(b, admin, awsNodeDaemonSet("aws-node-bench", "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.20.1-eksbuild.1",
-		map[string]string{"CLUSTER_ENDPOINT": "https://example.eks.amazonaws.com", "WARM_ENI_TARGET": "1"}))
+	env.CreateAWSNode(b, "aws-node-bench", "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.20.1-eksbuild.1",
+		map[string]string{"CLUSTER_ENDPOINT": "https://example.eks.amazonaws.com", "WARM_ENI_TARGET": "1"})
 	b.Logf("setup: %d nodes and leases in %s", n, time.Since(setup).Round(time.Millisecond))
 
 	// The client's rate limit bounds the run (one request per node): the default, and a higher

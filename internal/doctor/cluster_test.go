@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -83,34 +81,6 @@ func serverVersion(t testing.TB, c kubernetes.Interface) *version.Version {
 		t.Fatal(err)
 	}
 	return v
-}
-
-func awsNodeDaemonSet(name string, image string, env map[string]string) *appsv1.DaemonSet {
-	labels := map[string]string{"k8s-app": name}
-	var envs []corev1.EnvVar
-	for k, v := range env {
-		envs = append(envs, corev1.EnvVar{Name: k, Value: v})
-	}
-	return &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system"},
-		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "aws-node", Image: image, Env: envs}}},
-			},
-		},
-	}
-}
-
-func createDaemonSet(t testing.TB, c kubernetes.Interface, ds *appsv1.DaemonSet) {
-	t.Helper()
-	if _, err := c.AppsV1().DaemonSets(ds.Namespace).Create(context.Background(), ds, metav1.CreateOptions{FieldManager: "nodekeeper-test"}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = c.AppsV1().DaemonSets(ds.Namespace).Delete(context.Background(), ds.Name, metav1.DeleteOptions{})
-	})
 }
 
 // byResource indexes "CODE:severity" lists by resource, for the resources a test owns.
@@ -211,9 +181,9 @@ func TestDoctorSeedCluster(t *testing.T) {
 
 	// The customer's self-managed VPC CNI: old, custom networking, no CLUSTER_ENDPOINT, and the
 	// IP cooldown turned off.
-	createDaemonSet(t, admin, awsNodeDaemonSet("aws-node-seed", "602401143452.dkr.ecr.us-east-1.amazonaws.com/amazon-k8s-cni:v1.12.0-eksbuild.1", map[string]string{
+	env.CreateAWSNode(t, "aws-node-seed", "602401143452.dkr.ecr.us-east-1.amazonaws.com/amazon-k8s-cni:v1.12.0-eksbuild.1", map[string]string{
 		"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true", "WARM_ENI_TARGET": "1", "IP_COOLDOWN_PERIOD": "0",
-	}))
+	})
 
 	rep, err := runOn(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-seed", Workers: 4})
 	if err != nil {

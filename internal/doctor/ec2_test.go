@@ -195,9 +195,9 @@ func TestDoctorEC2CapacityAndPodSubnets(t *testing.T) {
 	if _, err := dyn.Resource(gvrENIConfig).Create(ctx, eniConfig, metav1.CreateOptions{FieldManager: "nodekeeper-test"}); err != nil {
 		t.Fatal(err)
 	}
-	createDaemonSet(t, admin, awsNodeDaemonSet("aws-node-ec2", "602401143452.dkr.ecr.us-east-1.amazonaws.com/amazon-k8s-cni:v1.19.2-eksbuild.1", map[string]string{
+	env.CreateAWSNode(t, "aws-node-ec2", "602401143452.dkr.ecr.us-east-1.amazonaws.com/amazon-k8s-cni:v1.19.2-eksbuild.1", map[string]string{
 		eni.EnvCustomNetworking: "true", eni.EnvWarmIPTarget: "5", "ENI_CONFIG_LABEL_DEF": corev1.LabelTopologyZone,
-	}))
+	})
 	const future, known = "ip-10-90-1-10.ec2.internal", "ip-10-90-1-11.ec2.internal"
 	node := func(name, typ, instance string) *corev1.Node {
 		return &corev1.Node{

@@ -145,8 +145,8 @@ func BenchmarkDoctorPodNetworking(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	createDaemonSet(b, admin, awsNodeDaemonSet("aws-node-podnet-bench", "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.20.1-eksbuild.1",
-		map[string]string{"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true", "CLUSTER_ENDPOINT": "https://example.eks.amazonaws.com", "WARM_ENI_TARGET": "1"}))
+	env.CreateAWSNode(b, "aws-node-podnet-bench", "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.20.1-eksbuild.1",
+		map[string]string{"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true", "CLUSTER_ENDPOINT": "https://example.eks.amazonaws.com", "WARM_ENI_TARGET": "1"})
 	b.Logf("setup: %d nodes, %d pods (%d stuck), %d events in %s", nodes, nodes*podsPerNode, len(stuckPods), events, time.Since(setup).Round(time.Second))
 
 	for _, withSection := range []bool{false, true} {

@@ -238,10 +238,10 @@ func TestDoctorPodNetworking(t *testing.T) {
 	}
 	eniConfig("us-west-2a", "subnet-0a1b2c3d4e5f60718", "sg-0123456789abcdef0")
 
-	createDaemonSet(t, admin, awsNodeDaemonSet("aws-node-podnet", "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.20.1-eksbuild.1", map[string]string{
+	env.CreateAWSNode(t, "aws-node-podnet", "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.20.1-eksbuild.1", map[string]string{
 		"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true", "ENI_CONFIG_LABEL_DEF": corev1.LabelTopologyZone,
 		"CLUSTER_ENDPOINT": "https://example.eks.amazonaws.com", "WARM_ENI_TARGET": "1",
-	}))
+	})
 
 	// One node per OS image and provisioner, and one more AL2 node for the other causes.
 	const prefix = "ip-10-64-"

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -163,4 +164,35 @@ func FreeAddr(t testing.TB) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// CreateAWSNode creates a DaemonSet in kube-system shaped like the VPC CNI's aws-node (one
+// aws-node container of image with env), as doctor and plan read it, and deletes it when the
+// test ends. No pod runs: nothing schedules on a control plane without kubelets' pods.
+func (e *Env) CreateAWSNode(t testing.TB, name, image string, env map[string]string) *appsv1.DaemonSet {
+	t.Helper()
+	labels := map[string]string{"k8s-app": name}
+	var envs []corev1.EnvVar
+	for k, v := range env {
+		envs = append(envs, corev1.EnvVar{Name: k, Value: v})
+	}
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceSystem},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "aws-node", Image: image, Env: envs}}},
+			},
+		},
+	}
+	client := e.AdminClient()
+	created, err := client.AppsV1().DaemonSets(ds.Namespace).Create(context.Background(), ds, metav1.CreateOptions{FieldManager: "nodekeeper-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = client.AppsV1().DaemonSets(ds.Namespace).Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	return created
 }

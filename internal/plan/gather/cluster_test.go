@@ -36,6 +36,9 @@ import (
 
 var env *testenv.Env
 
+// cniImage is the aws-node image of the tests' DaemonSets.
+const cniImage = "602401143452.dkr.ecr.us-east-1.amazonaws.com/amazon-k8s-cni:v1.19.2"
+
 // The plan reads the cluster only; no controller runs.
 func TestMain(m *testing.M) { testenv.Main(m, testenv.Options{}, &env) }
 
@@ -74,27 +77,6 @@ func installENIConfigs(ctx context.Context, t *testing.T, dyn dynamic.Interface,
 			t.Fatal(err)
 		}
 	}
-}
-
-func createAWSNode(ctx context.Context, t *testing.T, c kubernetes.Interface, name string, envs map[string]string) {
-	t.Helper()
-	labels := map[string]string{"k8s-app": name}
-	var ev []corev1.EnvVar
-	for k, v := range envs {
-		ev = append(ev, corev1.EnvVar{Name: k, Value: v})
-	}
-	ds := &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system"},
-		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "aws-node", Image: "602401143452.dkr.ecr.us-east-1.amazonaws.com/amazon-k8s-cni:v1.19.2", Env: ev}}}}},
-	}
-	if _, err := c.AppsV1().DaemonSets("kube-system").Create(ctx, ds, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = c.AppsV1().DaemonSets("kube-system").Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
 }
 
 // createGroup creates two nodes of a managed node group on m5.large with pod capacity 29 (the
@@ -240,7 +222,7 @@ func TestPlanNamesTheFirstLimit(t *testing.T) {
 			createGroup(ctx, t, admin, cloud, group)
 			cloud.Subnets = tc.subnets(group)
 			dsName := "aws-node-" + group
-			createAWSNode(ctx, t, admin, dsName, tc.awsNode)
+			env.CreateAWSNode(t, dsName, cniImage, tc.awsNode)
 			breaksAt := tc.breaksAt
 			if tc.apf {
 				seats := shrinkNodeHigh(ctx, t, admin)
@@ -338,7 +320,7 @@ func TestGivenSubnetsSelectENIConfigsByZone(t *testing.T) {
 		t.Fatal(err)
 	}
 	installENIConfigs(ctx, t, dyn, admin, map[string]string{"us-east-1a": "subnet-pods-a", "us-east-1b": "subnet-pods-b"})
-	createAWSNode(ctx, t, admin, "aws-node-given", map[string]string{"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true", "ENI_CONFIG_LABEL_DEF": corev1.LabelTopologyZone})
+	env.CreateAWSNode(t, "aws-node-given", cniImage, map[string]string{"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true", "ENI_CONFIG_LABEL_DEF": corev1.LabelTopologyZone})
 	cloud := awsfake.New()
 	cloud.Subnets = []ec2types.Subnet{subnet("subnet-x1", "us-east-1a", 100), subnet("subnet-x2", "us-east-1b", 100),
 		subnet("subnet-pods-a", "us-east-1a", 4000), subnet("subnet-pods-b", "us-east-1b", 3000)}
@@ -392,7 +374,7 @@ func TestKarpenterReservedENIs(t *testing.T) {
 		{map[string]string{"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true"}, 1},
 	} {
 		ds := fmt.Sprintf("aws-node-karpenter-%d", tc.reserved)
-		createAWSNode(ctx, t, admin, ds, tc.awsNode)
+		env.CreateAWSNode(t, ds, cniImage, tc.awsNode)
 		in, err := Gather(ctx, env.AdminConfig(), Options{AWSNodeNamespace: "kube-system", AWSNodeName: ds, ChunkSize: 500},
 			[]Request{{Nodegroup: "kp", Add: 3, Zones: []string{"us-east-1a"}}})
 		if err != nil {

@@ -5,11 +5,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
 	"github.com/nodekeeper/nodekeeper/internal/plan"
 	"github.com/nodekeeper/nodekeeper/internal/plan/gather"
@@ -18,29 +13,11 @@ import (
 
 var env *testenv.Env
 
+// cniImage is the aws-node image of the tests' DaemonSets.
+const cniImage = "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.19.2"
+
 // The replay runs simulated kubelets against a real API server; no controller runs.
 func TestMain(m *testing.M) { testenv.Main(m, testenv.Options{}, &env) }
-
-func createAWSNode(ctx context.Context, t *testing.T, c kubernetes.Interface, name string, envs map[string]string) {
-	t.Helper()
-	labels := map[string]string{"k8s-app": name}
-	var ev []corev1.EnvVar
-	for k, v := range envs {
-		ev = append(ev, corev1.EnvVar{Name: k, Value: v})
-	}
-	ds := &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system"},
-		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "aws-node", Image: "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.19.2", Env: ev}}}}},
-	}
-	if _, err := c.AppsV1().DaemonSets("kube-system").Create(ctx, ds, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = c.AppsV1().DaemonSets("kube-system").Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
-}
 
 // The plan, read from the cluster, is replayed: simulated kubelets register the planned nodes at
 // once with the plan's maxPods, and each node's simulated ipamd takes its pods' addresses from
@@ -75,7 +52,7 @@ func TestReplayReachesThePlan(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ds := "aws-node-" + tc.req.Nodegroup
-			createAWSNode(ctx, t, admin, ds, tc.awsNode)
+			env.CreateAWSNode(t, ds, cniImage, tc.awsNode)
 			in, err := gather.Gather(ctx, env.AdminConfig(), gather.Options{AWSNodeNamespace: "kube-system", AWSNodeName: ds, ChunkSize: 500}, []gather.Request{tc.req})
 			if err != nil {
 				t.Fatal(err)
