@@ -22,6 +22,10 @@ var env *testenv.Env
 // repoRoot is the checkout the binary is built from; binDir is its bin/.
 var repoRoot, binDir string
 
+// builtCommit is the checkout's HEAD when make build ran: the commit the binaries must report
+// (read then, not when a test runs, so that a commit made meanwhile does not fail the check).
+var builtCommit string
+
 // buildTimeout bounds `make build`: cached it takes seconds, cold on two busy cores many minutes.
 const buildTimeout = 30 * time.Minute
 
@@ -67,6 +71,11 @@ func build() error {
 		}
 	}
 	binDir = filepath.Join(repoRoot, "bin")
+	head, err := exec.Command("git", "-C", repoRoot, "rev-parse", "HEAD").Output()
+	if err != nil {
+		return fmt.Errorf("git rev-parse HEAD: %v", err)
+	}
+	builtCommit = strings.TrimSpace(string(head))
 	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "build")
