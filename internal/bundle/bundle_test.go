@@ -445,7 +445,7 @@ func TestDocsListEveryRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := string(data)
-	for _, r := range []findings.Rule{RulePullQPS, RuleLeaseOwner, RuleNodeStatus, RuleEvictionStats, RuleServingCert, RuleNoAddress, RuleSubnetExhausted, RuleUserDataUntraced, RuleUserDataUnreadable, RuleIPAMDRefused, RuleIPAMDAPIServer, RuleEC2Throttle, RuleIODelay, RuleHostname, RuleIptablesFlush, RuleDocker, RuleMissing} {
+	for _, r := range []findings.Rule{RulePullQPS, RuleLeaseOwner, RuleNodeStatus, RuleEvictionStats, RuleServingCert, RuleNoAddress, RuleSubnetExhausted, RuleUserDataUntraced, RuleUserDataUnreadable, RuleIPAMDRefused, RuleIPAMDAPIServer, RuleEC2Throttle, RuleIODelay, RuleBootIODelay, RuleHostname, RuleIptablesFlush, RuleDocker, RuleScriptFailed, RuleCommandNotFound, RuleNodeadmFailed, RuleBootstrapRemoved, RuleMissing} {
 		if !strings.Contains(doc, "| "+r.Code+" | `"+r.Name+"` | "+r.Severity.String()+" |") {
 			t.Errorf("docs/bundle.md lacks the row for %s %s (%s)", r.Code, r.Name, r.Severity)
 		}

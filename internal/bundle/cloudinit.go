@@ -65,10 +65,10 @@ var (
 	reBootstrapErr = regexp.MustCompile(`\[eks-bootstrap\] (ERROR: .+)$`)
 	// reNotFound: bash's "SCRIPT: line N: CMD: command not found" (or "No such file or
 	// directory" for a path), dash's "SCRIPT: N: CMD: not found" for cloud-init's scripts.
-	reNotFound     = regexp.MustCompile(`(\S+): line (\d+): (.{1,256}?): (?:command not found|No such file or directory)\s*$|(\S+/scripts/\S+): (\d+): (.{1,256}?): not found\s*$`)
-	reScriptError  = regexp.MustCompile(`Failed running /\S+ \[-?\d+\]|Failed to run module scripts-|Runparts: \d+ failures|Exited with error on line \d+\s*$|\[eks-bootstrap\] ERROR: `)
-	reNodeadmLog   = regexp.MustCompile(`(?:^|nodeadm\[\d+\]: )(?:error|fatal|dpanic|panic) [\w./-]+\.go:\d+ (.+)$`)
-	reNodeadmUnit  = regexp.MustCompile(`(nodeadm-[\w-]+\.service): (Failed .+|Main process exited, .+)$|Dependency failed for (nodeadm-[\w-]+\.service)`)
+	reNotFound    = regexp.MustCompile(`(\S+): line (\d+): (.{1,256}?): (?:command not found|No such file or directory)\s*$|(\S+/scripts/\S+): (\d+): (.{1,256}?): not found\s*$`)
+	reScriptError = regexp.MustCompile(`Failed running /\S+ \[-?\d+\]|Failed to run module scripts-|Runparts: \d+ failures|Exited with error on line \d+\s*$|\[eks-bootstrap\] ERROR: `)
+	reNodeadmLog  = regexp.MustCompile(`(?:^|nodeadm\[\d+\]: )(?:error|fatal|dpanic|panic) [\w./-]+\.go:\d+ (.+)$`)
+	reNodeadmUnit = regexp.MustCompile(`(nodeadm-[\w-]+\.service): (Failed .+|Main process exited, .+)$|Dependency failed for (nodeadm-[\w-]+\.service)`)
 )
 
 // maxBootItems bounds what each boot log finding lists (failed scripts, commands not found,
