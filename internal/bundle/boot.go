@@ -217,9 +217,8 @@ func (b *bootFacts) firstRefusedAfterBoot() (first refusal, exact, ok bool) {
 func (a *analysis) reportBoot(rep *findings.Report) {
 	b := &a.boot
 	over := a.ioOverThreshold()
-	refusedLines := b.refused.h.Len() + b.refusedNoYear.h.Len() + b.untimed
-	if len(over) == 0 || (refusedLines == 0 && !b.refused.lost && !b.refusedNoYear.lost) {
-		return
+	if len(over) == 0 || b.refused.h.Len()+b.refusedNoYear.h.Len()+b.untimed == 0 {
+		return // nothing to relate: NK621 or NK611 did not fire
 	}
 	skip := func(reason string) {
 		f := RuleBootIODelay.Skip(pIOThrottling, reason)

@@ -69,6 +69,7 @@ var (
 	reScriptError = regexp.MustCompile(`Failed running /\S+ \[-?\d+\]|Failed to run module scripts-|Runparts: \d+ failures|Exited with error on line \d+\s*$|\[eks-bootstrap\] ERROR: `)
 	reNodeadmLog  = regexp.MustCompile(`(?:^|nodeadm\[\d+\]: )(?:error|fatal|dpanic|panic) [\w./-]+\.go:\d+ (.+)$`)
 	reNodeadmUnit = regexp.MustCompile(`(nodeadm-[\w-]+\.service): (Failed .+|Main process exited, .+)$|Dependency failed for (nodeadm-[\w-]+\.service)`)
+	reNodeadmAny  = regexp.MustCompile(reNodeadmLog.String() + "|" + reNodeadmUnit.String())
 )
 
 // maxBootItems bounds what each boot log finding lists (failed scripts, commands not found,
@@ -109,7 +110,7 @@ func (c *cloudInitFacts) init() {
 				c.scripts.add(at, "cloud-init module "+string(m[1]), "")
 			}
 			if m := reBootstrapEnd.FindSubmatch(line); m != nil {
-				c.scripts.add(at, "a script with bootstrap.sh's ERR trap stopped at line "+string(m[1]), "")
+				c.scripts.add(at, "bootstrap.sh exited with an error at its line "+string(m[1]), "")
 			}
 			if m := reBootstrapErr.FindSubmatch(line); m != nil {
 				c.scripts.add(at, "bootstrap.sh: "+string(m[1]), "")
@@ -125,7 +126,7 @@ func (c *cloudInitFacts) init() {
 			c.commands.add(linePos{file, n}, string(m[3]), path.Base(string(m[1]))+" line "+string(m[2]))
 		}}
 	c.nodeadm = &pattern{rule: RuleNodeadmFailed, hits: &hits{}, what: "nodeadm errors",
-		any: bs("nodeadm", ".go:"), re: regexp.MustCompile(reNodeadmLog.String() + "|" + reNodeadmUnit.String()),
+		any: bs("nodeadm", ".go:"), re: reNodeadmAny,
 		onMatchAt: func(file string, n int, line []byte) {
 			at := linePos{file, n}
 			if m := reNodeadmLog.FindSubmatch(line); m != nil {

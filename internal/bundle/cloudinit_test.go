@@ -130,7 +130,7 @@ func TestUserDataErrors(t *testing.T) {
 			},
 			want: "NK636:error NK637:warning",
 			says: map[string][]string{
-				"NK636": {"part-001 exited with status 127 (a command was not found)", "bootstrap.sh's ERR trap stopped at line 495"},
+				"NK636": {"part-001 exited with status 127 (a command was not found)", "bootstrap.sh exited with an error at its line 495"},
 				"NK637": {"2 commands or files", "jq (part-001 line 4)", "/etc/eks/bootstrap.sh (part-001 line 7)"},
 			},
 		},
