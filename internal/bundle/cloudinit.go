@@ -208,19 +208,28 @@ func (a *analysis) reportCloudInit(rep *findings.Report) {
 		var msg string
 		switch p {
 		case c.script:
-			msg = fmt.Sprintf("%d %s: %s", h.count, p.what, c.scripts.list(scriptStatus))
+			msg = counted(h.count, "line says", "lines say") + " a user data script failed: " + c.scripts.list(scriptStatus)
 			if removed {
 				msg += "; the script called AL2's bootstrap.sh, which AL2023 replaces with a stub that exits 1 (NK639)"
 			}
 		case c.notFound:
-			msg = fmt.Sprintf("%d %s: %s", h.count, p.what, c.commands.list(func(it posItem) string { return it.text + " (" + it.detail + ")" }))
+			msg = counted(h.count, "command or file", "commands or files") + " of the user data not found: " +
+				c.commands.list(func(it posItem) string { return it.text + " (" + it.detail + ")" })
 		case c.nodeadm:
-			msg = fmt.Sprintf("%d %s: %s", h.count, p.what, c.nodeadmErrs.list(nil))
+			msg = counted(h.count, "nodeadm error", "nodeadm errors") + ": " + c.nodeadmErrs.list(nil)
 		default:
-			msg = fmt.Sprintf("%d %s: the user data was written for AL2 and the node runs AL2023, so bootstrap.sh did not initialise it", h.count, p.what)
+			msg = counted(h.count, "line says", "lines say") + " bootstrap.sh has been removed from AL2023: the user data was written for AL2 and the node runs AL2023, so bootstrap.sh did not initialise it"
 		}
 		rep.Add(p.rule.New(res, "%s", msg).WithEvidence(h.evidence()...))
 	}
+}
+
+// counted is "1 line says" or "3 lines say".
+func counted(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // scriptStatus names a failed script with its exit status, and what the usual statuses mean.

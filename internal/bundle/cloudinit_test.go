@@ -143,7 +143,7 @@ func TestUserDataErrors(t *testing.T) {
 			want: "NK636:error NK639:error",
 			says: map[string][]string{
 				"NK636": {"part-001 exited with status 1", "cloud-init module scripts-user", "which AL2023 replaces with a stub that exits 1 (NK639)"},
-				"NK639": {"1 lines say bootstrap.sh has been removed", "written for AL2 and the node runs AL2023"},
+				"NK639": {"1 line says bootstrap.sh has been removed", "written for AL2 and the node runs AL2023"},
 			},
 		},
 		{
@@ -178,7 +178,7 @@ func TestUserDataErrors(t *testing.T) {
 					"fatal cli/main.go:35 Command failed {\"error\": \"config provider at index 0 failed: open /etc/eks/nodeconfig.yaml: no such file or directory\"}\n",
 			},
 			want: "NK638:error",
-			says: map[string][]string{"NK638": {"1 nodeadm errors", "Command failed: config provider at index 0 failed: open /etc/eks/nodeconfig.yaml"}},
+			says: map[string][]string{"NK638": {"1 nodeadm error:", "Command failed: config provider at index 0 failed: open /etc/eks/nodeconfig.yaml"}},
 		},
 		{
 			name: "clean AL2 boot",
