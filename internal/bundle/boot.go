@@ -5,17 +5,19 @@ package bundle
 // (NK611), the story of seed 002, where the root volume ran at 99% of its IOPS while the node
 // booted and the VPC CNI started, and pods failed with ipamd's connection refused.
 //
-// When the node booted: the collector keeps no uptime (its system/ directory has the instance
-// id, /proc/stat copies and `last reboot`, whose times have neither year nor seconds), and the
-// kubelet's journal begins when the kubelet starts, or ten days back. cloud-init writes both
-// clocks on one line at each stage and at the end, "Cloud-init v. V running 'STAGE' at
-// TIMESTAMP. Up N seconds." and "Cloud-init v. V finished at TIMESTAMP. Datasource D.  Up N
-// seconds" (cloudinit/cmd/main.py WELCOME_MSG_TPL and cloudinit/config/cc_final_message.py in
-// canonical/cloud-init; TIMESTAMP is RFC 2822 in UTC), in cloud-init-output.log and
-// cloud-init.log: the boot is TIMESTAMP minus N. The latest boot in the logs is the one whose
-// processes io_throttling.txt lists.
+// When the node booted: the collector's copy of /proc/stat (system/procstat.txt) has the kernel's
+// "btime SECONDS", the boot of the processes io_throttling.txt lists, to the second. Without it,
+// cloud-init writes both clocks on one line at each stage and at the end, "Cloud-init v. V
+// running 'STAGE' at TIMESTAMP. Up N seconds." and "Cloud-init v. V finished at TIMESTAMP.
+// Datasource D.  Up N seconds" (cloudinit/cmd/main.py WELCOME_MSG_TPL and
+// cloudinit/config/cc_final_message.py in canonical/cloud-init; TIMESTAMP is RFC 2822 in UTC),
+// in cloud-init-output.log and cloud-init.log: the boot is TIMESTAMP minus N, and the latest boot
+// in the logs is the current one. The collector keeps no other uptime: `last reboot`
+// (system/last_reboot.txt) has neither year nor seconds, and the kubelet's journal begins when
+// the kubelet starts, or ten days back.
 
 import (
+	"bytes"
 	"container/heap"
 	"fmt"
 	"regexp"
@@ -47,10 +49,16 @@ var (
 
 // bootFacts is when the node last booted, and when ipamd refused connections.
 type bootFacts struct {
-	at       time.Time // the latest boot met
+	// at is the latest boot cloud-init gives; kernel is /proc/stat's, which wins.
+	at       time.Time
 	from     linePos
 	evidence string
 	set      bool
+	kernel   struct {
+		at       time.Time
+		evidence string
+		set      bool
+	}
 
 	// refused are the times of NK611's lines: those with a year, and those without (journal
 	// and klog lines), which take the boot's year.
@@ -79,6 +87,27 @@ func (b *bootFacts) noteCloudInit(file string, n int, line []byte) {
 	if !b.set || boot.After(b.at) || (boot.Equal(b.at) && at.before(b.from)) {
 		b.at, b.from, b.evidence, b.set = boot, at, evidence(file, n, line), true
 	}
+}
+
+// noteProcStat takes the kernel's boot time from a /proc/stat line "btime SECONDS".
+func (b *bootFacts) noteProcStat(file string, n int, line []byte) {
+	rest, ok := bytes.CutPrefix(line, []byte("btime "))
+	if !ok {
+		return
+	}
+	secs, err := strconv.ParseInt(string(bytes.TrimSpace(rest)), 10, 64)
+	if err != nil || secs <= 0 || secs > 1<<40 {
+		return
+	}
+	b.kernel.at, b.kernel.evidence, b.kernel.set = time.Unix(secs, 0).UTC(), evidence(file, n, line), true
+}
+
+// boot is when the node booted and the line that says so: the kernel's, else cloud-init's.
+func (b *bootFacts) boot() (time.Time, string, bool) {
+	if b.kernel.set {
+		return b.kernel.at, b.kernel.evidence, true
+	}
+	return b.at, b.evidence, b.set
 }
 
 // noteRefused takes the time of an NK611 line (pattern.onMatchAt).
@@ -202,10 +231,10 @@ func inYearOf(boot time.Time) func(time.Time) time.Time {
 	}
 }
 
-// firstRefusedAfterBoot is ipamd's first "connection refused" at or after the latest boot.
-func (b *bootFacts) firstRefusedAfterBoot() (first refusal, exact, ok bool) {
-	first, exact, ok = b.refused.firstFrom(b.at, func(t time.Time) time.Time { return t })
-	f2, e2, ok2 := b.refusedNoYear.firstFrom(b.at, inYearOf(b.at))
+// firstRefusedAfter is ipamd's first "connection refused" at or after the boot.
+func (b *bootFacts) firstRefusedAfter(boot time.Time) (first refusal, exact, ok bool) {
+	first, exact, ok = b.refused.firstFrom(boot, func(t time.Time) time.Time { return t })
+	f2, e2, ok2 := b.refusedNoYear.firstFrom(boot, inYearOf(boot))
 	if ok2 && (!ok || f2.before(first)) {
 		first, exact, ok = f2, e2, true
 	}
@@ -225,16 +254,17 @@ func (a *analysis) reportBoot(rep *findings.Report) {
 		f.Section = SectionIO
 		rep.Add(f)
 	}
-	if !b.set {
-		skip("NK621 and NK611 both fired, but the bundle does not say when the node booted (no cloud-init \"at TIME. Up N seconds\" line in " + pCloudInitOut + " or " + pCloudInitLog + ")")
-		return
-	}
-	first, exact, ok := b.firstRefusedAfterBoot()
+	boot, bootLine, ok := b.boot()
 	if !ok {
-		skip(fmt.Sprintf("NK621 and NK611 both fired, but no connection refused line with a time is at or after the last boot (%s)", b.at.Format(time.RFC3339)))
+		skip("NK621 and NK611 both fired, but the bundle does not say when the node booted (no \"btime\" in " + pProcStat + ", no cloud-init \"at TIME. Up N seconds\" line in " + pCloudInitOut + " or " + pCloudInitLog + ")")
 		return
 	}
-	after := first.t.Sub(b.at)
+	first, exact, ok := b.firstRefusedAfter(boot)
+	if !ok {
+		skip(fmt.Sprintf("NK621 and NK611 both fired, but no connection refused line with a time is at or after the last boot (%s)", boot.Format(time.RFC3339)))
+		return
+	}
+	after := first.t.Sub(boot)
 	if after > bootWindow {
 		return // ipamd refused connections long after the boot: not the boot's IO
 	}
@@ -246,9 +276,9 @@ func (a *analysis) reportBoot(rep *findings.Report) {
 	const layout = "2006-01-02 15:04:05 MST"
 	f := RuleBootIODelay.New(pIOThrottling,
 		"the root volume was throttled during boot (%s waiting for block IO since they started); ipamd's first connection refused %s T+%ds (%s), %d s after boot (T = %s)",
-		ioSummary(over, 3), came, secs, first.t.Round(time.Second).Format(layout), secs, b.at.Round(time.Second).Format(layout))
+		ioSummary(over, 3), came, secs, first.t.Round(time.Second).Format(layout), secs, boot.Round(time.Second).Format(layout))
 	rep.Add(f.WithEvidence(
-		"boot from "+b.evidence,
+		"boot from "+bootLine,
 		fmt.Sprintf("first connection refused: %s:%d", textsafe.ClipRawBytes(first.at.file, evidenceWidth), first.at.n),
 	))
 }

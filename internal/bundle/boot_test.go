@@ -35,6 +35,14 @@ func TestBootIODelay(t *testing.T) {
 	}{
 		{name: "the seed: boot from cloud-init-output.log, refused in plugin.log", change: func(map[string]string) {},
 			want: "warning", says: []string{"throttled during boot (kubelet 45.21s, containerd 30.12s, aws-k8s-agent 15.05s and 1 more waiting for block IO", "came at T+30s (2024-03-04 09:11:32 UTC), 30 s after boot (T = 2024-03-04 09:11:02 UTC)"}},
+		{name: "boot from /proc/stat's btime, without cloud-init's line", change: func(f map[string]string) {
+			f[pCloudInitOut] = strings.Replace(f[pCloudInitOut], seedStage, "", 1)
+			f[pProcStat] += "btime 1709543462\nprocesses 5301\n" // 2024-03-04T09:11:02Z
+		}, want: "warning", says: []string{"came at T+30s (2024-03-04 09:11:32 UTC)", "(T = 2024-03-04 09:11:02 UTC)"}},
+		{name: "the kernel's boot wins over cloud-init's", change: func(f map[string]string) {
+			f[pCloudInitOut] += "Cloud-init v. 19.3-46.amzn2 running 'init' at Mon, 04 Mar 2024 09:20:10 +0000. Up 8.00 seconds.\n"
+			f[pProcStat] += "btime 1709543462\n"
+		}, want: "warning", says: []string{"(T = 2024-03-04 09:11:02 UTC)"}},
 		{name: "boot from cloud-init.log (cloud-init 22.2.2's layout)", change: func(f map[string]string) {
 			f[pCloudInitOut] = strings.Replace(f[pCloudInitOut], seedStage, "", 1)
 			f[pCloudInitLog] = "2024-03-04 09:11:10,001 - util.py[DEBUG]: Cloud-init v. 22.2.2 running 'init' at Mon, 04 Mar 2024 09:11:10 +0000. Up 8.00 seconds.\n"
@@ -52,7 +60,8 @@ func TestBootIODelay(t *testing.T) {
 		}, want: "warning", says: []string{"came by T+110s"}},
 		{name: "no boot time in the bundle", change: func(f map[string]string) {
 			f[pCloudInitOut] = strings.Replace(f[pCloudInitOut], seedStage, "Cloud-init v. 19.3-46.amzn2 running 'modules:final'\n", 1)
-		}, want: "skipped", says: []string{"does not say when the node booted", pCloudInitOut, pCloudInitLog}},
+			f[pProcStat] += "btime not-a-number\n"
+		}, want: "skipped", says: []string{"does not say when the node booted", pProcStat, pCloudInitOut, pCloudInitLog}},
 		{name: "refusals only before the last boot", change: func(f map[string]string) {
 			f[pCloudInitOut] += "Cloud-init v. 19.3-46.amzn2 running 'init' at Mon, 04 Mar 2024 10:00:10 +0000. Up 8.00 seconds.\n"
 		}, want: "skipped", says: []string{"no connection refused line with a time is at or after the last boot (2024-03-04T10:00:02Z)"}},

@@ -162,7 +162,7 @@ var memberKinds = []memberKind{
 		stream: func(a *analysis, _ string, r io.Reader) error { return a.readIO(r) }},
 	{what: pInstanceID, match: is(pInstanceID), feeds: []string{rules.SectionNodes},
 		whole: func(a *analysis, _ string, data []byte) { a.instanceID = strings.TrimSpace(string(data)) }},
-	{what: pProcStat, match: is(pProcStat), feeds: []string{rules.SectionNodes},
+	{what: pProcStat, match: is(pProcStat), feeds: []string{rules.SectionNodes, SectionIO},
 		whole: (*analysis).readProcStat},
 	{what: pKubeletService, match: is(pKubeletService), feeds: []string{rules.SectionKubelet, rules.SectionNodes},
 		whole: func(a *analysis, _ string, data []byte) { a.readFlags(data) }},
@@ -263,12 +263,13 @@ func (a *analysis) readBootstrapLog(name string, r io.Reader) error {
 	})
 }
 
-// readProcStat counts the CPUs of a /proc/stat copy.
-func (a *analysis) readProcStat(_ string, data []byte) {
-	for _, l := range bytes.Split(data, []byte("\n")) {
+// readProcStat counts the CPUs of a /proc/stat copy and notes the boot time it gives.
+func (a *analysis) readProcStat(name string, data []byte) {
+	for i, l := range bytes.Split(data, []byte("\n")) {
 		if reCPU.Match(l) {
 			a.vcpus++
 		}
+		a.boot.noteProcStat(name, i+1, l)
 	}
 }
 
