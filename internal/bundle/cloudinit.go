@@ -78,9 +78,9 @@ const maxBootItems = 5
 
 // cloudInitFacts is what the boot logs say about the user data's run.
 type cloudInitFacts struct {
-	// files are the boot logs read here alone (cloud-init.log, nodeadm's journals).
-	files []string
-	// patterns: NK636-NK639, each counting its lines and keeping its evidence.
+	// scan runs NK636-NK639 (each counting its lines and keeping its evidence); its files are
+	// the boot logs read here alone (cloud-init.log, nodeadm's journals).
+	scan                               *scanner
 	script, notFound, nodeadm, removed *pattern
 	// What the lines name, for the messages.
 	scripts, commands, nodeadmErrs firstItems
@@ -91,8 +91,8 @@ type cloudInitFacts struct {
 	}
 }
 
-func (c *cloudInitFacts) init() {
-	c.script = &pattern{rule: RuleScriptFailed, hits: &hits{}, what: "lines say a user data script failed",
+func (c *cloudInitFacts) init(lines *lineReader) {
+	c.script = &pattern{rule: RuleScriptFailed, what: "lines say a user data script failed",
 		any: bs("Failed running", "Failed to run module scripts-", "Runparts: ", "Exited with error on line", "[eks-bootstrap] ERROR"), re: reScriptError,
 		onMatchAt: func(file string, n int, line []byte) {
 			at := linePos{file, n}
@@ -116,7 +116,7 @@ func (c *cloudInitFacts) init() {
 				c.scripts.add(at, "bootstrap.sh: "+string(m[1]), "")
 			}
 		}}
-	c.notFound = &pattern{rule: RuleCommandNotFound, hits: &hits{}, what: "commands or files of the user data not found",
+	c.notFound = &pattern{rule: RuleCommandNotFound, what: "commands or files of the user data not found",
 		any: bs("not found", "No such file or directory"), re: reNotFound,
 		onMatchAt: func(file string, n int, line []byte) {
 			m := reNotFound.FindSubmatch(line)
@@ -125,7 +125,7 @@ func (c *cloudInitFacts) init() {
 			}
 			c.commands.add(linePos{file, n}, string(m[3]), path.Base(string(m[1]))+" line "+string(m[2]))
 		}}
-	c.nodeadm = &pattern{rule: RuleNodeadmFailed, hits: &hits{}, what: "nodeadm errors",
+	c.nodeadm = &pattern{rule: RuleNodeadmFailed, what: "nodeadm errors",
 		any: bs("nodeadm", ".go:"), re: reNodeadmAny,
 		onMatchAt: func(file string, n int, line []byte) {
 			at := linePos{file, n}
@@ -139,12 +139,10 @@ func (c *cloudInitFacts) init() {
 				}
 			}
 		}}
-	c.removed = &pattern{rule: RuleBootstrapRemoved, hits: &hits{}, what: "lines say bootstrap.sh has been removed from AL2023",
+	c.removed = &pattern{rule: RuleBootstrapRemoved, what: "lines say bootstrap.sh has been removed from AL2023",
 		all: bs("bootstrap.sh has been removed from AL2023")}
-}
-
-func (c *cloudInitFacts) patterns() []*pattern {
-	return []*pattern{c.script, c.notFound, c.nodeadm, c.removed}
+	c.scan = newScanner(c.script, c.notFound, c.nodeadm, c.removed)
+	c.scan.lines = lines
 }
 
 // nodeadmMessage turns zap's "MSG {"error": "..."}" into "MSG: ...", keeping the text as
@@ -163,8 +161,16 @@ func nodeadmMessage(rest []byte) string {
 	return string(msg) + ": " + f.Error
 }
 
-// cloudInitLine runs the boot log checks on one line of a boot log.
+// cloudInitLine runs the boot log checks on one line of cloud-init-output.log or user-data.log,
+// which the bootstrap checks read.
 func (a *analysis) cloudInitLine(file string, n int, line []byte) {
+	a.ci.scan.match(file, n, line)
+	a.bootLine(file, n, line)
+}
+
+// bootLine notes what spans lines (cloud-init.log's "Command:" then "Exit code:") and the boot
+// time a line gives.
+func (a *analysis) bootLine(file string, n int, line []byte) {
 	c := &a.ci
 	if c.exec.script != "" && c.exec.at == (linePos{file, n - 1}) {
 		if m := reExecExit.FindSubmatch(line); m != nil {
@@ -176,30 +182,21 @@ func (a *analysis) cloudInitLine(file string, n int, line []byte) {
 		c.exec.at, c.exec.script = linePos{file, n}, string(m[1])
 	}
 	a.boot.noteCloudInit(file, n, line)
-	for _, p := range c.patterns() {
-		if p.matches(line) {
-			p.hits.add(file, n, line)
-			if p.onMatchAt != nil {
-				p.onMatchAt(file, n, line)
-			}
-		}
-	}
 }
 
 // readBootLog reads cloud-init.log or one of nodeadm's journals.
 func (a *analysis) readBootLog(name string, r io.Reader) error {
-	a.ci.files = append(a.ci.files, name)
-	return a.lines.eachLine(r, func(n int, line []byte) { a.cloudInitLine(name, n, line) })
+	return a.ci.scan.scan(name, r, func(n int, line []byte) { a.bootLine(name, n, line) })
 }
 
 // reportCloudInit reports what the boot logs say about the user data's run.
 func (a *analysis) reportCloudInit(rep *findings.Report) {
 	c := &a.ci
-	if len(c.files) > 0 {
-		rep.Checked(SectionBootstrap, len(c.files))
+	if len(c.scan.files) > 0 {
+		rep.Checked(SectionBootstrap, len(c.scan.files))
 	}
 	removed := c.removed.hits.count > 0
-	for _, p := range c.patterns() {
+	for _, p := range c.scan.patterns {
 		h := p.hits
 		if h.count == 0 {
 			continue

@@ -110,7 +110,7 @@ func newAnalysis(o Options) *analysis {
 		&pattern{rule: RuleIptablesFlush, re: reFlush, what: "iptables flushes"},
 		&pattern{rule: RuleDocker, re: reDocker, what: "Docker service commands"},
 	)
-	a.ci.init()
+	a.ci.init(lines)
 	for _, s := range []*scanner{a.kubeletLog, a.cniLog, a.bootstrap} {
 		s.lines = lines
 		for _, p := range s.patterns {

@@ -212,19 +212,24 @@ func newScanner(ps ...*pattern) *scanner {
 func (s *scanner) scan(file string, r io.Reader, extra func(n int, line []byte)) error {
 	s.files = append(s.files, file)
 	return s.lines.eachLine(r, func(n int, line []byte) {
-		for _, p := range s.patterns {
-			if p.matches(line) {
-				p.hits.add(file, n, line)
-				if p.onMatch != nil {
-					p.onMatch(line)
-				}
-				if p.onMatchAt != nil {
-					p.onMatchAt(file, n, line)
-				}
-			}
-		}
+		s.match(file, n, line)
 		if extra != nil {
 			extra(n, line)
 		}
 	})
+}
+
+// match runs the patterns on one line (of a file scan reads, or of one another reader reads).
+func (s *scanner) match(file string, n int, line []byte) {
+	for _, p := range s.patterns {
+		if p.matches(line) {
+			p.hits.add(file, n, line)
+			if p.onMatch != nil {
+				p.onMatch(line)
+			}
+			if p.onMatchAt != nil {
+				p.onMatchAt(file, n, line)
+			}
+		}
+	}
 }
