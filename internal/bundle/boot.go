@@ -19,6 +19,7 @@ package bundle
 import (
 	"bytes"
 	"container/heap"
+	"math"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -80,7 +81,7 @@ func (b *bootFacts) noteCloudInit(file string, n int, line []byte) {
 	if err != nil {
 		return
 	}
-	boot := wall.Add(-time.Duration(up * float64(time.Second))).UTC()
+	boot := wall.Add(-time.Duration(math.Round(up * float64(time.Second)))).UTC()
 	at := linePos{file, n}
 	// The latest boot wins; lines of one boot differ by rounding, and the largest estimate,
 	// first by position on a tie, is the same whatever order the files come in.

@@ -124,3 +124,33 @@ func TestLineTime(t *testing.T) {
 		}
 	}
 }
+
+// TestCloudInitBoot: the boot time from cloud-init's stage and final lines, as AL2, AL2023 and
+// other cloud-init versions write them (sources in cloudinit_test.go), in either log.
+func TestCloudInitBoot(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want string // RFC 3339, "" for no boot
+	}{
+		{line: "Cloud-init v. 19.3-44.amzn2 running 'modules:final' at Thu, 07 Oct 2021 13:28:41 +0000. Up 51.58 seconds.", want: "2021-10-07T13:27:49.42Z"},
+		{line: "Oct 07 13:28:42 ip-10-1-6-110.eu-central-1.compute.internal cloud-init[2512]: Cloud-init v. 19.3-44.amzn2 running 'modules:final' at Thu, 07 Oct 2021 13:28:41 +0000. Up 51.58 seconds.", want: "2021-10-07T13:27:49.42Z"},
+		{line: "Cloud-init v. 19.3-43.amzn2 finished at Thu, 10 Jun 2021 09:43:39 +0000. Datasource DataSourceEc2.  Up 11.33 seconds", want: "2021-06-10T09:43:27.67Z"},
+		{line: "Cloud-init v. 0.7.5 finished at Thu, 05 Feb 2015 09:59:56 +0000. Datasource DataSourceOpenStack [net,ver=2]. Up 22.14 seconds", want: "2015-02-05T09:59:33.86Z"},
+		{line: "2024-03-04 09:11:10,001 - util.py[DEBUG]: Cloud-init v. 22.2.2 running 'init-local' at Mon, 04 Mar 2024 09:11:10 +0000. Up 5.12 seconds.", want: "2024-03-04T09:11:04.88Z"},
+		{line: "Cloud-init v. 22.2.2 running 'init' at Mon, 04 Mar 2024 11:11:10 +0200. Up 8.00 seconds.", want: "2024-03-04T09:11:02Z"},
+		{line: "Cloud-init v. 22.2.2 finished at Wed, 10 Sep 2025 12:53:14 +0000. Datasource DataSourceEc2."},
+		{line: "Cloud-init v. 19.3-46.amzn2 running 'modules:final'"},
+		{line: "Cloud-init v. 22.2.2 running 'init' at Mon, 4 Mar 2024 09:11:10 +0000. Up 8.00 seconds."},
+		{line: "Cloud-init v. 22.2.2 running 'init' at Mon, 04 Foo 2024 09:11:10 +0000. Up 8.00 seconds."},
+	} {
+		var b bootFacts
+		b.noteCloudInit("var_log/cloud-init.log", 1, []byte(tc.line))
+		got := ""
+		if at, _, ok := b.boot(); ok {
+			got = at.Format(time.RFC3339Nano)
+		}
+		if got != tc.want {
+			t.Errorf("%q: boot %q, want %q", tc.line, got, tc.want)
+		}
+	}
+}
