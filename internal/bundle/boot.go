@@ -19,8 +19,8 @@ package bundle
 import (
 	"bytes"
 	"container/heap"
-	"math"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
