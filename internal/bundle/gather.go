@@ -88,7 +88,7 @@ func newAnalysis(o Options) *analysis {
 	// ENI %v" with the EC2 error code (InsufficientFreeAddressesInSubnet, InsufficientCidrBlocks,
 	// RequestLimitExceeded); the plugin's gRPC dial to ipamd fails with "dial tcp
 	// 127.0.0.1:50051: connect: connection refused".
-	ipamdRefused := &pattern{rule: RuleIPAMDRefused, all: bs("connection refused"), any: bs("127.0.0.1:50051", "ipamd.sock"), what: "connection refused to ipamd"}
+	ipamdRefused := &pattern{rule: RuleIPAMDRefused, all: bs("connection refused"), any: bs("127.0.0.1:50051", "ipamd.sock"), what: "connection refused to ipamd", onMatchAt: a.boot.noteRefused}
 	noAddress := &pattern{rule: RuleNoAddress, any: bs("ailed to assign an IP address to container", "no available IP/Prefix addresses"), what: "lines where a pod got no IP address"}
 	subnet := &pattern{rule: RuleSubnetExhausted, any: bs("InsufficientFreeAddressesInSubnet", "InsufficientCidrBlocks"), what: "subnet address exhaustion errors"}
 	a.kubeletLog = newScanner(
@@ -110,6 +110,7 @@ func newAnalysis(o Options) *analysis {
 		&pattern{rule: RuleIptablesFlush, re: reFlush, what: "iptables flushes"},
 		&pattern{rule: RuleDocker, re: reDocker, what: "Docker service commands"},
 	)
+	a.ci.init(lines)
 	for _, s := range []*scanner{a.kubeletLog, a.cniLog, a.bootstrap} {
 		s.lines = lines
 		for _, p := range s.patterns {
@@ -155,11 +156,13 @@ var memberKinds = []memberKind{
 		stream: (*analysis).readCNILog},
 	{what: pCloudInitOut + ", " + pUserData, match: is(pCloudInitOut, pUserData), feeds: []string{SectionBootstrap, rules.SectionNodes},
 		stream: (*analysis).readBootstrapLog},
+	{what: pCloudInitLog + ", " + pNodeadmDir + "nodeadm-{config,run,boot-hook}.log", match: isBootLog, feeds: []string{SectionBootstrap, SectionIO},
+		stream: (*analysis).readBootLog},
 	{what: pIOThrottling, match: is(pIOThrottling), feeds: []string{SectionIO},
 		stream: func(a *analysis, _ string, r io.Reader) error { return a.readIO(r) }},
 	{what: pInstanceID, match: is(pInstanceID), feeds: []string{rules.SectionNodes},
 		whole: func(a *analysis, _ string, data []byte) { a.instanceID = strings.TrimSpace(string(data)) }},
-	{what: pProcStat, match: is(pProcStat), feeds: []string{rules.SectionNodes},
+	{what: pProcStat, match: is(pProcStat), feeds: []string{rules.SectionNodes, SectionIO},
 		whole: (*analysis).readProcStat},
 	{what: pKubeletService, match: is(pKubeletService), feeds: []string{rules.SectionKubelet, rules.SectionNodes},
 		whole: func(a *analysis, _ string, data []byte) { a.readFlags(data) }},
@@ -251,20 +254,22 @@ func cniLogAge(name string) string {
 // readBootstrapLog scans cloud-init's output or the user data log, counting the traced ("+ cmd")
 // lines and noting OS and provisioner hints.
 func (a *analysis) readBootstrapLog(name string, r io.Reader) error {
-	return a.bootstrap.scan(name, r, func(_ int, line []byte) {
+	return a.bootstrap.scan(name, r, func(n int, line []byte) {
 		if name == pCloudInitOut && bytes.HasPrefix(line, []byte("+ ")) {
 			a.tracedLines++
 		}
 		a.hintsFrom(line)
+		a.cloudInitLine(name, n, line)
 	})
 }
 
-// readProcStat counts the CPUs of a /proc/stat copy.
-func (a *analysis) readProcStat(_ string, data []byte) {
-	for _, l := range bytes.Split(data, []byte("\n")) {
+// readProcStat counts the CPUs of a /proc/stat copy and notes the boot time it gives.
+func (a *analysis) readProcStat(name string, data []byte) {
+	for i, l := range bytes.Split(data, []byte("\n")) {
 		if reCPU.Match(l) {
 			a.vcpus++
 		}
+		a.boot.noteProcStat(name, i+1, l)
 	}
 }
 

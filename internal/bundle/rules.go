@@ -93,6 +93,12 @@ var (
 		Remediation: "give the root volume more IOPS/throughput (gp3) or move container state (/var/lib/containerd, /var/lib/kubelet) to its own volume; the CNI binary and kubelet run from the root volume",
 		DocURL:      DocEBSIO,
 	}
+	RuleBootIODelay = findings.Rule{
+		Code: "NK622", Name: "boot-io-delay-ipamd-refused", Section: SectionIO, Severity: findings.Warning,
+		Title:       "the root volume was throttled while the node booted, when ipamd refused connections",
+		Remediation: "the VPC CNI starts from the root volume at boot: give the root volume more IOPS and throughput (gp3) and move container state (/var/lib/containerd, /var/lib/kubelet) to its own volume so image pulls at boot do not starve ipamd; set CLUSTER_ENDPOINT so ipamd does not also wait for kube-proxy",
+		DocURL:      DocEBSIO,
+	}
 	RuleHostname = findings.Rule{
 		Code: "NK631", Name: "user-data-hostname-override", Section: SectionBootstrap, Severity: findings.Warning,
 		Title:       "user data overrides the hostname",
@@ -123,6 +129,30 @@ var (
 		Remediation: "check the MIME structure (boundary, Content-Type of each part) and the NodeConfig YAML; nodeadm and cloud-init skip what they cannot parse, so the node may boot without that part",
 		DocURL:      DocNodeadm,
 	}
+	RuleScriptFailed = findings.Rule{
+		Code: "NK636", Name: "user-data-script-failed", Section: SectionBootstrap, Severity: findings.Error,
+		Title:       "the user data script failed (cloud-init's scripts-user, bootstrap.sh)",
+		Remediation: "read the script's output before the failure in cloud-init-output.log; with `set -e` (or bootstrap.sh's errexit) nothing after the failing command ran, so the node may not have joined or runs without the settings the script gives; fix the command and replace the node (cloud-init runs user data once per instance)",
+		DocURL:      DocUserData,
+	}
+	RuleCommandNotFound = findings.Rule{
+		Code: "NK637", Name: "user-data-command-not-found", Section: SectionBootstrap, Severity: findings.Warning,
+		Title:       "the user data ran a command or file that is not on the node",
+		Remediation: "install the tool in the AMI or earlier in the script, use its full path, or remove the step; AL2023 has no /etc/eks/bootstrap.sh (see NK639) and no amazon-linux-extras",
+		DocURL:      DocUserData,
+	}
+	RuleNodeadmFailed = findings.Rule{
+		Code: "NK638", Name: "nodeadm-failed", Section: SectionBootstrap, Severity: findings.Error,
+		Title:       "nodeadm failed to initialise the node (AL2023)",
+		Remediation: "read nodeadm's error: a NodeConfig it cannot parse or validate, EC2/IMDS calls that fail (a private subnet without an ec2 VPC endpoint, IMDS hop limit), or a missing cluster name, endpoint or CA; the kubelet does not start until nodeadm-config and nodeadm-run succeed",
+		DocURL:      DocNodeadm,
+	}
+	RuleBootstrapRemoved = findings.Rule{
+		Code: "NK639", Name: "bootstrap-sh-on-al2023", Section: SectionBootstrap, Severity: findings.Error,
+		Title:       "the user data calls /etc/eks/bootstrap.sh on an AL2023 AMI, where it only prints an error and exits 1",
+		Remediation: "AL2023 EKS AMIs are initialised by nodeadm: give the node a NodeConfig (application/node.eks.aws MIME part) with the cluster name, endpoint, CA and CIDR instead of bootstrap.sh arguments, and kubelet flags under spec.kubelet",
+		DocURL:      DocNodeadm,
+	}
 	RuleMissing = findings.Rule{
 		Code: "NK641", Name: "bundle-input-missing", Section: SectionKubeletLog, Severity: findings.Skipped,
 		Title:       "a file these checks read is not in the bundle",
@@ -144,10 +174,15 @@ var Rules = []findings.Rule{
 	RuleNoAddress,
 	RuleSubnetExhausted,
 	RuleIODelay,
+	RuleBootIODelay,
 	RuleHostname,
 	RuleIptablesFlush,
 	RuleDocker,
 	RuleUserDataUntraced,
 	RuleUserDataUnreadable,
+	RuleScriptFailed,
+	RuleCommandNotFound,
+	RuleNodeadmFailed,
+	RuleBootstrapRemoved,
 	RuleMissing,
 }
