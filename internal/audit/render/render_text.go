@@ -282,6 +282,9 @@ func WriteText(w io.Writer, r *analyze.Report) error {
 		}
 	}
 
+	writeChurn(t, r.LeaseChurn)
+	writeHeartbeats(t, r.Heartbeats)
+
 	shown, hidden := 0, 0
 	for _, l := range r.Leases {
 		if interestingLease(l, r.Filters) {
