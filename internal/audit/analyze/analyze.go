@@ -317,6 +317,7 @@ func (a *analyzer) process(r *read.Record) {
 	// The window is that of short requests: a watch that ends in the log began long before it.
 	if r.Verb != read.VerbWatch {
 		a.from, a.to = min(a.from, r.Recv), max(a.to, r.Recv)
+		a.hb.see(r)
 	} else {
 		a.wfrom, a.wto = min(a.wfrom, r.Recv), max(a.wto, r.Recv)
 	}

@@ -66,6 +66,21 @@ type heartbeats struct {
 	hist         [intervalBuckets]int64
 	intervals    int64
 	maxInterval  int64
+	// A gap is judged only where the log itself has events: a silence of the whole log of
+	// grace − renew interval or more is a file not given, a rotated one missing, or hand-picked
+	// events (or an API server down, when no node can be blamed); lastRecv and holeEnd find
+	// them.
+	lastRecv, holeEnd int64
+	holes, unjudged   int64
+}
+
+// see follows the log's own silences: r is any record but a watch.
+func (h *heartbeats) see(r *read.Record) {
+	if h.lastRecv != 0 && r.Recv-h.lastRecv >= h.grace-h.renew {
+		h.holes++
+		h.holeEnd = r.Recv
+	}
+	h.lastRecv = max(h.lastRecv, r.Recv)
 }
 
 // heartbeat follows the lease renewals and the 429s of kubelet r.NodeOf.
@@ -104,7 +119,9 @@ func (a *analyzer) heartbeat(r *read.Record) {
 		hb.leaseErrors++
 		return
 	}
-	if hb.last != 0 {
+	if hb.last != 0 && a.hb.holeEnd > hb.last {
+		a.hb.unjudged++
+	} else if hb.last != 0 {
 		gap := max(0, r.Recv-hb.last)
 		hb.intervals++
 		hb.intervalSum += gap
@@ -157,7 +174,7 @@ func (a *analyzer) buildHeartbeats(s func(uint32) string) Heartbeats {
 	h := &a.hb
 	out := Heartbeats{GracePeriod: time.Duration(h.grace), RenewInterval: time.Duration(h.renew),
 		IntervalP50: h.quantile(0.5), IntervalP99: h.quantile(0.99), IntervalMax: time.Duration(h.maxInterval),
-		Intervals: h.intervals, PriorityLevelSource: PriorityLevelSource, Nodes: []NodeHeartbeat{}}
+		Intervals: h.intervals, LogSilences: h.holes, Unjudged: h.unjudged, PriorityLevelSource: PriorityLevelSource, Nodes: []NodeHeartbeat{}}
 	var nodeHigh, system int64
 	var throttledOnly []NodeHeartbeat
 	for _, n := range a.nodes {
@@ -182,7 +199,7 @@ func (a *analyzer) buildHeartbeats(s func(uint32) string) Heartbeats {
 			nh.MaxGapFrom, nh.MaxGapTo = ts(hb.maxGapFrom), ts(hb.maxGapFrom+hb.maxGap)
 		}
 		// A kubelet silent to the end of the log, its Node still there, is a gap still open.
-		if open := a.to - hb.last; hb.last != 0 && !n.deleted && open > hb.maxGap && open >= h.grace-h.renew {
+		if open := a.to - hb.last; hb.last != 0 && !n.deleted && h.holeEnd <= hb.last && open > hb.maxGap && open >= h.grace-h.renew {
 			nh.MaxGap, nh.MaxGapFrom, nh.MaxGapTo, nh.MaxGapOpen = time.Duration(open), ts(hb.last), ts(a.to), true
 			nh.ThrottledInGap = hb.pending429
 			nh.NearGraceGaps++
@@ -263,6 +280,11 @@ type Heartbeats struct {
 	IntervalP50 time.Duration `json:"intervalP50"`
 	IntervalP99 time.Duration `json:"intervalP99"`
 	IntervalMax time.Duration `json:"intervalMax"`
+	// LogSilences counts the times the whole log had no event for grace − renew interval or
+	// more; Unjudged the renewal intervals across such a silence, which are not judged: the
+	// log does not show what happened then.
+	LogSilences int64 `json:"logSilences"`
+	Unjudged    int64 `json:"unjudged"`
 	// Throttled counts kubelet requests answered 429 (kubelets whose Node exists), split by
 	// priority level in PriorityLevels.
 	Throttled           int64                `json:"throttled"`

@@ -1,6 +1,8 @@
 package analyze
 
 import (
+	"cmp"
+	"slices"
 	"testing"
 	"time"
 )
@@ -39,10 +41,11 @@ func TestHeartbeats(t *testing.T) {
 		return []PriorityLevelCount{{PriorityLevel: "node-high", FlowSchema: "system-node-high", Throttled: n}}
 	}
 	for _, tc := range []struct {
-		name  string
-		opts  Options
-		evs   []ev
-		nodes map[string]want // the nodes named; every other kubelet must not be
+		name               string
+		opts               Options
+		evs                []ev
+		nodes              map[string]want // the nodes named; every other kubelet must not be
+		silences, unjudged int64
 	}{
 		{name: "a healthy fleet names nobody", evs: append(renewals(nodeA, 0, 300, -1, -1), renewals(nodeB, 3, 300, -1, -1)...)},
 		{name: "three renewals refused with 429: a 40 s gap, within a renewal of the grace period",
@@ -62,22 +65,34 @@ func TestHeartbeats(t *testing.T) {
 			nodes: map[string]want{nodeA: {status: "throttled", maxGap: 10 * time.Second, throttled: 1,
 				pls: []PriorityLevelCount{{PriorityLevel: "system", FlowSchema: "system-nodes", Throttled: 1}}}}},
 		{name: "a kubelet silent to the end of the log, its Node still there",
-			evs:   append(renewals(nodeA, 0, 100, -1, -1), tail(200)),
-			nodes: map[string]want{nodeA: {status: "over-grace", maxGap: 110 * time.Second, near: 1, over: 1, open: true, pls: []PriorityLevelCount{}}}},
+			evs:   append(renewals(nodeA, 0, 100, -1, -1), renewals(nodeB, 3, 210, -1, -1)...),
+			nodes: map[string]want{nodeA: {status: "over-grace", maxGap: 113 * time.Second, near: 1, over: 1, open: true, pls: []PriorityLevelCount{}}}},
 		{name: "a kubelet silent after its Node was deleted is the zombie table's",
-			evs: append(renewals(nodeA, 0, 100, -1, -1), ev{at: 95, verb: "delete", user: admin, res: "nodes", name: nodeA, code: 200}, tail(200))},
+			evs: append(append(renewals(nodeA, 0, 100, -1, -1), ev{at: 95, verb: "delete", user: admin, res: "nodes", name: nodeA, code: 200}),
+				renewals(nodeB, 3, 210, -1, -1)...)},
+		{name: "a silence of the whole log is no node's gap", silences: 1, unjudged: 2,
+			evs: append(append(renewals(nodeA, 0, 100, -1, -1), renewals(nodeB, 3, 100, -1, -1)...),
+				append(renewals(nodeA, 160, 300, -1, -1), renewals(nodeB, 163, 300, -1, -1)...)...)},
+		{name: "the log's last event long after the rest: no open gap is judged", silences: 1,
+			evs: append(renewals(nodeA, 0, 100, -1, -1), tail(200))},
 		{name: "a Node deleted and its name reused later: no gap across the two kubelets",
-			evs: append(append(renewals(nodeA, 0, 100, -1, -1), ev{at: 95, verb: "delete", user: admin, res: "nodes", name: nodeA, code: 200},
-				ev{at: 300, verb: "create", user: userA, res: "nodes", name: nodeA, code: 201}), renewals(nodeA, 305, 400, -1, -1)...)},
+			evs: append(append(append(renewals(nodeA, 0, 100, -1, -1), ev{at: 95, verb: "delete", user: admin, res: "nodes", name: nodeA, code: 200},
+				ev{at: 300, verb: "create", user: userA, res: "nodes", name: nodeA, code: 201}), renewals(nodeA, 305, 400, -1, -1)...),
+				renewals(nodeB, 3, 400, -1, -1)...)},
 		{name: "--node keeps that node", opts: Options{Node: nodeB},
 			evs:   append(renewals(nodeA, 0, 300, 100, 140), renewals(nodeB, 3, 300, 103, 133)...),
 			nodes: map[string]want{nodeB: {status: "near-grace", maxGap: 40 * time.Second, near: 1, throttled: 3, throttledInGap: 3, pls: nodeHigh(3)}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// In time order, as a log is: the cases list each kubelet's events in turn.
+			slices.SortStableFunc(tc.evs, func(x, y ev) int { return cmp.Compare(x.at, y.at) })
 			r := analyzeEvents(t, tc.opts, tc.evs...)
 			h := r.Heartbeats
 			if h.Kubelets == 0 || h.Renewals == 0 || h.IntervalP50 != 11*time.Second {
 				t.Errorf("fleet: %d kubelets, %d renewals, p50 ≤ %s; want renewals every 10 s (p50 ≤ 11s)", h.Kubelets, h.Renewals, h.IntervalP50)
+			}
+			if h.LogSilences != tc.silences || h.Unjudged != tc.unjudged {
+				t.Errorf("log silences %d, unjudged intervals %d; want %d, %d", h.LogSilences, h.Unjudged, tc.silences, tc.unjudged)
 			}
 			got := map[string]NodeHeartbeat{}
 			for _, n := range h.Nodes {

@@ -63,7 +63,7 @@ type Truth struct {
 	Deleted       []string // every node whose Node object was deleted
 	Zombies       []string // kubelets still calling after their Node was deleted
 	Leaked        []string // leases re-created by a legacy zombie kubelet and left ownerless
-	Throttled     int64    // 429 answers
+	Throttled     int64    // 429 answers (the throttled client's and the troubled kubelets')
 	ThrottledUser string
 	// Churns counts, by actor, the node leases it deleted that were created again within a
 	// minute.
@@ -337,6 +337,7 @@ func (g *generator) kubelet(n *node, t int64) {
 				th := base
 				th.t, th.verb, th.code, th.lat = at, "update", 429, 1e6
 				g.emit(th)
+				g.truth.Throttled++
 				if k == 4 {
 					return
 				}

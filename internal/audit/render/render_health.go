@@ -35,13 +35,21 @@ func writeChurn(t *textWriter, c analyze.LeaseChurn) {
 func writeHeartbeats(t *textWriter, h analyze.Heartbeats) {
 	t.table()
 	p := t.p
-	p("\nHEARTBEATS  %d kubelets renewed their lease %d times; interval p50 ≤ %s, p99 ≤ %s, max %s; node-monitor-grace-period %s, renew interval %s\n",
-		h.Kubelets, h.Renewals, fmtDur(h.IntervalP50), fmtDur(h.IntervalP99), fmtDur(h.IntervalMax), fmtDur(h.GracePeriod), fmtDur(h.RenewInterval))
+	intervals := "no interval measured"
+	if h.Intervals > 0 {
+		intervals = fmt.Sprintf("interval p50 ≤ %s, p99 ≤ %s, max %s", fmtDur(h.IntervalP50), fmtDur(h.IntervalP99), fmtDur(h.IntervalMax))
+	}
+	p("\nHEARTBEATS  %d kubelets renewed their lease %d times; %s; node-monitor-grace-period %s, renew interval %s\n",
+		h.Kubelets, h.Renewals, intervals, fmtDur(h.GracePeriod), fmtDur(h.RenewInterval))
 	p("  %d kubelet requests answered 429", h.Throttled)
 	if len(h.PriorityLevels) > 0 {
 		p(", by priority level: %s (%s)", plText(h.PriorityLevels), analyze.PriorityLevelSource)
 	}
 	p("\n")
+	if h.LogSilences > 0 {
+		p("  the log itself was silent for %s or more %d times: %d renewal intervals across those are not judged (a file not given, or the API server down)\n",
+			fmtDur(h.GracePeriod-h.RenewInterval), h.LogSilences, h.Unjudged)
+	}
 	p("  nodes without a renewal for the grace period or more (marked NotReady): %d; within one renewal of it (%s or more): %d; only throttled: %d\n",
 		h.OverGrace, fmtDur(h.GracePeriod-h.RenewInterval), h.NearGrace, h.ThrottledOnly)
 	if len(h.Nodes) == 0 {

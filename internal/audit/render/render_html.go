@@ -397,8 +397,9 @@ td.ident{max-width:190px;word-break:break-all} td.calls{min-width:170px}
 {{if .Untracked}}<div class="muted">{{.Untracked}} churns by actors not tracked</div>{{end}}{{end}}
 
 <h2>Heartbeats</h2>
-{{with .R.Heartbeats}}<p>{{.Kubelets}} kubelets renewed their lease {{.Renewals}} times; interval p50 ≤ {{dur .IntervalP50}}, p99 ≤ {{dur .IntervalP99}}, max {{dur .IntervalMax}}; node-monitor-grace-period {{dur .GracePeriod}}, renew interval {{dur .RenewInterval}}.
+{{with .R.Heartbeats}}<p>{{.Kubelets}} kubelets renewed their lease {{.Renewals}} times; {{if .Intervals}}interval p50 ≤ {{dur .IntervalP50}}, p99 ≤ {{dur .IntervalP99}}, max {{dur .IntervalMax}}{{else}}no interval measured{{end}}; node-monitor-grace-period {{dur .GracePeriod}}, renew interval {{dur .RenewInterval}}.
 {{.Throttled}} kubelet requests answered 429{{if .PriorityLevels}}, by priority level: {{range $i, $p := .PriorityLevels}}{{if $i}}, {{end}}{{$p.PriorityLevel}} (flow schema {{$p.FlowSchema}}) {{$p.Throttled}}{{end}} <span class="muted">({{.PriorityLevelSource}})</span>{{end}}.</p>
+{{if .LogSilences}}<p class="muted">The log itself was silent for the grace period less one renew interval or more {{.LogSilences}} times: {{.Unjudged}} renewal intervals across those are not judged (a file not given, or the API server down).</p>{{end}}
 {{if .Nodes}}<table><tr><th>node</th><th>status</th><th>longest gap</th><th>from</th><th>to</th><th>near-grace gaps</th><th>over-grace gaps</th><th>renewals</th><th>mean interval</th><th>429s</th><th>429s in gap</th><th>priority level</th><th>lease errors</th><th>APF wait max</th></tr>
 {{range .Nodes}}<tr><td>{{.Node}}</td><td class="{{if eq .Status "over-grace"}}bad{{else}}warn{{end}}">{{.Status}}</td><td class="n">{{dur .MaxGap}}</td><td>{{t .MaxGapFrom}}</td><td>{{t .MaxGapTo}}{{if .MaxGapOpen}} <span class="muted">(end of log)</span>{{end}}</td>
 <td class="n">{{.NearGraceGaps}}</td><td class="n">{{.OverGraceGaps}}</td><td class="n">{{.Renewals}}</td><td class="n">{{dur .MeanInterval}}</td><td class="n">{{.Throttled}}</td><td class="n">{{.ThrottledInGap}}</td>
