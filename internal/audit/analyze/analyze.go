@@ -340,8 +340,11 @@ func (a *analyzer) process(r *read.Record) {
 		a.leaseEvent(r)
 	}
 	if r.NodeOf != 0 {
-		a.heartbeat(r)
-		a.nodeRequest(r)
+		// One lookup for both: past the node table's bound each record counts once.
+		if n := a.node(r.NodeOf); n != nil {
+			a.heartbeat(r, n)
+			a.nodeRequest(r, n)
+		}
 	}
 }
 
@@ -648,11 +651,7 @@ func (a *analyzer) resolveLeaks(ls *leaseState, r *read.Record, status, how stri
 }
 
 // nodeRequest follows the requests of kubelet identities (system:node:<name>).
-func (a *analyzer) nodeRequest(r *read.Record) {
-	n := a.node(r.NodeOf)
-	if n == nil {
-		return
-	}
+func (a *analyzer) nodeRequest(r *read.Record, n *nodeState) {
 	selfGet404 := r.Flags&read.FlagNode != 0 && r.Name == r.NodeOf && r.Verb == read.VerbGet && r.Code == 404
 	switch {
 	case n.deleted && r.Recv >= n.deletedAt:

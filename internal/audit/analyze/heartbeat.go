@@ -83,14 +83,10 @@ func (h *heartbeats) see(r *read.Record) {
 	h.lastRecv = max(h.lastRecv, r.Recv)
 }
 
-// heartbeat follows the lease renewals and the 429s of kubelet r.NodeOf.
-func (a *analyzer) heartbeat(r *read.Record) {
+// heartbeat follows the lease renewals and the 429s of kubelet r.NodeOf, whose state is n.
+func (a *analyzer) heartbeat(r *read.Record, n *nodeState) {
 	own := r.Flags&read.FlagLease != 0 && r.Name == r.NodeOf && r.NS == a.idNodeLeaseNS
-	if (!own && r.Code != 429) || !a.nodeMatch(r.NodeOf) || (a.fUserSet && r.User != a.fUser) {
-		return
-	}
-	n := a.node(r.NodeOf)
-	if n == nil || n.deleted {
+	if (!own && r.Code != 429) || n.deleted || !a.nodeMatch(r.NodeOf) || (a.fUserSet && r.User != a.fUser) {
 		return // a kubelet without its Node is the zombie table's
 	}
 	hb := n.hb
