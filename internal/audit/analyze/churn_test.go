@@ -111,4 +111,18 @@ func TestLeaseChurnBound(t *testing.T) {
 	if c.Churns != 42 || len(c.Actors) != 4 || c.Untracked != 14 {
 		t.Errorf("churns %d, named %d, untracked %d: want 42, 4, 14", c.Churns, len(c.Actors), c.Untracked)
 	}
+	// Ten actors churning one lease: the lease remembers eight; the other two are counted.
+	lines = nil
+	for i := 0; i < 10; i++ {
+		for _, e := range churnRound(float64(i)*10, fmt.Sprintf("cleaner-%d", i), nodeA, 2) {
+			lines = append(lines, e.line())
+		}
+	}
+	r, err = analyzeWithin(linesInput(lines), Options{ChurnThreshold: 1}, defaultLimits, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.LeaseChurn.Churns != 10 || r.Bounds.ChurnLeaseActorsNotKept != 2 || r.Bounds.Exact() {
+		t.Errorf("churns %d, bounds %+v: want 10 churns, 2 actors not kept", r.LeaseChurn.Churns, r.Bounds)
+	}
 }
