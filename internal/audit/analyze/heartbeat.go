@@ -25,6 +25,7 @@ const (
 	HeartbeatOverGrace = "over-grace" // a gap reached the grace period: the node was marked NotReady
 	HeartbeatNearGrace = "near-grace" // a gap came within one renewal of it
 	HeartbeatThrottled = "throttled"  // requests answered 429, no gap near the grace period
+	HeartbeatHealthy   = "healthy"    // listed only when --node or --user asks for one kubelet
 )
 
 // Priority levels and flow schemas of kubelet requests. Audit events do not name the APF
@@ -212,6 +213,8 @@ func (a *analyzer) buildHeartbeats(s func(uint32) string) Heartbeats {
 			nh.Status = HeartbeatThrottled
 			throttledOnly = append(throttledOnly, nh)
 			continue
+		case a.fNodeSet || a.fUserSet:
+			nh.Status = HeartbeatHealthy // asked for by name: shown even when nothing is wrong
 		default:
 			continue
 		}
@@ -219,7 +222,7 @@ func (a *analyzer) buildHeartbeats(s func(uint32) string) Heartbeats {
 	}
 	out.Throttled = nodeHigh + system
 	out.PriorityLevels = priorityLevels(nodeHigh, system)
-	rank := map[string]int{HeartbeatOverGrace: 0, HeartbeatNearGrace: 1, HeartbeatThrottled: 2}
+	rank := map[string]int{HeartbeatOverGrace: 0, HeartbeatNearGrace: 1, HeartbeatThrottled: 2, HeartbeatHealthy: 3}
 	order := func(ns []NodeHeartbeat) {
 		sort.Slice(ns, func(i, j int) bool {
 			x, y := &ns[i], &ns[j]
@@ -237,9 +240,10 @@ func (a *analyzer) buildHeartbeats(s func(uint32) string) Heartbeats {
 	}
 	order(out.Nodes)
 	for _, nh := range out.Nodes {
-		if nh.Status == HeartbeatOverGrace {
+		switch nh.Status {
+		case HeartbeatOverGrace:
 			out.OverGrace++
-		} else {
+		case HeartbeatNearGrace:
 			out.NearGrace++
 		}
 	}
@@ -306,7 +310,7 @@ type PriorityLevelCount struct {
 // NodeHeartbeat is one kubelet's lease renewals.
 type NodeHeartbeat struct {
 	Node         string        `json:"node"`
-	Status       string        `json:"status"` // over-grace, near-grace or throttled
+	Status       string        `json:"status"` // over-grace, near-grace, throttled, or healthy (--node, --user)
 	Renewals     int64         `json:"renewals"`
 	MeanInterval time.Duration `json:"meanInterval"`
 	// MaxGap is the longest time without a renewal, from MaxGapFrom (a renewal) to MaxGapTo (the

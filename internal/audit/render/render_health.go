@@ -66,7 +66,13 @@ func writeHeartbeats(t *textWriter, h analyze.Heartbeats) {
 			n.NearGraceGaps, n.OverGraceGaps, n.Renewals, fmtDur(n.MeanInterval), n.Throttled, n.ThrottledInGap,
 			dashIfEmpty(plShort(n.PriorityLevels)), n.LeaseErrors, durOrDash(n.APFWaitMax))
 	}
-	if shown := len(h.Nodes) - h.OverGrace - h.NearGrace; shown < h.ThrottledOnly {
+	shown := 0
+	for _, n := range h.Nodes {
+		if n.Status == analyze.HeartbeatThrottled {
+			shown++
+		}
+	}
+	if shown < h.ThrottledOnly {
 		p("  … %d more throttled nodes, raise --top to see them\n", h.ThrottledOnly-shown)
 	}
 }
