@@ -115,6 +115,16 @@ func buildLanes(r *analyze.Report) laneSet {
 			Title: fmt.Sprintf("zombie kubelet: %d requests %s → %s from %s %s", z.Requests, fmtTime(z.FirstSeen),
 				fmtTime(z.LastSeen), strings.Join(z.SourceIPs, ","), strings.Join(z.Identities, ","))})
 	}
+	for _, h := range r.Heartbeats.Nodes {
+		if h.Status != analyze.HeartbeatOverGrace && h.Status != analyze.HeartbeatNearGrace {
+			continue
+		}
+		l := get("node/"+h.Node, "node "+h.Node, 100)
+		x0, x1 := x(h.MaxGapFrom), x(h.MaxGapTo)
+		l.Spans = append(l.Spans, span{X: x0, W: math.Max(2, x1-x0), Class: "hb-" + h.Status,
+			Title: fmt.Sprintf("%s: no lease renewal for %s, %s → %s, %d requests answered 429", h.Status, fmtDur(h.MaxGap),
+				fmtTime(h.MaxGapFrom), fmtTime(h.MaxGapTo), h.ThrottledInGap)})
+	}
 	for _, lk := range r.Leaks {
 		l := get("lease/"+lk.Namespace+"/"+lk.Name, leaseLabel(lk.Namespace, lk.Name), 50)
 		end := to
@@ -332,6 +342,7 @@ th{background:#f4f4f4} td.n{text-align:right;font-variant-numeric:tabular-nums}
 .card b{display:block;font-size:22px} .card.alert b{color:#b00}
 svg text{font:11px system-ui,sans-serif;fill:#333}
 .zombie{fill:#f5b041;opacity:.75} .leak{fill:#8e44ad;opacity:.35}
+.hb-over-grace{fill:#c0392b;opacity:.5} .hb-near-grace{fill:#e67e22;opacity:.45}
 .del{fill:#c0392b} .create{fill:#27ae60} .upcreate{fill:#e67e22} .fail{fill:#7f8c8d}
 .grid{stroke:#eee} .axis{stroke:#999}
 code{font-size:12px}
@@ -346,7 +357,7 @@ td.ident{max-width:190px;word-break:break-all} td.calls{min-width:170px}
 <div class="card{{if .R.Zombies}} alert{{end}}"><b>{{len .R.Zombies}}</b>zombie kubelets</div>
 <div class="card{{if .R.Leaks}} alert{{end}}"><b>{{len .R.Leaks}}</b>lease leaks</div>
 <div class="card{{if .R.LeaseChurn.Actors}} alert{{end}}"><b>{{len .R.LeaseChurn.Actors}}</b>lease churn actors</div>
-<div class="card{{if add (.R.Heartbeats.OverGrace) (.R.Heartbeats.NearGrace)}} alert{{end}}"><b>{{add .R.Heartbeats.OverGrace .R.Heartbeats.NearGrace}}</b>nodes near NotReady</div>
+<div class="card{{if add (.R.Heartbeats.OverGrace) (.R.Heartbeats.NearGrace)}} alert{{end}}"><b>{{add .R.Heartbeats.OverGrace .R.Heartbeats.NearGrace}}</b>nodes at or near NotReady</div>
 <div class="card{{if .R.Throttling.Throttled}} alert{{end}}"><b>{{.R.Throttling.Throttled}}</b>429 responses</div>
 <div class="card{{if .R.AccessDenied.Forbidden}} alert{{end}}"><b>{{add64 .R.AccessDenied.Forbidden .R.AccessDenied.Unauthorized}}</b>denied (401/403)</div>
 <div class="card"><b>{{.R.Totals.Bad}}</b>unusable lines</div>
@@ -363,7 +374,7 @@ td.ident{max-width:190px;word-break:break-all} td.calls{min-width:170px}
 {{range .Marks}}{{if eq .Shape "diamond"}}<polygon class="{{.Class}}" points="{{diamond .X $y}}"><title>{{.Title}}</title></polygon>{{else}}<circle class="{{.Class}}" cx="{{.X}}" cy="{{mid $y}}" r="5"><title>{{.Title}}</title></circle>{{end}}{{end}}
 </g>{{end}}
 </svg>
-<div class="muted">◆ red: Node deleted · ◆ green: Node back · ● green: lease created · ● orange: lease created by update (201) · ● red: lease deleted · ● grey: failed · amber bar: zombie kubelet calling · purple bar: leaked lease{{if .Lanes.Hidden}} · {{.Lanes.Hidden}} more not drawn{{end}}</div>
+<div class="muted">◆ red: Node deleted · ◆ green: Node back · ● green: lease created · ● orange: lease created by update (201) · ● red: lease deleted · ● grey: failed · amber bar: zombie kubelet calling · purple bar: leaked lease · red bar: no lease renewal for the grace period (NotReady) · orange bar: within one renewal of it{{if .Lanes.Hidden}} · {{.Lanes.Hidden}} more not drawn{{end}}</div>
 {{else}}<p class="muted">No node or lease lifecycle events.</p>{{end}}
 
 <h2>Who deleted nodes</h2>
