@@ -15,10 +15,9 @@ import (
 type pullQPSCheck struct{}
 
 func (pullQPSCheck) Needs() []Need {
-	return []Need{
-		{Fact: FactPullEvents, Rule: RulePullQPSExceeded},
-		{Fact: FactConfigz, Rule: RulePullQPSExceeded, Optional: true, Note: "refused pulls are reported without the nodes' pull settings"},
-	}
+	// configz is not a need: without it (NK205 says why) the refused pulls are still reported,
+	// each saying why its node's settings are missing.
+	return []Need{{Fact: FactPullEvents, Rule: RulePullQPSExceeded}}
 }
 
 func (pullQPSCheck) Run(f *Facts) Result {
@@ -56,7 +55,10 @@ func pullSettings(f *Facts, n *corev1.Node) (settings, fix string) {
 	c, ok := f.Configz[n.Name]
 	if !ok || c.Config == nil {
 		why := "not read"
-		if ok {
+		switch m, missing := f.Missing[FactConfigz]; {
+		case missing:
+			why = m.Reason
+		case ok:
 			why = c.Err
 		}
 		return fmt.Sprintf("the kubelet's registryPullQPS and registryBurst could not be read (%s)", why), ""

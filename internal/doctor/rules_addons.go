@@ -51,6 +51,3 @@ var (
 		DocURL:      DocKarpenterLeaseGC,
 	}
 )
-
-
-
