@@ -21,8 +21,8 @@ func (addonRestartsCheck) Run(f *Facts) Result {
 		if a.Restarting == 0 {
 			continue
 		}
-		fd := RuleAddonRestarts.New(a.Resource, "%d of %d %s pods restarting (a container terminated in the last %s or waits in CrashLoopBackOff)",
-			a.Restarting, a.Pods, a.Name, age(f.Now, f.Now.Add(-AddonRestartWindow)))
+		fd := RuleAddonRestarts.New(a.Resource, "%d of %d %s pods restarting (a container terminated in the last hour or waits in CrashLoopBackOff)",
+			a.Restarting, a.Pods, a.Name)
 		for _, g := range a.Restarts {
 			last := "no termination recorded"
 			if !g.Last.IsZero() {

@@ -58,7 +58,7 @@ func (karpenterLeaseGCCheck) Run(f *Facts) Result {
 	meaning := []string{
 		beside + ": both collect ownerless leases, and Karpenter deletes first, on the create event, without the live Node check and the UID/resourceVersion preconditions nodekeeper's deletes carry",
 		"Karpenter deletes the lease of a node still registering (created before its kubelet could read its Node, which nodekeeper would adopt); the kubelet re-creates it within about 10 s, with an owner once its Node exists",
-		"a kubelet older than 1.29 whose Node is gone re-creates its lease every ~10 s and Karpenter deletes it each time: a create/delete loop in the audit log that nodekeeper reports as a zombie (NK312) and never deletes itself",
+		"a kubelet older than 1.29 whose Node is gone re-creates its lease every ~10 s and Karpenter deletes it each time: a create/delete loop in the audit log; nodekeeper reports the zombie (NK312) when it catches the lease, and never deletes it itself",
 		"nodekeeper's own deletes stay safe beside it: they find the lease gone or changed and do nothing",
 	}
 	for _, k := range lc.Karpenter {
@@ -68,7 +68,7 @@ func (karpenterLeaseGCCheck) Run(f *Facts) Result {
 		case !known:
 			r.add(RuleKarpenterLeaseGC.At(findings.Info, k.Resource, "Karpenter's version could not be read (no %s label, no tagged controller image): versions v0.30.0 to v1.0.x delete every lease in kube-node-lease without an ownerReference, without checking the Node", labelAppVersion))
 		case collects:
-			fd := RuleKarpenterLeaseGC.New(k.Resource, "Karpenter %s (%s) runs its lease garbage collection (v0.30.0 to v1.0.x): it deletes every lease in kube-node-lease without an ownerReference when it is created, and all of them when Karpenter starts, with no check of the Node, of the lease's renewals or of its version", k.Version, k.VersionFrom)
+			fd := RuleKarpenterLeaseGC.New(k.Resource, "Karpenter %s (%s) runs its lease garbage collection (v0.30.0 to v1.0.x): it deletes every lease in kube-node-lease without an ownerReference when it is created, and all of them when Karpenter starts, with no check of the Node or of the lease's renewTime and no delete precondition", k.Version, k.VersionFrom)
 			for _, m := range meaning {
 				fd = fd.WithEvidence(m)
 			}

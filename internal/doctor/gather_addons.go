@@ -47,7 +47,8 @@ const (
 	labelAppName    = "app.kubernetes.io/name"
 	labelAppVersion = "app.kubernetes.io/version"
 	// AddonRestartWindow is how recent a container's last termination must be for its pod to
-	// count as restarting (a pod waiting in CrashLoopBackOff always counts).
+	// count as restarting (a pod waiting in CrashLoopBackOff always counts); NK753's message says
+	// "in the last hour".
 	AddonRestartWindow = time.Hour
 	// maxRestartGroups bounds the restart groups kept per add-on; further (container, reason,
 	// exit code) combinations are counted under the last one.
