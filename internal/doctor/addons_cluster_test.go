@@ -37,7 +37,9 @@ func createAddonDeployment(ctx context.Context, t *testing.T, c kubernetes.Inter
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.AppsV1().Deployments(d.Namespace).Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = c.AppsV1().Deployments(d.Namespace).Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
 	setDeploymentStatus(ctx, t, c, created, available)
 }
 
@@ -187,14 +189,18 @@ func TestDoctorAddons(t *testing.T) {
 		if _, err := admin.CoreV1().Events("default").Create(ctx, e, metav1.CreateOptions{FieldManager: kubeletsim.PodFieldManager}); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = admin.CoreV1().Events("default").Delete(context.Background(), e.Name, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = admin.CoreV1().Events("default").Delete(context.Background(), e.Name, metav1.DeleteOptions{})
+		})
 	}
 	// Another image failure of the kubelet: not the limiter's.
 	other := pullEvent("default", "web-4", node, `Failed to pull image "example.com/app:missing": rpc error: code = NotFound desc = failed to pull and unpack image "example.com/app:missing": not found`, 1, base)
 	if _, err := admin.CoreV1().Events("default").Create(ctx, other, metav1.CreateOptions{FieldManager: kubeletsim.PodFieldManager}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = admin.CoreV1().Events("default").Delete(context.Background(), other.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = admin.CoreV1().Events("default").Delete(context.Background(), other.Name, metav1.DeleteOptions{})
+	})
 
 	// aws-node: nothing available, and an image older than AWS recommends for any recent minor.
 	ds, err := admin.AppsV1().DaemonSets(metav1.NamespaceSystem).Get(ctx, "aws-node", metav1.GetOptions{})
