@@ -305,7 +305,10 @@ func TestDoctorWithoutPermissions(t *testing.T) {
 		}
 	}
 	all := strings.Join(skipped, "\n")
-	for _, want := range []string{"NK205 nodes/proxy skipped: needs get on nodes/proxy", "NK502 apiserver skipped: needs get on the non-resource URL /metrics", "needs get on daemonsets"} {
+	for _, want := range []string{"NK205 nodes/proxy skipped: needs get on nodes/proxy", "NK502 apiserver skipped: needs get on the non-resource URL /metrics", "needs get on daemonsets",
+		// The image pulls and add-ons section names each denied read.
+		"NK751 events skipped: needs list on events", "NK752 daemonsets skipped: needs get on daemonsets in kube-system",
+		"NK755 deployments skipped: needs list on deployments"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("missing skipped finding %q in:\n%s", want, all)
 		}
