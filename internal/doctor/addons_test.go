@@ -79,12 +79,7 @@ func TestAddonChecksUnits(t *testing.T) {
 		}
 	}
 	tuned := &rules.KubeletConfig{RegistryPullQPS: ptr.To[int32](5), RegistryBurst: ptr.To[int32](10)}
-	tests := []struct {
-		name  string
-		check Check
-		facts func() *Facts
-		want  []string
-	}{
+	runCheckCases(t, []checkCase{
 		{"availability: healthy", addonAvailabilityCheck{}, withAddons(func([]AddonFacts) {}), nil},
 		{"availability: not installed says nothing", addonAvailabilityCheck{}, func() *Facts {
 			f := unitFacts()
@@ -142,14 +137,7 @@ func TestAddonChecksUnits(t *testing.T) {
 			f.LeaseCollectors.Karpenter = []ControllerDeployment{{Resource: "deployment/karpenter/karpenter"}}
 			return f
 		}, []string{"NK755:info"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := findingstest.ReportCodes(runOne(tc.check, tc.facts())); !slices.Equal(got, tc.want) {
-				t.Fatalf("got %v, want %v", got, tc.want)
-			}
-		})
-	}
+	})
 }
 
 // TestKarpenterCollects pins the versions with the lease collector: v0.30.0 (its first release)
@@ -274,20 +262,9 @@ func TestGatherAddons(t *testing.T) {
 		objs = append(objs, pullEvent("app", fmt.Sprintf("web-%d", i), "a", pullQPSMessage, 2, unitNow.Add(-time.Duration(i)*time.Minute)))
 	}
 	objs = append(objs, pullEvent("app", "web-x", "a", `Failed to pull image "x": rpc error: code = NotFound`, 1, unitNow)) // another failure
-	deps, cs := fakeDeps(objs...)
-	var eventLimit int64
-	cs.PrependReactor("list", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		eventLimit = max(eventLimit, a.(k8stesting.ListActionImpl).GetListOptions().Limit)
-		return false, nil, nil
-	})
-	o := unitOptions()
-	o.ChunkSize = 500
-	f, err := Gather(context.Background(), deps, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if eventLimit != MaxEventPage {
-		t.Errorf("event page size %d, want %d", eventLimit, MaxEventPage)
+	f, limits := gatherPageSizes(t, objs...)
+	if limits["pods"] != MaxPodPage || limits["events"] != MaxEventPage {
+		t.Errorf("page sizes %v, want pods %d and events %d", limits, MaxPodPage, MaxEventPage)
 	}
 	if len(f.Addons) != 3 || !f.Addons[0].Found || f.Addons[1].Found || f.Addons[2].Found {
 		t.Fatalf("addons %+v", f.Addons)

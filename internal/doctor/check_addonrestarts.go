@@ -13,10 +13,7 @@ func (addonRestartsCheck) Needs() []Need {
 
 func (addonRestartsCheck) Run(f *Facts) Result {
 	var r Result
-	for _, a := range f.Addons {
-		if !a.Found {
-			continue
-		}
+	for _, a := range installedAddons(f) {
 		r.checked(SectionAddons, 1)
 		if a.Restarting == 0 {
 			continue

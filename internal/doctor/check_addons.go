@@ -13,10 +13,7 @@ func (addonAvailabilityCheck) Needs() []Need {
 
 func (addonAvailabilityCheck) Run(f *Facts) Result {
 	var r Result
-	for _, a := range f.Addons {
-		if !a.Found {
-			continue
-		}
+	for _, a := range installedAddons(f) {
 		r.checked(SectionAddons, 1)
 		if a.Unavailable == 0 || a.Desired == 0 {
 			continue

@@ -172,6 +172,17 @@ func (g *gatherer) addons(ctx context.Context) error {
 	return nil
 }
 
+// installedAddons are the add-ons found in the cluster.
+func installedAddons(f *Facts) []AddonFacts {
+	var out []AddonFacts
+	for _, a := range f.Addons {
+		if a.Found {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // setCounts takes the workload's status; unavailable is at least what the desired count lacks,
 // so a status without the field (or a controller that lags) still shows missing pods.
 func (a *AddonFacts) setCounts(desired, available, unavailable int32) {
@@ -250,17 +261,9 @@ func (a *AddonFacts) restartGroup(container, reason string, code int32) *Restart
 // refused.
 func (g *gatherer) pullEvents(ctx context.Context) error {
 	sel := fields.SelectorFromSet(fields.Set{"reason": reasonPullFailed, "source": "kubelet", "involvedObject.kind": "Pod"})
-	opts := metav1.ListOptions{Limit: pageSize(g.o.ChunkSize, MaxEventPage), FieldSelector: sel.String()}
 	out := map[string]*PullQPSNode{}
-	var pages, refusals int64
-	err := kube.List(ctx, reasonPullFailed+" events", opts, g.d.Bulk.CoreV1().Events("").List, func(l *corev1.EventList) error {
-		pages++
-		for i := range l.Items {
-			refusals += int64(addPullEvent(out, &l.Items[i]))
-		}
-		l.Items = nil
-		return nil
-	})
+	var refusals int64
+	pages, err := g.listEvents(ctx, reasonPullFailed, sel, func(e *corev1.Event) { refusals += int64(addPullEvent(out, e)) })
 	g.f.stat(StatPullEventPages, pages)
 	switch {
 	case apierrors.IsForbidden(err):
@@ -272,6 +275,23 @@ func (g *gatherer) pullEvents(ctx context.Context) error {
 	g.f.stat(StatPullQPSRefusals, refusals)
 	g.f.PullQPS = out
 	return nil
+}
+
+// listEvents lists the core/v1 Events sel matches in pages of at most MaxEventPage, whatever
+// --chunk-size says, hands each to fn and drops each page before the next is read; it returns
+// the pages read. reason names the events in errors.
+func (g *gatherer) listEvents(ctx context.Context, reason string, sel fields.Selector, fn func(*corev1.Event)) (int64, error) {
+	var pages int64
+	opts := metav1.ListOptions{Limit: pageSize(g.o.ChunkSize, MaxEventPage), FieldSelector: sel.String()}
+	err := kube.List(ctx, reason+" events", opts, g.d.Bulk.CoreV1().Events("").List, func(l *corev1.EventList) error {
+		pages++
+		for i := range l.Items {
+			fn(&l.Items[i])
+		}
+		l.Items = nil
+		return nil
+	})
+	return pages, err
 }
 
 // addPullEvent files one event under its node when it is a refused pull, and returns the
@@ -289,17 +309,7 @@ func addPullEvent(out map[string]*PullQPSNode, e *corev1.Event) int32 {
 		n = &PullQPSNode{}
 		out[node] = n
 	}
-	count := max(e.Count, 1)
-	if e.Series != nil && e.Series.Count > count {
-		count = e.Series.Count
-	}
-	at := e.LastTimestamp.Time
-	if e.EventTime.Time.After(at) {
-		at = e.EventTime.Time
-	}
-	if e.Series != nil && e.Series.LastObservedTime.Time.After(at) {
-		at = e.Series.LastObservedTime.Time
-	}
+	count, at := occurrences(e)
 	n.Events++
 	n.Refusals += count
 	if at.After(n.Last) {
