@@ -262,6 +262,9 @@ func TestGatherAddons(t *testing.T) {
 		objs = append(objs, pullEvent("app", fmt.Sprintf("web-%d", i), "a", pullQPSMessage, 2, unitNow.Add(-time.Duration(i)*time.Minute)))
 	}
 	objs = append(objs, pullEvent("app", "web-x", "a", `Failed to pull image "x": rpc error: code = NotFound`, 1, unitNow)) // another failure
+	for i := range 3 { // hosts that are no Node of the cluster share one entry
+		objs = append(objs, pullEvent("app", fmt.Sprintf("web-y%d", i), fmt.Sprintf("not-a-node-%d", i), pullQPSMessage, 1, unitNow))
+	}
 	f, limits := gatherPageSizes(t, objs...)
 	if limits["pods"] != MaxPodPage || limits["events"] != MaxEventPage {
 		t.Errorf("page sizes %v, want pods %d and events %d", limits, MaxPodPage, MaxEventPage)
@@ -276,6 +279,9 @@ func TestGatherAddons(t *testing.T) {
 	p := f.PullQPS["a"]
 	if p == nil || p.Events != 20 || p.Refusals != 40 || len(p.Examples) != maxPodsPerFinding || !p.Last.Equal(unitNow) {
 		t.Fatalf("refused pulls %+v", p)
+	}
+	if u := f.PullQPS[""]; len(f.PullQPS) != 2 || u == nil || u.Events != 3 {
+		t.Fatalf("refused pulls from unknown hosts: %d entries, %+v", len(f.PullQPS), u)
 	}
 	lc := f.LeaseCollectors
 	if len(lc.Karpenter) != 1 || lc.Karpenter[0].Version != "1.0.6" || len(lc.Nodekeeper) != 1 || lc.Nodekeeper[0].Version != "0.9.0" {

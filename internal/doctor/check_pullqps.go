@@ -31,7 +31,7 @@ func (pullQPSCheck) Run(f *Facts) Result {
 		p := f.PullQPS[name]
 		res := "node/" + name
 		if name == "" {
-			res = "node/(unknown: events without a source host)"
+			res = "node/(not a Node of the cluster: events from a deleted node, or with another source host)"
 		}
 		settings, fix := pullSettings(f, nodes[name])
 		fd := RulePullQPSExceeded.New(res, "%s refused with \"pull QPS exceeded\" (%s), newest %s ago: %s",

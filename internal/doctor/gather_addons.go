@@ -263,7 +263,11 @@ func (g *gatherer) pullEvents(ctx context.Context) error {
 	sel := fields.SelectorFromSet(fields.Set{"reason": reasonPullFailed, "source": "kubelet", "involvedObject.kind": "Pod"})
 	out := map[string]*PullQPSNode{}
 	var refusals int64
-	pages, err := g.listEvents(ctx, reasonPullFailed, sel, func(e *corev1.Event) { refusals += int64(addPullEvent(out, e)) })
+	nodes := make(map[string]bool, len(g.f.Nodes))
+	for i := range g.f.Nodes {
+		nodes[g.f.Nodes[i].Name] = true
+	}
+	pages, err := g.listEvents(ctx, reasonPullFailed, sel, func(e *corev1.Event) { refusals += int64(addPullEvent(out, nodes, e)) })
 	g.f.stat(StatPullEventPages, pages)
 	switch {
 	case apierrors.IsForbidden(err):
@@ -295,14 +299,19 @@ func (g *gatherer) listEvents(ctx context.Context, reason string, sel fields.Sel
 }
 
 // addPullEvent files one event under its node when it is a refused pull, and returns the
-// refusals it counts (0 for any other event).
-func addPullEvent(out map[string]*PullQPSNode, e *corev1.Event) int32 {
+// refusals it counts (0 for any other event). Anyone who may create Events can name any host, so
+// events whose host is not one of the cluster's nodes share one entry (""): what is kept grows
+// with the nodes, not with the events.
+func addPullEvent(out map[string]*PullQPSNode, nodes map[string]bool, e *corev1.Event) int32 {
 	if e.Reason != reasonPullFailed || e.InvolvedObject.Kind != "Pod" || !strings.Contains(e.Message, pullQPSExceeded) {
 		return 0
 	}
 	node := e.Source.Host
 	if node == "" {
 		node = e.ReportingInstance
+	}
+	if !nodes[node] {
+		node = ""
 	}
 	n := out[node]
 	if n == nil {
@@ -328,6 +337,8 @@ func (g *gatherer) leaseCollectors(ctx context.Context) error {
 		return err
 	}
 	opts := metav1.ListOptions{Limit: g.o.ChunkSize, LabelSelector: labels.NewSelector().Add(*req).String()}
+	// At most maxControllers of each are kept: anyone who may create Deployments can add the label.
+	const maxControllers = 16
 	var out LeaseCollectorFacts
 	err = kube.List(ctx, "deployments", opts, g.d.Client.AppsV1().Deployments("").List, func(l *appsv1.DeploymentList) error {
 		for i := range l.Items {
@@ -335,9 +346,15 @@ func (g *gatherer) leaseCollectors(ctx context.Context) error {
 			c := ControllerDeployment{Resource: "deployment/" + d.Namespace + "/" + d.Name}
 			switch d.Labels[labelAppName] {
 			case "karpenter":
+				if len(out.Karpenter) == maxControllers {
+					continue
+				}
 				c.Version, c.VersionFrom = deploymentVersion(d, "karpenter")
 				out.Karpenter = append(out.Karpenter, c)
 			case "nodekeeper":
+				if len(out.Nodekeeper) == maxControllers {
+					continue
+				}
 				c.Version, c.VersionFrom = deploymentVersion(d, "nodekeeper")
 				out.Nodekeeper = append(out.Nodekeeper, c)
 			}
