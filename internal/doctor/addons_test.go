@@ -262,7 +262,8 @@ func TestGatherAddons(t *testing.T) {
 		objs = append(objs, pullEvent("app", fmt.Sprintf("web-%d", i), "a", pullQPSMessage, 2, unitNow.Add(-time.Duration(i)*time.Minute)))
 	}
 	objs = append(objs, pullEvent("app", "web-x", "a", `Failed to pull image "x": rpc error: code = NotFound`, 1, unitNow)) // another failure
-	for i := range 3 {                                                                                                      // hosts that are no Node of the cluster share one entry
+	// Hosts that are no Node of the cluster share one entry.
+	for i := range 3 {
 		objs = append(objs, pullEvent("app", fmt.Sprintf("web-y%d", i), fmt.Sprintf("not-a-node-%d", i), pullQPSMessage, 1, unitNow))
 	}
 	f, limits := gatherPageSizes(t, objs...)
