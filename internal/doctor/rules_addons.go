@@ -21,7 +21,7 @@ const (
 // The section's rules.
 var (
 	RulePullQPSExceeded = findings.Rule{
-		Code: "NK751", Name: "image-pull-qps-exceeded", Section: SectionAddons, Severity: findings.Warning,
+		Code: "NK751", Name: "image-pulls-refused", Section: SectionAddons, Severity: findings.Warning,
 		Title:       "image pulls failed with \"pull QPS exceeded\": the kubelet's own pull limiter turned them away",
 		Remediation: "raise the node's kubelet registryBurst to at least its max pods and registryPullQPS (50 is what AWS Support recommended in seed 002), or set registryPullQPS: 0 for no limit; the evidence names the node's values and where to set them for its OS; the limiter refuses at once rather than waiting, so each refused pull backs off (ImagePullBackOff) for up to 5 minutes",
 		DocURL:      DocKubeletPullLimits,
