@@ -19,8 +19,8 @@ import (
 // watches Leases with a GenerationChangedPredicate, so it acts on each lease's create event (and
 // on every lease when Karpenter starts and its cache fills), not on renewals. It stayed the same
 // through v1.0.x (v1.0.9 still registers it) and was dropped by PR 1586 (2024-08-21), first
-// released in v1.1.0, which also stopped granting Karpenter's chart delete on leases in
-// kube-node-lease.
+// released in v1.1.0; for that release aws/karpenter-provider-aws also removed its chart's Role on
+// leases in kube-node-lease (commit 095c7e303) and its lease garbage collection test (PR 6845).
 type karpenterLeaseGCCheck struct{}
 
 // karpenterLeaseGCVersions: the collector ran from v0.30.0 up to, not including, v1.1.0.
