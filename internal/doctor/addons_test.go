@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -18,8 +19,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekeeper/nodekeeper/internal/eni"
+	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
+	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // pullQPSMessage is the kubelet's event message for a pull its limiter refused: kubernetes
@@ -328,5 +331,34 @@ func TestGatherAddonsForbidden(t *testing.T) {
 	slices.Sort(skipped)
 	if !slices.Equal(skipped, want) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(skipped, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestAddonFindingsEscapeWrittenText: a termination reason (written by the node), a refused pull's
+// message (by anyone who may create Events) and a Karpenter version label (by anyone who may edit
+// its Deployment) reach the findings as written and the terminal only escaped.
+func TestAddonFindingsEscapeWrittenText(t *testing.T) {
+	const evil = "\x1b]0;pwned\x07\u202e"
+	f := unitFacts(unitNode("a", "m5.large", 29, nil))
+	f.Addons = []AddonFacts{{Name: "aws-node", Resource: "daemonset/kube-system/aws-node", Found: true, Desired: 1, Available: 1, Pods: 1, Restarting: 1,
+		Restarts: []*RestartGroup{{Container: "aws-node", Reason: "Error" + evil, ExitCode: 2, Pods: 1, Restarts: 3, Last: unitNow}}}}
+	f.PullQPS = map[string]*PullQPSNode{"a": {Events: 1, Refusals: 1, Last: unitNow, Examples: []string{"app/web: " + pullQPSMessage + evil}}}
+	f.LeaseCollectors.Karpenter = []ControllerDeployment{{Resource: "deployment/karpenter/karpenter", Version: "1.0.6" + evil, VersionFrom: "label " + labelAppVersion}}
+	rep := findings.NewReport("doctor", "unit", unitNow, Sections...)
+	RunChecks(rep, f, []Check{addonRestartsCheck{}, pullQPSCheck{}, karpenterLeaseGCCheck{}})
+	if got := findingstest.ReportCodes(rep); !slices.Equal(got, []string{"NK751:warning", "NK753:warning", "NK755:warning"}) {
+		t.Fatalf("findings %v", got)
+	}
+	var out bytes.Buffer
+	if err := findings.PrintText(&out, rep, findings.PrintOptions{Catalog: catalog}); err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range strings.Split(out.String(), "\n") {
+		if !textsafe.Safe(line) {
+			t.Fatalf("line %d reaches the terminal raw: %q", i+1, line)
+		}
+	}
+	if n := strings.Count(out.String(), `\x1b]0;pwned\x07\u202e`); n != 3 {
+		t.Errorf("the written text is shown escaped %d times, want 3:\n%s", n, out.String())
 	}
 }
