@@ -13,8 +13,8 @@ func (addonRestartsCheck) Needs() []Need {
 
 func (addonRestartsCheck) Run(f *Facts) Result {
 	var r Result
+	// The add-ons are counted once, by addonAvailabilityCheck.
 	for _, a := range installedAddons(f) {
-		r.checked(SectionAddons, 1)
 		if a.Restarting == 0 {
 			continue
 		}

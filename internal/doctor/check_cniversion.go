@@ -26,7 +26,7 @@ func (cniVersionCheck) Run(f *Facts) Result {
 	if err != nil || sv.Major() != 1 {
 		return r
 	}
-	r.checked(SectionAddons, 1)
+	// aws-node is counted once, by addonAvailabilityCheck.
 	minor := int(sv.Minor())
 	have := *a.Version
 	oldest, oldRow, okOld := cniTableOldest.forMinor(minor)

@@ -22,7 +22,7 @@ func (pullQPSCheck) Needs() []Need {
 
 func (pullQPSCheck) Run(f *Facts) Result {
 	var r Result
-	r.checked(SectionAddons, 1)
+	r.checked(SectionAddons, len(f.Nodes))
 	nodes := map[string]*corev1.Node{}
 	for i := range f.Nodes {
 		nodes[f.Nodes[i].Name] = &f.Nodes[i]
