@@ -225,7 +225,7 @@ func TestDoctorAddons(t *testing.T) {
 	createAddonDeployment(ctx, t, admin, "karpenter", map[string]string{labelAppName: "karpenter", labelAppVersion: "1.0.6"}, map[string]string{labelAppName: "karpenter"},
 		"public.ecr.aws/karpenter/controller:1.0.6@sha256:1a1e1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f", 2, 2)
 	createAddonDeployment(ctx, t, admin, "nodekeeper-controller", map[string]string{labelAppName: "nodekeeper"}, map[string]string{labelAppName: "nodekeeper"},
-		"ghcr.io/nodekeeper/nodekeeper-controller:0.9.0", 2, 2)
+		"ghcr.io/nodekeeper/nodekeeper:v0.9.0", 2, 2)
 
 	rep, err := runOn(ctx, env.AdminConfig(), opts)
 	if err != nil {

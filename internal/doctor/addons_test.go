@@ -259,7 +259,7 @@ func TestGatherAddons(t *testing.T) {
 		restartingPod("aws-node-3", "c", awsLabels, "aws-node", "Error", 1, 2, unitNow.Add(-3*time.Hour), false), // long ago: settled
 		restartingPod("other", "a", map[string]string{"k8s-app": "other"}, "x", "Error", 1, 5, unitNow, false),   // not the add-on's
 		dep("karpenter", "karpenter", map[string]string{labelAppName: "karpenter"}, "public.ecr.aws/karpenter/controller:1.0.6@sha256:0123"),
-		dep("nodekeeper", "nodekeeper-controller", map[string]string{labelAppName: "nodekeeper", labelAppVersion: "0.9.0"}, "ghcr.io/nodekeeper/nodekeeper-controller:0.9.0"),
+		dep("nodekeeper", "nodekeeper-controller", map[string]string{labelAppName: "nodekeeper", labelAppVersion: "0.9.0"}, "ghcr.io/nodekeeper/nodekeeper:v0.9.0"),
 	}
 	for i := range 20 {
 		objs = append(objs, pullEvent("app", fmt.Sprintf("web-%d", i), "a", pullQPSMessage, 2, unitNow.Add(-time.Duration(i)*time.Minute)))
