@@ -47,6 +47,7 @@ func ChecksFor(o Options) []Check {
 	if !o.SkipPodNetworking {
 		cs = append(cs, karpenterCheck{}, stuckPodsCheck{}, servingCSRCheck{}, eniConfigCheck{}, csiNodeCheck{}, cniNodeCheck{})
 	}
+	cs = append(cs, pullQPSCheck{}, addonAvailabilityCheck{}, addonRestartsCheck{}, cniVersionCheck{}, karpenterLeaseGCCheck{})
 	if o.EC2 != nil {
 		cs = append(cs, ec2Check{})
 	}

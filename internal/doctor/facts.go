@@ -32,6 +32,11 @@ const (
 	FactEC2Types     Fact = "ec2-instance-types"
 	FactEC2Instances Fact = "ec2-instances"
 	FactEC2Subnets   Fact = "ec2-subnets"
+	// The image pull and add-on facts (gather_addons.go).
+	FactAddons          Fact = "addons"
+	FactAddonPods       Fact = "addon-pods"
+	FactPullEvents      Fact = "pull-events"
+	FactLeaseCollectors Fact = "lease-collectors"
 )
 
 // Missing is why a fact could not be gathered: the resource asked for and the reason, usually
@@ -74,6 +79,12 @@ type Facts struct {
 	CNINodes NodeScopedFacts
 	// EC2 is what EC2 says (doctor --aws only).
 	EC2 EC2Facts
+	// Addons are aws-node, kube-proxy and CoreDNS with their restarting pods; PullQPS the image
+	// pulls the kubelets' limiters refused, per node; LeaseCollectors the Karpenter and
+	// nodekeeper controllers found (gather_addons.go).
+	Addons          []AddonFacts
+	PullQPS         map[string]*PullQPSNode
+	LeaseCollectors LeaseCollectorFacts
 	// Stats are numbers about the reads (requests, pages, objects) for the report.
 	Stats map[string]int64
 	// Missing lists the facts that could not be gathered, with why.

@@ -46,6 +46,7 @@ func Gather(ctx context.Context, d Deps, o Options) (*Facts, error) {
 		steps = append(steps, g.ec2InstanceTypes)
 	}
 	steps = append(steps, g.leases, g.metrics)
+	steps = append(steps, g.addons, g.pullEvents, g.leaseCollectors)
 	if !o.SkipPodNetworking {
 		steps = append(steps, g.pods, g.csrs, g.csiNodes, g.cniNodes)
 	}

@@ -45,9 +45,11 @@ func TestHeadingsAreForPeople(t *testing.T) {
 			}
 		}
 	}
-	data, err := os.ReadFile("testdata/podnet.txt")
-	if err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"testdata/podnet.txt", "testdata/addons.txt"} {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		headings.Check(t, name, headings.Text(string(data)))
 	}
-	headings.Check(t, "testdata/podnet.txt", headings.Text(string(data)))
 }

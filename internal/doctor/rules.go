@@ -25,6 +25,7 @@ var Sections = []findings.SectionSpec{
 	{Name: SectionAWSNode, Title: "aws-node (Amazon VPC CNI) settings"},
 	{Name: SectionAPF, Title: "API priority and fairness"},
 	{Name: SectionPodNet, Title: "Pod networking"},
+	sectionAddons,
 }
 
 // The doctor's own rules. Codes are stable; docs/doctor.md lists them. NK2xx kubelet
@@ -271,4 +272,10 @@ var Rules = []findings.Rule{
 	RuleNodeInstanceGone,
 	RuleSubnetAddressesLow,
 	RuleSubnetPrefixFragmented,
+	// NK75x: image pulls and add-ons (rules_addons.go).
+	RulePullQPSExceeded,
+	RuleAddonUnavailable,
+	RuleAddonRestarts,
+	RuleCNIVersionForCluster,
+	RuleKarpenterLeaseGC,
 }
