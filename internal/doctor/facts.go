@@ -32,6 +32,8 @@ const (
 	FactEC2Types     Fact = "ec2-instance-types"
 	FactEC2Instances Fact = "ec2-instances"
 	FactEC2Subnets   Fact = "ec2-subnets"
+	// FactLaunchTemplates: the launch template versions in use (launchtemplates.go).
+	FactLaunchTemplates Fact = "launch-templates"
 )
 
 // Missing is why a fact could not be gathered: the resource asked for and the reason, usually
@@ -74,6 +76,9 @@ type Facts struct {
 	CNINodes NodeScopedFacts
 	// EC2 is what EC2 says (doctor --aws only).
 	EC2 EC2Facts
+	// LaunchTemplates are the launch template versions the Nodes were launched from or their
+	// groups launch from now, sorted by template and version (doctor --aws only).
+	LaunchTemplates []TemplateVersion
 	// Stats are numbers about the reads (requests, pages, objects) for the report.
 	Stats map[string]int64
 	// Missing lists the facts that could not be gathered, with why.
