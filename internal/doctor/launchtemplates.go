@@ -105,6 +105,11 @@ func (g *gatherer) launchTemplates(ctx context.Context) error {
 		if denied(err) {
 			return nil
 		}
+		if apiErrorCode(err) == "ResourceNotFoundException" {
+			// Not an EKS cluster (self-managed Kubernetes on EC2 with the cluster tag): no
+			// managed node groups, and the Nodes' instances still name their templates.
+			names, err = nil, nil
+		}
 		if err != nil {
 			return fmt.Errorf("EKS: %w", err)
 		}
@@ -306,13 +311,18 @@ func num64(p *int64) int64 {
 	return *p
 }
 
+// apiErrorCode is the AWS error code of err, or "".
+func apiErrorCode(err error) string {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		return api.ErrorCode()
+	}
+	return ""
+}
+
 // isNotFound says EC2 no longer has the template or version asked for.
 func isNotFound(err error) bool {
-	var api smithy.APIError
-	if !errors.As(err, &api) {
-		return false
-	}
-	switch api.ErrorCode() {
+	switch apiErrorCode(err) {
 	case "InvalidLaunchTemplateId.NotFound", "InvalidLaunchTemplateId.VersionNotFound", "InvalidLaunchTemplateName.NotFoundException":
 		return true
 	}

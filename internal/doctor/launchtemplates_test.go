@@ -117,18 +117,22 @@ func TestDoctorLaunchTemplates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, f := range rep.Findings() {
-		if f.Section == bootstrap.Section {
-			got = append(got, f.Resource+" "+f.Code+":"+f.Severity.String()+" "+f.Message)
+	templateFindings := func(rep *findings.Report) []string {
+		var got []string
+		for _, f := range rep.Findings() {
+			if f.Section == bootstrap.Section {
+				got = append(got, f.Resource+" "+f.Code+":"+f.Severity.String()+" "+f.Message)
+			}
 		}
+		slices.Sort(got)
+		return got
 	}
+	got := templateFindings(rep)
 	want := []string{
 		"launchtemplate/" + ltHostname + "/2 NK631:warning 1 hostname changes in the user data; introduced in " + ltHostname + " version 2, 2 nodes",
 		"launchtemplate/" + ltMaxPods + "/7 NK101:error kubelet allows 110 pods but m5.large with secondary IPs gives addresses for 29 (3 ENIs x 9 + 2 host-network): 81 pods would wait in ContainerCreating; max pods 110 from the user data (" +
 			ltMaxPods + " version 7 part 1 (application/node.eks.aws) spec.kubelet.config), introduced in " + ltMaxPods + " version 7, 3 nodes",
 	}
-	slices.Sort(got)
 	if !slices.Equal(got, want) {
 		t.Errorf("launch template findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
@@ -148,6 +152,18 @@ func TestDoctorLaunchTemplates(t *testing.T) {
 			t.Errorf("%s was never called", p)
 		}
 	}
+
+	// A cluster EKS does not know (Kubernetes run on EC2 by hand): no managed node groups, and
+	// the Nodes' instances still name their templates.
+	delete(cloud.Clusters, "prod")
+	rep, err = runOn(ctx, env.AdminConfig(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := templateFindings(rep); !slices.Equal(got, want) {
+		t.Errorf("not an EKS cluster: launch template findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	cloud.Clusters["prod"] = ekstypes.Cluster{Name: strp("prod")}
 
 	// AccessDenied on any of the reads skips the section naming the action.
 	for _, p := range []string{nkaws.PermListNodegroups, nkaws.PermDescribeAutoScalingGroups, nkaws.PermDescribeLaunchTemplateVersions} {
