@@ -2,7 +2,6 @@ package awsfake
 
 import (
 	"context"
-	"slices"
 	"strconv"
 	"testing"
 
@@ -83,12 +82,7 @@ func TestLaunchTemplateNodegroupAutoScalingReads(t *testing.T) {
 		return got, "", nil
 	}
 	lt := aws.String("lt-0abc")
-	tests := []struct {
-		name     string
-		call     func() ([]string, string, error)
-		want     []string
-		wantCode string
-	}{
+	runSelectCases(t, []selectCase{
 		{"every version over two pages", func() ([]string, string, error) {
 			return versions(&ec2.DescribeLaunchTemplateVersionsInput{LaunchTemplateId: lt})
 		}, []string{"1", "2", "3"}, ""},
@@ -112,18 +106,7 @@ func TestLaunchTemplateNodegroupAutoScalingReads(t *testing.T) {
 		{"groups without their instances", func() ([]string, string, error) {
 			return groups(&autoscaling.DescribeAutoScalingGroupsInput{IncludeInstances: aws.Bool(false), MaxRecords: aws.Int32(100)})
 		}, []string{"asg-1:0", "asg-2:0"}, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, code, err := tt.call()
-			if code != tt.wantCode {
-				t.Fatalf("error code %q (%v), want %q", code, err, tt.wantCode)
-			}
-			if !slices.Equal(got, tt.want) {
-				t.Fatalf("got %v, want %v", got, tt.want)
-			}
-		})
-	}
+	})
 	c := templateCloud()
 	if _, err := c.DescribeNodegroup(ctx, &eks.DescribeNodegroupInput{ClusterName: aws.String("prod"), NodegroupName: aws.String("d")}); apiCode(err) != "ResourceNotFoundException" {
 		t.Errorf("another cluster's node group: %v, want ResourceNotFoundException", err)

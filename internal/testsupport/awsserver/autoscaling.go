@@ -4,11 +4,8 @@ import (
 	"context"
 	"encoding/xml"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	asgtypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
@@ -30,34 +27,16 @@ type asgService struct{}
 
 func (asgService) name() string { return AutoScaling }
 
+var asgParams = map[string]queryParams{
+	"DescribeAutoScalingGroups": {plain: []string{"NextToken", "MaxRecords", "IncludeInstances"}, lists: []string{"AutoScalingGroupNames"}},
+}
+
 func (asgService) decode(r *http.Request) (string, any, error) {
-	if r.Method != http.MethodPost {
-		return "", nil, apiError("InvalidAction", "Auto Scaling takes a POST of a form, not %s %s", r.Method, r.URL.Path)
-	}
-	body, err := io.ReadAll(r.Body)
+	op, form, err := decodeQueryForm(r, "2011-01-01", asgParams)
 	if err != nil {
-		return "", nil, apiError("MalformedInput", "reading the request: %v", err)
-	}
-	form, err := url.ParseQuery(string(body))
-	if err != nil {
-		return "", nil, apiError("MalformedInput", "the body is not a form: %v", err)
-	}
-	op := form.Get("Action")
-	if op != "DescribeAutoScalingGroups" {
-		return op, nil, apiError("InvalidAction", "awsserver does not serve the Auto Scaling action %s", op)
-	}
-	if v := form.Get("Version"); v != "2011-01-01" {
-		return op, nil, apiError("InvalidParameterValue", "Version %q is not 2011-01-01", v)
+		return op, nil, err
 	}
 	in := &autoscaling.DescribeAutoScalingGroupsInput{AutoScalingGroupNames: formList(form, "AutoScalingGroupNames.member"), NextToken: formString(form, "NextToken")}
-	for key := range form {
-		switch {
-		case key == "Action" || key == "Version" || key == "NextToken" || key == "MaxRecords" || key == "IncludeInstances":
-		case strings.HasPrefix(key, "AutoScalingGroupNames.member."):
-		default:
-			return op, nil, apiError("InvalidParameterValue", "The parameter %s is not recognized", key)
-		}
-	}
 	if v := formString(form, "MaxRecords"); v != nil {
 		n, err := strconv.ParseInt(*v, 10, 32)
 		if err != nil {

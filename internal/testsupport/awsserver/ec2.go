@@ -31,7 +31,7 @@ func (ec2Service) name() string { return EC2 }
 // ec2Params are the parameters each action understands besides Action, Version and DryRun:
 // the plain ones and the flattened lists (Name.N...). A parameter outside them is refused with
 // UnknownParameter, as EC2 does, so that a request the SDK builds differently fails the tests.
-var ec2Params = map[string]struct{ plain, lists []string }{
+var ec2Params = map[string]queryParams{
 	"DescribeInstances":     {plain: []string{"MaxResults", "NextToken"}, lists: []string{"Filter", "InstanceId"}},
 	"DescribeSubnets":       {plain: []string{"MaxResults", "NextToken"}, lists: []string{"Filter", "SubnetId"}},
 	"DescribeInstanceTypes": {plain: []string{"MaxResults", "NextToken"}, lists: []string{"Filter", "InstanceType"}},
@@ -39,9 +39,16 @@ var ec2Params = map[string]struct{ plain, lists []string }{
 		lists: []string{"Filter", "LaunchTemplateVersion"}},
 }
 
-func (ec2Service) decode(r *http.Request) (string, any, error) {
+// queryParams are the parameters of one action of a Query protocol: the plain ones and the
+// flattened lists (Name.N..., Name.member.N...).
+type queryParams struct{ plain, lists []string }
+
+// decodeQueryForm reads a Query protocol request (EC2's, Auto Scaling's): a POSTed form whose
+// Action is one of actions, of the API version given, with only the parameters that action
+// understands (and DryRun).
+func decodeQueryForm(r *http.Request, version string, actions map[string]queryParams) (string, url.Values, error) {
 	if r.Method != http.MethodPost {
-		return "", nil, apiError("InvalidAction", "EC2 takes a POST of a form, not %s %s", r.Method, r.URL.Path)
+		return "", nil, apiError("InvalidAction", "the Query protocol takes a POST of a form, not %s %s", r.Method, r.URL.Path)
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -52,12 +59,12 @@ func (ec2Service) decode(r *http.Request) (string, any, error) {
 		return "", nil, apiError("InvalidRequest", "the body is not a form: %v", err)
 	}
 	op := form.Get("Action")
-	params, ok := ec2Params[op]
+	params, ok := actions[op]
 	if !ok {
 		return op, nil, apiError("InvalidAction", "The action %s is not valid for this web service.", op)
 	}
-	if v := form.Get("Version"); v != "2016-11-15" {
-		return op, nil, apiError("InvalidParameterValue", "Version %q is not 2016-11-15", v)
+	if v := form.Get("Version"); v != version {
+		return op, nil, apiError("InvalidParameterValue", "Version %q is not %s", v, version)
 	}
 	for key := range form {
 		head, _, _ := strings.Cut(key, ".")
@@ -71,6 +78,14 @@ func (ec2Service) decode(r *http.Request) (string, any, error) {
 		if !known {
 			return op, nil, apiError("UnknownParameter", "The parameter %s is not recognized", key)
 		}
+	}
+	return op, form, nil
+}
+
+func (ec2Service) decode(r *http.Request) (string, any, error) {
+	op, form, err := decodeQueryForm(r, "2016-11-15", ec2Params)
+	if err != nil {
+		return op, nil, err
 	}
 	if form.Get("DryRun") == "true" {
 		return op, nil, apiError("DryRunOperation", "Request would have succeeded, but DryRun flag is set.")
