@@ -72,8 +72,8 @@ type templateUse struct {
 }
 
 func (u *templateUse) add(ref templateRef, user, node string) {
-	if ref.id == "" || ref.version == "" {
-		return
+	if _, err := strconv.ParseInt(ref.version, 10, 64); ref.id == "" || (err != nil && ref.version != "$Latest" && ref.version != "$Default") {
+		return // no template, or a version EC2 would refuse to look up (a tag edited by hand)
 	}
 	if u.users[ref] == nil {
 		u.users[ref] = map[string]bool{}
@@ -240,11 +240,22 @@ func readTemplateVersions(ctx context.Context, api nkaws.LaunchTemplatesAPI, use
 		for _, v := range vs {
 			get(id, num64(v.VersionNumber)).Data = v.LaunchTemplateData
 		}
-		if missing != "" {
-			for _, s := range versions {
-				if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-					get(id, n).Err = missing
+		if missing == "" {
+			continue
+		}
+		// EC2 fails the whole call for one version it no longer has: ask for each alone.
+		for _, s := range versions {
+			n, _ := strconv.ParseInt(s, 10, 64) // numbers only (templateUse.add)
+			one, missing := vs, missing
+			if len(versions) > 1 {
+				if one, missing, err = describe(id, []string{s}); err != nil {
+					return nil, err
 				}
+			}
+			if len(one) == 1 {
+				get(id, n).Data = one[0].LaunchTemplateData
+			} else {
+				get(id, n).Err = missing
 			}
 		}
 	}
@@ -323,7 +334,8 @@ func apiErrorCode(err error) string {
 // isNotFound says EC2 no longer has the template or version asked for.
 func isNotFound(err error) bool {
 	switch apiErrorCode(err) {
-	case "InvalidLaunchTemplateId.NotFound", "InvalidLaunchTemplateId.VersionNotFound", "InvalidLaunchTemplateName.NotFoundException":
+	case "InvalidLaunchTemplateId.NotFound", "InvalidLaunchTemplateId.VersionNotFound", "InvalidLaunchTemplateId.Malformed",
+		"InvalidLaunchTemplateName.NotFoundException":
 		return true
 	}
 	return false

@@ -29,6 +29,20 @@ const (
 	al2Plain          = "#!/bin/bash\n/etc/eks/bootstrap.sh prod\n"
 )
 
+// matchPrefixes says whether each of got starts with the want at its index, sorted.
+func matchPrefixes(got, want []string) bool {
+	want = slices.Sorted(slices.Values(want))
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		if !strings.HasPrefix(got[i], want[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 func templateVersion(id string, v int64, userData *string) ec2types.LaunchTemplateVersion {
 	return ec2types.LaunchTemplateVersion{LaunchTemplateId: &id, LaunchTemplateName: strp("name-" + id), VersionNumber: &v,
 		LaunchTemplateData: &ec2types.ResponseLaunchTemplateData{UserData: userData}}
@@ -84,6 +98,9 @@ func TestDoctorLaunchTemplates(t *testing.T) {
 		node(fmt.Sprintf("ip-10-81-1-%d.ec2.internal", 10+i), fmt.Sprintf("i-0lthealthy%06d", i), "ng-healthy", launched(ltHealthy, 4))
 	}
 	node("ip-10-81-2-10.ec2.internal", "i-0lthostold000001", "ng-hostname", launched(ltHostname, 1))
+	// A version EC2 no longer has (EC2 fails the whole call for it), and a tag edited by hand.
+	node("ip-10-81-2-30.ec2.internal", "i-0lthostgone00001", "ng-hostname", launched(ltHostname, 9))
+	node("ip-10-81-2-31.ec2.internal", "i-0lthostedit00001", "", launched(ltHostname, 0, TagLaunchTemplateVersion, "two"))
 	for i := range 2 {
 		node(fmt.Sprintf("ip-10-81-2-%d.ec2.internal", 20+i), fmt.Sprintf("i-0lthostname%05d", i), "ng-hostname", launched(ltHostname, 2))
 	}
@@ -129,11 +146,12 @@ func TestDoctorLaunchTemplates(t *testing.T) {
 	}
 	got := templateFindings(rep)
 	want := []string{
+		"launchtemplate/" + ltHostname + "/9 NK635:skipped skipped: EC2 no longer describes it (ec2:DescribeLaunchTemplateVersions: ",
 		"launchtemplate/" + ltHostname + "/2 NK631:warning 1 hostname changes in the user data; introduced in " + ltHostname + " version 2, 2 nodes",
 		"launchtemplate/" + ltMaxPods + "/7 NK101:error kubelet allows 110 pods but m5.large with secondary IPs gives addresses for 29 (3 ENIs x 9 + 2 host-network): 81 pods would wait in ContainerCreating; max pods 110 from the user data (" +
 			ltMaxPods + " version 7 part 1 (application/node.eks.aws) spec.kubelet.config), introduced in " + ltMaxPods + " version 7, 3 nodes",
 	}
-	if !slices.Equal(got, want) {
+	if !matchPrefixes(got, want) {
 		t.Errorf("launch template findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	for _, f := range rep.Findings() {
@@ -143,8 +161,8 @@ func TestDoctorLaunchTemplates(t *testing.T) {
 	}
 	// Checked: the versions in use, the ng-maxpods group's older version 6 being in use by nobody.
 	for _, s := range rep.Sections() {
-		if s.Name == bootstrap.Section && s.Checked != 5 {
-			t.Errorf("%d template versions checked, want 5 (healthy 4, hostname 1 and 2, maxpods 7, self-managed 3 by $Latest)", s.Checked)
+		if s.Name == bootstrap.Section && s.Checked != 6 {
+			t.Errorf("%d template versions checked, want 6 (healthy 4, hostname 1, 2 and 9, maxpods 7, self-managed 3 by $Latest)", s.Checked)
 		}
 	}
 	for _, p := range []string{nkaws.PermListNodegroups, nkaws.PermDescribeNodegroup, nkaws.PermDescribeAutoScalingGroups, nkaws.PermDescribeLaunchTemplateVersions} {
@@ -160,7 +178,7 @@ func TestDoctorLaunchTemplates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := templateFindings(rep); !slices.Equal(got, want) {
+	if got := templateFindings(rep); !matchPrefixes(got, want) {
 		t.Errorf("not an EKS cluster: launch template findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	cloud.Clusters["prod"] = ekstypes.Cluster{Name: strp("prod")}
