@@ -191,10 +191,11 @@ func asgTemplate(g asgtypes.AutoScalingGroup) *asgtypes.LaunchTemplateSpecificat
 	if spec == nil || spec.LaunchTemplateId == nil {
 		return nil
 	}
-	if spec.Version == nil {
-		spec.Version = strp("$Default") // what Auto Scaling launches when no version is given
+	out := *spec // the answer's own value stays as AWS gave it
+	if out.Version == nil {
+		out.Version = strp("$Default") // what Auto Scaling launches when no version is given
 	}
-	return spec
+	return &out
 }
 
 // readTemplateVersions describes the versions in use, one call per template for the numbered
