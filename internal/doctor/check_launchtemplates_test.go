@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	asgtypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
 
@@ -77,6 +78,51 @@ func TestCheckTemplateVersion(t *testing.T) {
 				if f.Severity.String() != "skipped" && !slices.Contains(f.Evidence, "used by managed node group ng") {
 					t.Errorf("evidence %q does not name the group", f.Evidence)
 				}
+			}
+		})
+	}
+}
+
+// TestASGTemplate: the template an Auto Scaling group launches from, of its mixed instances
+// policy when it has one, $Default when it names no version, and none by name or for a launch
+// configuration; the answer itself is left as AWS gave it.
+func TestASGTemplate(t *testing.T) {
+	spec := func(id, version string) *asgtypes.LaunchTemplateSpecification {
+		s := &asgtypes.LaunchTemplateSpecification{}
+		if id != "" {
+			s.LaunchTemplateId = &id
+		} else {
+			s.LaunchTemplateName = strp("by-name")
+		}
+		if version != "" {
+			s.Version = &version
+		}
+		return s
+	}
+	mixed := func(s *asgtypes.LaunchTemplateSpecification) *asgtypes.MixedInstancesPolicy {
+		return &asgtypes.MixedInstancesPolicy{LaunchTemplate: &asgtypes.LaunchTemplate{LaunchTemplateSpecification: s}}
+	}
+	for _, tc := range []struct {
+		name string
+		g    asgtypes.AutoScalingGroup
+		want string
+	}{
+		{"launch template", asgtypes.AutoScalingGroup{LaunchTemplate: spec("lt-1", "4")}, "lt-1 4"},
+		{"mixed instances policy", asgtypes.AutoScalingGroup{MixedInstancesPolicy: mixed(spec("lt-2", "$Latest"))}, "lt-2 $Latest"},
+		{"no version", asgtypes.AutoScalingGroup{LaunchTemplate: spec("lt-3", "")}, "lt-3 $Default"},
+		{"by name only", asgtypes.AutoScalingGroup{LaunchTemplate: spec("", "1")}, ""},
+		{"launch configuration", asgtypes.AutoScalingGroup{LaunchConfigurationName: strp("lc")}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ""
+			if s := asgTemplate(tc.g); s != nil {
+				got = *s.LaunchTemplateId + " " + *s.Version
+			}
+			if got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+			if tc.g.LaunchTemplate != nil && tc.g.LaunchTemplate.LaunchTemplateId != nil && tc.want == "lt-3 $Default" && tc.g.LaunchTemplate.Version != nil {
+				t.Errorf("the group's own spec was changed")
 			}
 		})
 	}
