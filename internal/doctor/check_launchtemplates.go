@@ -63,13 +63,13 @@ var maxUserDataBase64 = base64.StdEncoding.EncodedLen(bootstrap.MaxUserDataSize)
 // "introduced in ID version N, K nodes"; nodes are the Nodes launched from it.
 func CheckTemplateVersion(v TemplateVersion, nodes []*corev1.Node, mode *rules.CNIMode, types *eni.Catalog) []findings.Finding {
 	res := fmt.Sprintf("launchtemplate/%s/%d", v.ID, v.Version)
-	where := fmt.Sprintf("introduced in %s, %d nodes", v.Name(), len(nodes))
+	where := fmt.Sprintf("introduced in %s, %s", v.Name(), countNodes(len(nodes)))
 	users := "used by " + strings.Join(v.Users, ", ")
 	if len(v.Users) == 0 {
 		users = "used by no group found"
 	}
 	if v.Err != "" {
-		return []findings.Finding{bootstrap.RuleUserDataUnreadable.Skip(res, "EC2 no longer describes it ("+v.Err+"); its "+fmt.Sprint(len(nodes))+" nodes still run what it held")}
+		return []findings.Finding{bootstrap.RuleUserDataUnreadable.Skip(res, "EC2 no longer describes it ("+v.Err+"); what it held still runs on its "+countNodes(len(nodes)))}
 	}
 	if v.Data == nil || v.Data.UserData == nil || strings.TrimSpace(*v.Data.UserData) == "" {
 		return nil // no user data: the AMI's own bootstrap runs
@@ -92,6 +92,14 @@ func CheckTemplateVersion(v TemplateVersion, nodes []*corev1.Node, mode *rules.C
 		}
 	}
 	return out
+}
+
+// countNodes is "1 node", "37 nodes".
+func countNodes(n int) string {
+	if n == 1 {
+		return "1 node"
+	}
+	return fmt.Sprintf("%d nodes", n)
 }
 
 // lineFindings runs bootstrap's command checks on every line of the scripts, one finding per

@@ -34,11 +34,11 @@ func TestCheckTemplateVersion(t *testing.T) {
 		{"no user data", version(nil), []corev1.Node{containerd}, mode, nil},
 		{"a clean script", version(awsfake.UserData("#!/bin/bash\n/etc/eks/bootstrap.sh prod\n", true)), []corev1.Node{containerd}, mode, nil},
 		{"flush and docker on containerd", version(awsfake.UserData("#!/bin/bash\niptables -F\niptables -t nat -F\nsystemctl restart docker\n", false)), []corev1.Node{containerd}, mode, []string{
-			"NK632:error 2 iptables flushes in the user data; introduced in lt-1 version 3, 1 nodes",
-			"NK633:warning 1 Docker service commands in the user data while containerd is the runtime (node/a containerd://1.7.27); introduced in lt-1 version 3, 1 nodes",
+			"NK632:error 2 iptables flushes in the user data; introduced in lt-1 version 3, 1 node",
+			"NK633:warning 1 Docker service commands in the user data while containerd is the runtime (node/a containerd://1.7.27); introduced in lt-1 version 3, 1 node",
 		}},
 		{"docker with the runtime unknown is info", version(awsfake.UserData("#!/bin/bash\nservice docker start\n", false)), []corev1.Node{unknownRuntime}, mode, []string{
-			"NK633:info 1 Docker service commands in the user data; none of its Nodes says which runtime it runs; introduced in lt-1 version 3, 1 nodes",
+			"NK633:info 1 Docker service commands in the user data; none of its Nodes says which runtime it runs; introduced in lt-1 version 3, 1 node",
 		}},
 		{"not user data", version(str("aGVsbG8K")), nil, mode, []string{
 			"NK635:warning not user data: lt-1 version 3 user data (decoded from base64) is nothing cloud-init or nodeadm runs",
@@ -52,7 +52,7 @@ func TestCheckTemplateVersion(t *testing.T) {
 			"NK101:error kubelet allows 110 pods but m5.large with secondary IPs gives addresses for 29",
 		}},
 		{"a version EC2 no longer has", TemplateVersion{ID: "lt-1", Version: 3, Err: "InvalidLaunchTemplateId.VersionNotFound"}, []corev1.Node{containerd}, mode, []string{
-			"NK635:skipped skipped: EC2 no longer describes it (InvalidLaunchTemplateId.VersionNotFound); its 1 nodes still run what it held",
+			"NK635:skipped skipped: EC2 no longer describes it (InvalidLaunchTemplateId.VersionNotFound); what it held still runs on its 1 node",
 		}},
 		{"oversized user data", version(str(strings.Repeat("A", maxUserDataBase64+4))), nil, mode, []string{
 			"NK635:warning 1398108 bytes of base64 user data, more than 1398104",
