@@ -142,6 +142,8 @@ func (g *gatherer) launchTemplates(ctx context.Context) error {
 			}
 		case nc != "":
 			user = "EC2NodeClass " + nc
+		case n.Labels[rules.LabelKarpenterNodePool] != "": // Karpenter before the EC2NodeClass label
+			user = "Karpenter NodePool " + n.Labels[rules.LabelKarpenterNodePool]
 		case asg != "":
 			user = "Auto Scaling group " + asg
 			asgNodes[asg] = true

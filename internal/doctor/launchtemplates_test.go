@@ -54,8 +54,9 @@ func templateVersion(id string, v int64, userData *string) ec2types.LaunchTempla
 // per version, with the version and the number of Nodes launched from it: three managed node
 // groups, one healthy (MIME with a NodeConfig, gzip and base64), one whose newest version forces
 // the hostname (a plain base64 script; its older version, which some Nodes still run, is clean),
-// one whose NodeConfig gives max pods beyond m5.large's addresses (MIME, gzip and base64); and a
-// self-managed Auto Scaling group launching from $Latest.
+// one whose NodeConfig gives max pods beyond m5.large's addresses (MIME, gzip and base64); a
+// self-managed Auto Scaling group launching from $Latest; and a Karpenter node whose
+// EC2NodeClass's template flushes iptables (MIME, base64).
 func TestDoctorLaunchTemplates(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -67,7 +68,9 @@ func TestDoctorLaunchTemplates(t *testing.T) {
 	now := time.Now()
 	node := func(name, instance, nodegroup string, tags map[string]string) {
 		labels := map[string]string{"node.kubernetes.io/instance-type": "m5.large"}
-		if nodegroup != "" {
+		if class, ok := strings.CutPrefix(nodegroup, "karpenter:"); ok {
+			labels[LabelEC2NodeClass], labels["karpenter.sh/nodepool"] = class, "default"
+		} else if nodegroup != "" {
 			labels["eks.amazonaws.com/nodegroup"] = nodegroup
 		}
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/" + instance}}
@@ -93,6 +96,7 @@ func TestDoctorLaunchTemplates(t *testing.T) {
 	}
 	const (
 		ltHealthy, ltHostname, ltMaxPods, ltSelf = "lt-0healthy000001", "lt-0hostname00001", "lt-0maxpods000001", "lt-0selfmanaged01"
+		ltKarpenter                              = "lt-0karpenter0001"
 	)
 	for i := range 2 {
 		node(fmt.Sprintf("ip-10-81-1-%d.ec2.internal", 10+i), fmt.Sprintf("i-0lthealthy%06d", i), "ng-healthy", launched(ltHealthy, 4))
@@ -108,6 +112,8 @@ func TestDoctorLaunchTemplates(t *testing.T) {
 		node(fmt.Sprintf("ip-10-81-3-%d.ec2.internal", 10+i), fmt.Sprintf("i-0ltmaxpods%06d", i), "ng-maxpods", launched(ltMaxPods, 7))
 	}
 	node("ip-10-81-4-10.ec2.internal", "i-0ltselfmanaged01", "", launched(ltSelf, 3, TagAutoScalingGroup, "self-managed-workers"))
+	// A Karpenter node: its EC2NodeClass's template is known from its instance's tags only.
+	node("ip-10-81-5-10.ec2.internal", "i-0ltkarpenter0001", "karpenter:al2023", launched(ltKarpenter, 1, "karpenter.sh/nodepool", "default"))
 
 	mng := func(name, lt, version string) ekstypes.Nodegroup {
 		return ekstypes.Nodegroup{ClusterName: strp("prod"), NodegroupName: strp(name), LaunchTemplate: &ekstypes.LaunchTemplateSpecification{Id: strp(lt), Version: strp(version)}}
@@ -126,6 +132,9 @@ func TestDoctorLaunchTemplates(t *testing.T) {
 		templateVersion(ltMaxPods, 6, awsfake.UserData(mime(29), true)),
 		templateVersion(ltMaxPods, 7, awsfake.UserData(mime(110), true)),
 		templateVersion(ltSelf, 3, awsfake.UserData(al2Plain, true)),
+		templateVersion(ltKarpenter, 1, awsfake.UserData(awsfake.MIMEUserData(
+			awsfake.MIMEPart{ContentType: "text/x-shellscript", Body: "#!/bin/bash\niptables -t nat -F\n"},
+			awsfake.MIMEPart{ContentType: "application/node.eks.aws", Body: fmt.Sprintf(nodeConfigMaxPods, 29)}), false)),
 	}
 
 	o := Options{AWSNodeName: "aws-node-lt", SkipPodNetworking: true,
@@ -147,6 +156,7 @@ func TestDoctorLaunchTemplates(t *testing.T) {
 	got := templateFindings(rep)
 	want := []string{
 		"launchtemplate/" + ltHostname + "/9 NK635:skipped skipped: EC2 no longer describes it (ec2:DescribeLaunchTemplateVersions: ",
+		"launchtemplate/" + ltKarpenter + "/1 NK632:error 1 iptables flushes in the user data; introduced in " + ltKarpenter + " version 1, 1 node",
 		"launchtemplate/" + ltHostname + "/2 NK631:warning 1 hostname changes in the user data; introduced in " + ltHostname + " version 2, 2 nodes",
 		"launchtemplate/" + ltMaxPods + "/7 NK101:error kubelet allows 110 pods but m5.large with secondary IPs gives addresses for 29 (3 ENIs x 9 + 2 host-network): 81 pods would wait in ContainerCreating; max pods 110 from the user data (" +
 			ltMaxPods + " version 7 part 1 (application/node.eks.aws) spec.kubelet.config), introduced in " + ltMaxPods + " version 7, 3 nodes",
@@ -158,11 +168,14 @@ func TestDoctorLaunchTemplates(t *testing.T) {
 		if f.Code == "NK631" && !slices.Contains(f.Evidence, "used by managed node group ng-hostname") {
 			t.Errorf("NK631 evidence %q does not name the node group", f.Evidence)
 		}
+		if f.Code == "NK632" && !slices.Contains(f.Evidence, "used by EC2NodeClass al2023") {
+			t.Errorf("NK632 evidence %q does not name the EC2NodeClass", f.Evidence)
+		}
 	}
 	// Checked: the versions in use, the ng-maxpods group's older version 6 being in use by nobody.
 	for _, s := range rep.Sections() {
-		if s.Name == bootstrap.Section && s.Checked != 6 {
-			t.Errorf("%d template versions checked, want 6 (healthy 4, hostname 1, 2 and 9, maxpods 7, self-managed 3 by $Latest)", s.Checked)
+		if s.Name == bootstrap.Section && s.Checked != 7 {
+			t.Errorf("%d template versions checked, want 7 (healthy 4, hostname 1, 2 and 9, maxpods 7, self-managed 3 by $Latest, Karpenter 1)", s.Checked)
 		}
 	}
 	for _, p := range []string{nkaws.PermListNodegroups, nkaws.PermDescribeNodegroup, nkaws.PermDescribeAutoScalingGroups, nkaws.PermDescribeLaunchTemplateVersions} {
