@@ -9,7 +9,7 @@ import (
 )
 
 // The IAM actions of the calls nodekeeper makes, one per API operation. docs/aws.md holds the
-// policy that allows exactly these; a test keeps the two in step.
+// policy that allows exactly these; a test keeps the two in step with the calls awsfake records.
 const (
 	PermDescribeInstances     = "ec2:DescribeInstances"
 	PermDescribeSubnets       = "ec2:DescribeSubnets"
@@ -19,14 +19,12 @@ const (
 	PermStopQuery             = "logs:StopQuery"
 	PermFilterLogEvents       = "logs:FilterLogEvents"
 	PermDescribeCluster       = "eks:DescribeCluster"
-)
 
-// Permissions lists every IAM action nodekeeper may need, in policy order.
-var Permissions = []string{
-	PermDescribeInstances, PermDescribeSubnets, PermDescribeInstanceTypes,
-	PermStartQuery, PermGetQueryResults, PermStopQuery, PermFilterLogEvents,
-	PermDescribeCluster,
-}
+	PermDescribeLaunchTemplateVersions = "ec2:DescribeLaunchTemplateVersions"
+	PermListNodegroups                 = "eks:ListNodegroups"
+	PermDescribeNodegroup              = "eks:DescribeNodegroup"
+	PermDescribeAutoScalingGroups      = "autoscaling:DescribeAutoScalingGroups"
+)
 
 // deniedCodes are the error codes AWS services answer when IAM does not allow a call: EC2 says
 // UnauthorizedOperation, the JSON services AccessDeniedException.

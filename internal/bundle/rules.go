@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"github.com/nodekeeper/nodekeeper/internal/bootstrap"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
 )
@@ -11,7 +12,7 @@ const (
 	SectionKubeletLog = "kubelet-log"
 	SectionCNILog     = "cni-log"
 	SectionIO         = "io"
-	SectionBootstrap  = "bootstrap"
+	SectionBootstrap  = bootstrap.Section
 )
 
 // Sections in display order.
@@ -99,37 +100,13 @@ var (
 		Remediation: "the VPC CNI starts from the root volume at boot: give the root volume more IOPS and throughput (gp3) and move container state (/var/lib/containerd, /var/lib/kubelet) to its own volume so image pulls at boot do not starve ipamd; set CLUSTER_ENDPOINT so ipamd does not also wait for kube-proxy",
 		DocURL:      DocEBSIO,
 	}
-	RuleHostname = findings.Rule{
-		Code: "NK631", Name: "user-data-hostname-override", Section: SectionBootstrap, Severity: findings.Warning,
-		Title:       "user data overrides the hostname",
-		Remediation: "let the node keep its EC2 private DNS name; the Node name, its lease and the AWS cloud provider expect it",
-		DocURL:      DocUserData,
-	}
-	RuleIptablesFlush = findings.Rule{
-		Code: "NK632", Name: "user-data-iptables-flush", Section: SectionBootstrap, Severity: findings.Error,
-		Title:       "user data flushes iptables",
-		Remediation: "remove the flush: it deletes the rules kube-proxy and the VPC CNI program at boot (Service routing, SNAT, pod traffic)",
-		DocURL:      DocUserData,
-	}
-	RuleDocker = findings.Rule{
-		Code: "NK633", Name: "user-data-docker-on-containerd", Section: SectionBootstrap, Severity: findings.Warning,
-		Title:       "user data manages the Docker service on a node whose runtime is containerd",
-		Remediation: "remove the Docker steps from the bootstrap script; containerd is the runtime and a restarted dockerd only adds iptables rules and load",
-		DocURL:      DocUserData,
-	}
-	RuleUserDataUntraced = findings.Rule{
-		Code: "NK634", Name: "user-data-not-traced", Section: SectionBootstrap, Severity: findings.Skipped,
-		Title:       "the user data's commands are not in cloud-init-output.log",
-		Remediation: "the user data runs without `set -x`, so the hostname, iptables and Docker checks (NK631-NK633) could not see its commands: pass the user data itself with --user-data FILE (aws ec2 describe-instance-attribute --attribute userData, or the launch template)",
-		DocURL:      DocUserData,
-	}
-	RuleUserDataUnreadable = findings.Rule{
-		Code: "NK635", Name: "user-data-unreadable", Section: SectionBootstrap, Severity: findings.Warning,
-		Title:       "a part of the user data could not be read",
-		Remediation: "check the MIME structure (boundary, Content-Type of each part) and the NodeConfig YAML; nodeadm and cloud-init skip what they cannot parse, so the node may boot without that part",
-		DocURL:      DocNodeadm,
-	}
-	RuleScriptFailed = findings.Rule{
+	// The user-data rules are internal/bootstrap's, shared with doctor --aws.
+	RuleHostname           = bootstrap.RuleHostname
+	RuleIptablesFlush      = bootstrap.RuleIptablesFlush
+	RuleDocker             = bootstrap.RuleDocker
+	RuleUserDataUntraced   = bootstrap.RuleUserDataUntraced
+	RuleUserDataUnreadable = bootstrap.RuleUserDataUnreadable
+	RuleScriptFailed       = findings.Rule{
 		Code: "NK636", Name: "user-data-script-failed", Section: SectionBootstrap, Severity: findings.Error,
 		Title:       "the user data script failed (cloud-init's scripts-user, bootstrap.sh)",
 		Remediation: "read the script's output before the failure in cloud-init-output.log; with `set -e` (or bootstrap.sh's errexit) nothing after the failing command ran, so the node may not have joined or runs without the settings the script gives; fix the command and replace the node (cloud-init runs user data once per instance)",

@@ -50,6 +50,9 @@ func ChecksFor(o Options) []Check {
 	cs = append(cs, pullQPSCheck{}, addonAvailabilityCheck{}, addonRestartsCheck{}, cniVersionCheck{}, karpenterLeaseGCCheck{})
 	if o.EC2 != nil {
 		cs = append(cs, ec2Check{})
+		if o.EC2.LaunchTemplates != nil {
+			cs = append(cs, launchTemplateCheck{})
+		}
 	}
 	return cs
 }

@@ -179,6 +179,9 @@ func Run(ctx context.Context, deps Deps, o Options) (*findings.Report, error) {
 	sections := Sections
 	if o.EC2 != nil {
 		sections = append(append([]findings.SectionSpec(nil), Sections...), sectionEC2)
+		if o.EC2.LaunchTemplates != nil {
+			sections = append(sections, sectionBootstrap)
+		}
 	}
 	rep := findings.NewReport("doctor", o.Target, o.Now(), sections...)
 	RunChecks(rep, f, ChecksFor(o))

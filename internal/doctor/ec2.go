@@ -47,6 +47,11 @@ type EC2Options struct {
 	// RegisterGrace: an instance launched less than this ago may still be registering and is
 	// not reported (default 10 minutes).
 	RegisterGrace time.Duration
+	// LaunchTemplates, when set, adds the launch template checks (launchtemplates.go), with the
+	// managed node groups from Nodegroups and the self-managed groups from AutoScaling when set.
+	LaunchTemplates nkaws.LaunchTemplatesAPI
+	Nodegroups      nkaws.NodegroupsAPI
+	AutoScaling     nkaws.AutoScalingAPI
 }
 
 // EC2Inputs is what CheckEC2 reads.

@@ -37,6 +37,8 @@ const (
 	FactAddonPods       Fact = "addon-pods"
 	FactPullEvents      Fact = "pull-events"
 	FactLeaseCollectors Fact = "lease-collectors"
+	// FactLaunchTemplates: the launch template versions in use (launchtemplates.go).
+	FactLaunchTemplates Fact = "launch-templates"
 )
 
 // Missing is why a fact could not be gathered: the resource asked for and the reason, usually
@@ -85,6 +87,9 @@ type Facts struct {
 	Addons          []AddonFacts
 	PullQPS         map[string]*PullQPSNode
 	LeaseCollectors LeaseCollectorFacts
+	// LaunchTemplates are the launch template versions the Nodes were launched from or their
+	// groups launch from now, sorted by template and version (doctor --aws only).
+	LaunchTemplates []TemplateVersion
 	// Stats are numbers about the reads (requests, pages, objects) for the report.
 	Stats map[string]int64
 	// Missing lists the facts that could not be gathered, with why.

@@ -55,6 +55,9 @@ func Gather(ctx context.Context, d Deps, o Options) (*Facts, error) {
 	}
 	if o.EC2 != nil {
 		steps = append(steps, g.ec2)
+		if o.EC2.LaunchTemplates != nil {
+			steps = append(steps, g.launchTemplates) // after ec2: it reads the instances' tags
+		}
 	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {

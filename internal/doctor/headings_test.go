@@ -16,7 +16,7 @@ import (
 // people: no Go identifier, fmt error or dump in a section title or a rule line. The golden
 // report is read too.
 func TestHeadingsAreForPeople(t *testing.T) {
-	sections := append(append([]findings.SectionSpec(nil), Sections...), sectionEC2)
+	sections := append(append([]findings.SectionSpec(nil), Sections...), sectionEC2, sectionBootstrap)
 	names := map[string]bool{}
 	for _, s := range sections {
 		names[s.Name] = true

@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"github.com/nodekeeper/nodekeeper/internal/bootstrap"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
 )
@@ -278,4 +279,10 @@ var Rules = []findings.Rule{
 	RuleAddonRestarts,
 	RuleCNIVersionForCluster,
 	RuleKarpenterLeaseGC,
+	// The user-data rules doctor --aws runs on launch templates (bootstrap's; NK634 is about a
+	// bundle's cloud-init log only).
+	bootstrap.RuleHostname,
+	bootstrap.RuleIptablesFlush,
+	bootstrap.RuleDocker,
+	bootstrap.RuleUserDataUnreadable,
 }

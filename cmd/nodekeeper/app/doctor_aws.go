@@ -18,7 +18,7 @@ type doctorAWSFlags struct {
 }
 
 func (d *doctorAWSFlags) AddFlags(f *pflag.FlagSet) {
-	f.BoolVar(&d.enabled, "aws", false, "also check EC2 (read-only): running instances of the cluster without a Node, Nodes whose instance is gone, free addresses of the nodes' and ENIConfigs' subnets against their warm pools, and the capacity of instance types the built-in table does not know; the EKS cluster is --eks-cluster or the kubeconfig context's")
+	f.BoolVar(&d.enabled, "aws", false, "also check EC2 (read-only): running instances of the cluster without a Node, Nodes whose instance is gone, free addresses of the nodes' and ENIConfigs' subnets against their warm pools, the capacity of instance types the built-in table does not know, and the user data of the launch template versions the Nodes were launched from (NK631-NK635, max pods above the addresses, once per version); the EKS cluster is --eks-cluster or the kubeconfig context's")
 	f.DurationVar(&d.registerGrace, "register-grace", 10*time.Minute, "with --aws: an instance launched less than this ago may still be registering and is not reported")
 	d.aws.AddFlags(f)
 	d.aws.AddClusterFlag(f, "with --aws")
@@ -53,6 +53,7 @@ func (d *doctorAWSFlags) apply(ctx context.Context, o *doctor.Options) error {
 	if err != nil {
 		return fmt.Errorf("--aws for the EKS cluster %q: %w", cluster, err)
 	}
-	o.EC2 = &doctor.EC2Options{API: clients.EC2, Cluster: cluster, RegisterGrace: d.registerGrace}
+	o.EC2 = &doctor.EC2Options{API: clients.EC2, Cluster: cluster, RegisterGrace: d.registerGrace,
+		LaunchTemplates: clients.LaunchTemplates, Nodegroups: clients.Nodegroups, AutoScaling: clients.AutoScaling}
 	return nil
 }
