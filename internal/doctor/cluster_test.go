@@ -199,7 +199,7 @@ func TestDoctorSeedCluster(t *testing.T) {
 		"lease/kube-node-lease/" + leaked: {"NK313:warning"},
 		"lease/kube-node-lease/" + zombie: {"NK312:error"},
 		// NK711: custom networking on, and no ENIConfig CRD in this cluster.
-		"daemonset/kube-system/aws-node-seed": {"NK401:warning", "NK408:warning", "NK409:error", "NK410:error", "NK711:error"},
+		"daemonset/kube-system/aws-node-seed": {"NK401:info", "NK408:warning", "NK409:error", "NK410:error", "NK711:error"},
 	}
 	for res, codes := range want {
 		if !has(got[res], codes...) || len(got[res]) != len(codes) {

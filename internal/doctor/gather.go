@@ -108,11 +108,15 @@ func (g *gatherer) awsNode(ctx context.Context) error {
 	a.Container = true
 	a.Env = map[string]string{}
 	for _, e := range c.Env {
-		if e.ValueFrom != nil {
+		switch {
+		case e.ValueFrom == nil:
+			a.Env[e.Name] = e.Value
+		case e.ValueFrom.ConfigMapKeyRef != nil || e.ValueFrom.SecretKeyRef != nil:
+			// A value doctor could read only with more permissions, and may be a setting.
 			a.Unread = append(a.Unread, e.Name)
-			continue
 		}
-		a.Env[e.Name] = e.Value
+		// fieldRef and resourceFieldRef are the pod's own fields (the stock manifest's
+		// MY_NODE_NAME and MY_POD_NAME): never a CNI setting, so nothing was assumed.
 	}
 	if v, err := eni.VersionFromImage(c.Image); err == nil {
 		a.Version = &v
