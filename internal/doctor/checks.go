@@ -47,6 +47,12 @@ func ChecksFor(o Options) []Check {
 	if !o.SkipPodNetworking {
 		cs = append(cs, karpenterCheck{}, stuckPodsCheck{}, servingCSRCheck{}, eniConfigCheck{}, csiNodeCheck{}, cniNodeCheck{})
 	}
+	if !o.SkipCNIMetrics {
+		cs = append(cs, cniMetricsCheck{})
+		if !o.SkipPodNetworking {
+			cs = append(cs, stuckCauseCheck{})
+		}
+	}
 	if o.EC2 != nil {
 		cs = append(cs, ec2Check{})
 	}

@@ -44,6 +44,14 @@ type Options struct {
 	// one, in order, never two at once; the last call has the final count. It must return
 	// quickly: the workers wait for it.
 	ConfigzProgress func(done, total int)
+	// CNIMetricsWorkers bounds the aws-node /metrics requests in flight (default DefaultWorkers);
+	// ConfigzTimeout bounds each one too.
+	CNIMetricsWorkers int
+	// CNIMetricsProgress is told how many of the Ready aws-node pods' metrics requests are done,
+	// as ConfigzProgress is for configz.
+	CNIMetricsProgress func(done, total int)
+	// SkipCNIMetrics leaves out the aws-node metrics reads and their checks (for comparisons).
+	SkipCNIMetrics bool
 	// ChunkSize is the LIST page size (default kube.DefaultChunkSize). Pods and Events are read
 	// in pages of at most MaxPodPage and MaxEventPage whatever it is (see gather_podnet.go).
 	ChunkSize int64
@@ -79,6 +87,9 @@ type Options struct {
 func (o *Options) defaults() {
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
+	}
+	if o.CNIMetricsWorkers <= 0 {
+		o.CNIMetricsWorkers = DefaultWorkers
 	}
 	if o.ConfigzTimeout <= 0 {
 		o.ConfigzTimeout = 10 * time.Second

@@ -25,6 +25,7 @@ var Sections = []findings.SectionSpec{
 	{Name: SectionAWSNode, Title: "aws-node (Amazon VPC CNI) settings"},
 	{Name: SectionAPF, Title: "API priority and fairness"},
 	{Name: SectionPodNet, Title: "Pod networking"},
+	sectionCNIMetrics,
 }
 
 // The doctor's own rules. Codes are stable; docs/doctor.md lists them. NK2xx kubelet
@@ -267,6 +268,14 @@ var Rules = []findings.Rule{
 	RuleServingCSRForeign,
 	RuleCSINodeOrphaned,
 	RuleCNINodeOrphaned,
+	RuleCNIMetricsUnavailable,
+	RuleCNIEC2Errors,
+	RuleStuckPoolFull,
+	RuleStuckSubnet,
+	RuleStuckThrottled,
+	RuleStuckIPAMDUnreachable,
+	RuleStuckUnknown,
+	RuleCNIIPAMDErrors,
 	RuleInstanceWithoutNode,
 	RuleNodeInstanceGone,
 	RuleSubnetAddressesLow,
