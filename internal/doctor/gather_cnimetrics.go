@@ -259,6 +259,10 @@ func ParseIPAMDMetrics(raw []byte) (*IPAMDMetrics, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(samples) == 0 {
+		// ipamd always publishes its counters, from 0: this answer is not ipamd's.
+		return nil, fmt.Errorf("the answer holds no awscni_ metrics: not ipamd's /metrics")
+	}
 	m := &IPAMDMetrics{EC2Errors: map[string]int{}, IPAMDErrors: map[string]int{}}
 	seen := 0
 	for _, s := range samples {
