@@ -36,21 +36,29 @@ func TestMain(m *testing.M) { testenv.Main(m, testenv.Options{}, &env) }
 // is the point of these tests and must not be skipped quietly.
 func newStub(t testing.TB, n int, body func(i int) []byte) (*kubeletstub.Netns, *kubeletstub.Server) {
 	t.Helper()
-	ns, err := kubeletstub.New()
-	if err != nil {
-		t.Fatalf("the node proxy test needs a network namespace: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := ns.Close(); err != nil {
-			t.Errorf("removing namespace %s: %v", ns.Name, err)
-		}
-	})
+	ns := newNetns(t)
 	srv, err := kubeletstub.Start(ns, n, body)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
 	return ns, srv
+}
+
+// newNetns creates a network namespace for stub servers, removed when the test ends, also when
+// it fails.
+func newNetns(t testing.TB) *kubeletstub.Netns {
+	t.Helper()
+	ns, err := kubeletstub.New()
+	if err != nil {
+		t.Fatalf("the node and pod proxy tests need a network namespace: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := ns.Close(); err != nil {
+			t.Errorf("removing namespace %s: %v", ns.Name, err)
+		}
+	})
+	return ns
 }
 
 func configz(t testing.TB, cfg map[string]any) []byte {
