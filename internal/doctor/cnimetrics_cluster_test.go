@@ -187,7 +187,9 @@ func TestDoctorStockAWSNode(t *testing.T) {
 			if _, err := admin.CoreV1().ServiceAccounts(sa.Namespace).Create(ctx, sa, metav1.CreateOptions{FieldManager: "nodekeeper-test"}); err != nil && !apierrors.IsAlreadyExists(err) {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { _ = admin.CoreV1().ServiceAccounts(sa.Namespace).Delete(context.Background(), sa.Name, metav1.DeleteOptions{}) })
+			t.Cleanup(func() {
+				_ = admin.CoreV1().ServiceAccounts(sa.Namespace).Delete(context.Background(), sa.Name, metav1.DeleteOptions{})
+			})
 			created, err := admin.AppsV1().DaemonSets(ds.Namespace).Create(ctx, ds, metav1.CreateOptions{FieldManager: "nodekeeper-test"})
 			if err != nil {
 				t.Fatal(err)
