@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -78,6 +79,10 @@ func createAWSNodePod(ctx context.Context, t *testing.T, c kubernetes.Interface,
 	if ctr := awsNodeContainerIn(p.Spec.Containers); ctr != nil && port != 0 {
 		ctr.Ports = []corev1.ContainerPort{{Name: "metrics", ContainerPort: int32(port)}}
 	}
+	// The ServiceAccount admission plugin wants the pod's account; no controller makes "default".
+	if err := kubeletsim.EnsureNamespace(ctx, c, p.Namespace); err != nil {
+		t.Fatal(err)
+	}
 	created, err := c.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{FieldManager: kubeletsim.PodFieldManager})
 	if err != nil {
 		t.Fatal(err)
@@ -104,15 +109,16 @@ func createAWSNodePod(ctx context.Context, t *testing.T, c kubernetes.Interface,
 	return updated
 }
 
-// cniFindings are the findings of the aws-node and cni-metrics sections, and any warning or error
-// of another section, about the resources keep accepts, as "CODE:severity" by resource.
-func cniFindings(rep *findings.Report, keep func(string) bool) map[string][]string {
+// cniFindings are the findings of the cni-metrics section (with others, also of the aws-node
+// section and any warning or error of another section) about the resources keep accepts, as
+// "CODE:severity" by resource.
+func cniFindings(rep *findings.Report, keep func(string) bool, others bool) map[string][]string {
 	out := map[string][]string{}
 	for _, f := range rep.Findings() {
 		if !keep(f.Resource) {
 			continue
 		}
-		if f.Section == SectionAWSNode || f.Section == SectionCNIMetrics || f.Severity >= findings.Warning {
+		if f.Section == SectionCNIMetrics || others && (f.Section == SectionAWSNode || f.Severity >= findings.Warning) {
 			out[f.Resource] = append(out[f.Resource], f.Code+":"+f.Severity.String())
 		}
 	}
@@ -207,7 +213,7 @@ func TestDoctorStockAWSNode(t *testing.T) {
 			}
 			got := cniFindings(rep, func(res string) bool {
 				return strings.Contains(res, node) || strings.Contains(res, "aws-node") || res == "pods" || res == "pods/proxy"
-			})
+			}, true)
 			for res, codes := range got {
 				for _, c := range codes {
 					if strings.HasSuffix(c, ":warning") || strings.HasSuffix(c, ":error") || strings.HasPrefix(c, "NK412:") || strings.HasPrefix(c, "NK403:") || strings.HasPrefix(c, "NK74") {
@@ -223,4 +229,162 @@ func TestDoctorStockAWSNode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sectionReport is the findings of one section about the resources keep accepts, as a report of
+// its own (for the golden text).
+func sectionReport(rep *findings.Report, spec findings.SectionSpec, keep func(string) bool) *findings.Report {
+	out := findings.NewReport("doctor", "test-cluster", time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC), spec)
+	for _, s := range rep.Sections() {
+		if s.Name != spec.Name {
+			continue
+		}
+		for _, f := range s.Findings {
+			if keep(f.Resource) {
+				out.Add(f)
+			}
+		}
+	}
+	return out
+}
+
+// TestDoctorCNIMeasuredCauses gives each cause of stuck pods its own node, whose aws-node pod's
+// ipamd (a stub serving real-format metrics, read through the real API server's pod proxy) shows
+// that cause: the pool full at maxPods, the subnet out of addresses, EC2 throttling, an aws-node
+// pod that is not ready, none at all, and healthy figures. The same cluster is checked healthy
+// first: every aws-node pod Ready with a healthy ipamd and no pod stuck gets none of these
+// findings.
+func TestDoctorCNIMeasuredCauses(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	admin := env.AdminClient()
+	ds := env.CreateAWSNode(t, "aws-node-causes", "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.23.0-eksbuild.1", map[string]string{
+		"CLUSTER_ENDPOINT": "https://example.eks.amazonaws.com", "WARM_ENI_TARGET": "1",
+	})
+
+	// t3.small: 3 ENIs of 4 addresses, so ipamd holds at most 9 pod addresses (awscni_ip_max) and
+	// the EKS max pods is 11; the node of the full pool was given 20.
+	const prefix = "ip-10-66-0-"
+	type node struct {
+		name    string
+		maxPods string
+		healthy ipamdFigures // its ipamd while the cluster is healthy
+		failing ipamdFigures // and once pods are stuck
+		pod     string       // what becomes of its aws-node pod: "ready", "not-ready", "gone"
+	}
+	small := ipamdFigures{total: 6, assigned: 2, maxIPs: 9, enis: 2, maxENIs: 3}
+	grow := func(code, api string, n int) ipamdFigures {
+		return ipamdFigures{total: 3, assigned: 3, maxIPs: 9, enis: 1, maxENIs: 3, noAddress: 5, ec2Errors: map[[2]string]int{{api, code}: n}}
+	}
+	nodes := []node{
+		{name: prefix + "1.ec2.internal", maxPods: "11", healthy: small, failing: small, pod: "ready"},
+		{name: prefix + "2.ec2.internal", maxPods: "20", healthy: small, failing: ipamdFigures{total: 9, assigned: 9, maxIPs: 9, enis: 3, maxENIs: 3, noAddress: 14}, pod: "ready"},
+		{name: prefix + "3.ec2.internal", maxPods: "11", healthy: small, failing: grow("InsufficientFreeAddressesInSubnet", "CreateNetworkInterface", 6), pod: "ready"},
+		{name: prefix + "4.ec2.internal", maxPods: "11", healthy: small, failing: grow("RequestLimitExceeded", "AssignPrivateIpAddresses", 12), pod: "ready"},
+		{name: prefix + "5.ec2.internal", maxPods: "11", healthy: small, failing: small, pod: "not-ready"},
+		{name: prefix + "6.ec2.internal", maxPods: "11", healthy: small, failing: small, pod: "gone"},
+		{name: prefix + "7.ec2.internal", maxPods: "11", healthy: small, failing: small, pod: "ready"},
+	}
+	ns := newNetns(t)
+	ipamd := startIPAMD(t, ns, make([]int, len(nodes)), func(i int) []byte { return ipamdMetricsBody(t, nodes[i].healthy) })
+	eps := ipamd.Endpoints()
+	pods := make([]*corev1.Pod, len(nodes))
+	for i, n := range nodes {
+		nd := podnetNode(n.name, "Amazon Linux 2023.5.20240701", map[string]string{"eks.amazonaws.com/nodegroup": "mng-al2023"})
+		nd.Status.Capacity[corev1.ResourcePods] = resource.MustParse(n.maxPods)
+		nd.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ns.NSIP}}
+		createNode(ctx, t, admin, nd)
+		pods[i] = createAWSNodePod(ctx, t, admin, ds, n.name, ns.NSIP, eps[i].Port, true)
+	}
+	team := "cnimetrics-team"
+	testNamespace(ctx, t, admin, team)
+	base := time.Now().Add(time.Hour).Truncate(time.Second)
+	opts := Options{AWSNodeName: ds.Name, Workers: 4, CNIMetricsWorkers: 3, Now: func() time.Time { return base }}
+	keep := func(res string) bool { return strings.Contains(res, prefix) }
+
+	t.Run("healthy", func(t *testing.T) {
+		rep, err := runOn(ctx, env.AdminConfig(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cniFindings(rep, keep, false); len(got) != 0 {
+			t.Fatalf("a healthy cluster has findings: %v", got)
+		}
+		for i, ep := range eps {
+			if ep.Hits() != 1 {
+				t.Errorf("%s: %d metrics requests, want 1", nodes[i].name, ep.Hits())
+			}
+		}
+	})
+
+	// The failures: each ipamd now reports its cause, one aws-node pod stops being ready, one is
+	// deleted, and every node but the first has pods stuck in ContainerCreating.
+	for i, n := range nodes {
+		eps[i].SetBody(ipamdMetricsBody(t, n.failing))
+		switch n.pod {
+		case "gone":
+			if err := admin.CoreV1().Pods(pods[i].Namespace).Delete(ctx, pods[i].Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+				t.Fatal(err)
+			}
+		case "not-ready":
+			p := pods[i].DeepCopy()
+			for j := range p.Status.Conditions {
+				if p.Status.Conditions[j].Type == corev1.PodReady {
+					p.Status.Conditions[j].Status, p.Status.Conditions[j].Reason = corev1.ConditionFalse, "ContainersNotReady"
+				}
+			}
+			if _, err := admin.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{FieldManager: kubeletsim.PodFieldManager}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i == 0 {
+			continue
+		}
+		for j := 0; j < 2; j++ {
+			if _, err := kubeletsim.CreateStuckPod(ctx, admin, kubeletsim.PodSpec{Namespace: team, Name: fmt.Sprintf("api-%d-%d", i, j), Node: n.name, ScheduledAt: base.Add(-time.Duration(10+i+j) * time.Minute)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	hitsBefore := make([]int64, len(eps))
+	for i, ep := range eps {
+		hitsBefore[i] = ep.Hits()
+	}
+	rep, err := runOn(ctx, env.AdminConfig(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := cniFindings(rep, keep, false)
+	want := map[string][]string{
+		"node/" + nodes[1].name: {"NK743:error", "NK748:info"},
+		"node/" + nodes[2].name: {"NK742:info", "NK744:error", "NK748:info"},
+		"node/" + nodes[3].name: {"NK742:info", "NK745:error", "NK748:info"},
+		"node/" + nodes[4].name: {"NK746:error"},
+		"node/" + nodes[5].name: {"NK746:error"},
+		"node/" + nodes[6].name: {"NK747:warning"},
+	}
+	for res, codes := range want {
+		if !has(got[res], codes...) || len(got[res]) != len(codes) {
+			t.Errorf("%s: got %v, want %v", res, got[res], codes)
+		}
+	}
+	for res := range got {
+		if _, ok := want[res]; !ok {
+			t.Errorf("%s: unexpected %v", res, got[res])
+		}
+	}
+	for i, ep := range eps {
+		wantHits := int64(1)
+		if nodes[i].pod != "ready" {
+			wantHits = 0 // no request to a pod that is not ready or gone
+		}
+		if n := ep.Hits() - hitsBefore[i]; n != wantHits {
+			t.Errorf("%s (%s): %d metrics requests, want %d", nodes[i].name, nodes[i].pod, n, wantHits)
+		}
+	}
+	var text bytes.Buffer
+	if err := findings.PrintText(&text, sectionReport(rep, sectionCNIMetrics, keep), findings.PrintOptions{MaxPerRule: 20, Catalog: catalog}); err != nil {
+		t.Fatal(err)
+	}
+	assertGolden(t, "cnimetrics.txt", text.Bytes())
 }
