@@ -65,12 +65,24 @@ func testNamespace(ctx context.Context, t *testing.T, admin kubernetes.Interface
 }
 
 // createAWSNodePod does what the DaemonSet controller and the kubelet do for ds on node (neither
-// runs here): a pod from the DaemonSet's template, owned by it, bound to the node, then its
+// runs here), and deletes the pod when the test ends: see newAWSNodePod.
+func createAWSNodePod(ctx context.Context, t *testing.T, c kubernetes.Interface, ds *appsv1.DaemonSet, node, ip string, port int, ready bool) *corev1.Pod {
+	t.Helper()
+	p, err := newAWSNodePod(ctx, c, ds, node, ip, port, ready)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.CoreV1().Pods(p.Namespace).Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	})
+	return p
+}
+
+// newAWSNodePod creates a pod from ds's template, owned by it and bound to node, then writes its
 // status: Running at ip (aws-node is hostNetwork: the node's address), Ready or not. port, when
 // not 0, replaces the aws-node container's "metrics" port, so that several simulated nodes share
 // one namespace address.
-func createAWSNodePod(ctx context.Context, t *testing.T, c kubernetes.Interface, ds *appsv1.DaemonSet, node, ip string, port int, ready bool) *corev1.Pod {
-	t.Helper()
+func newAWSNodePod(ctx context.Context, c kubernetes.Interface, ds *appsv1.DaemonSet, node, ip string, port int, ready bool) (*corev1.Pod, error) {
 	tmpl := ds.Spec.Template.DeepCopy()
 	p := &corev1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}
 	p.Name, p.Namespace = ds.Name+"-"+strings.ReplaceAll(node, ".", "-"), ds.Namespace
@@ -81,15 +93,12 @@ func createAWSNodePod(ctx context.Context, t *testing.T, c kubernetes.Interface,
 	}
 	// The ServiceAccount admission plugin wants the pod's account; no controller makes "default".
 	if err := kubeletsim.EnsureNamespace(ctx, c, p.Namespace); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	created, err := c.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{FieldManager: kubeletsim.PodFieldManager})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	t.Cleanup(func() {
-		_ = c.CoreV1().Pods(p.Namespace).Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
-	})
 	now := metav1.Now()
 	readiness := corev1.ConditionFalse
 	if ready {
@@ -102,11 +111,7 @@ func createAWSNodePod(ctx context.Context, t *testing.T, c kubernetes.Interface,
 			{Type: corev1.PodReady, Status: readiness, LastTransitionTime: now},
 		},
 	}
-	updated, err := c.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{FieldManager: kubeletsim.PodFieldManager})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return updated
+	return c.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{FieldManager: kubeletsim.PodFieldManager})
 }
 
 // cniFindings are the findings of the cni-metrics section (with others, also of the aws-node
@@ -381,6 +386,9 @@ func TestDoctorCNIMeasuredCauses(t *testing.T) {
 		if n := ep.Hits() - hitsBefore[i]; n != wantHits {
 			t.Errorf("%s (%s): %d metrics requests, want %d", nodes[i].name, nodes[i].pod, n, wantHits)
 		}
+	}
+	if m := ipamd.MaxInFlight(); m > int64(opts.CNIMetricsWorkers) {
+		t.Errorf("%d metrics requests in flight at once, more than --cni-metrics-workers %d", m, opts.CNIMetricsWorkers)
 	}
 	var text bytes.Buffer
 	if err := findings.PrintText(&text, sectionReport(rep, sectionCNIMetrics, keep), findings.PrintOptions{MaxPerRule: 20, Catalog: catalog}); err != nil {

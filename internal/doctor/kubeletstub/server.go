@@ -77,6 +77,8 @@ type Server struct {
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 	other     atomic.Int64
+	// inFlight and maxInFlight count the requests being answered, now and at most at once.
+	inFlight, maxInFlight atomic.Int64
 	// path is the one path answered (/configz, /metrics), contentType its answer's type.
 	path, contentType string
 }
@@ -150,6 +152,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e.hits.Add(1)
+	n := s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+	for m := s.maxInFlight.Load(); n > m && !s.maxInFlight.CompareAndSwap(m, n); m = s.maxInFlight.Load() {
+	}
 	e.mu.Lock()
 	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
 		e.clients[r.TLS.PeerCertificates[0].Subject.CommonName]++
@@ -175,6 +181,11 @@ func (s *Server) TotalHits() int64 {
 	}
 	return n
 }
+
+// MaxInFlight is the most requests for the served path that were being answered at once: a
+// client's concurrency bound can be checked against it (an upper bound, whatever the machine's
+// speed).
+func (s *Server) MaxInFlight() int64 { return s.maxInFlight.Load() }
 
 // OtherRequests counts requests for anything but the served path.
 func (s *Server) OtherRequests() int64 { return s.other.Load() }
