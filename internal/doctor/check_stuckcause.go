@@ -21,7 +21,7 @@ func (stuckCauseCheck) Needs() []Need {
 	return []Need{
 		{Fact: FactNodes, Rule: RuleStuckUnknown},
 		{Fact: FactPods, Rule: RuleStuckUnknown},
-		{Fact: FactCNIMetrics, Rule: RuleStuckUnknown},
+		{Fact: FactCNIMetrics, Rule: RuleCNIMetricsUnavailable},
 	}
 }
 

@@ -432,10 +432,17 @@ func TestDoctorAPFRejections(t *testing.T) {
 // grantNodeList lets user list Nodes and waits until the authorizer agrees.
 func grantNodeList(ctx context.Context, t *testing.T, admin kubernetes.Interface, user string) {
 	t.Helper()
+	grantRules(ctx, t, admin, user)
+}
+
+// grantRules lets user list Nodes and do what rules say, cluster-wide, and waits until the
+// authorizer agrees (the role and binding reach it together).
+func grantRules(ctx context.Context, t *testing.T, admin kubernetes.Interface, user string, rules ...rbacv1.PolicyRule) {
+	t.Helper()
 	name := "nodekeeper-test-" + user
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list"}}},
+		Rules:      append([]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list"}}}, rules...),
 	}
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: name},

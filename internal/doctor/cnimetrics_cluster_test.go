@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -395,4 +396,57 @@ func TestDoctorCNIMeasuredCauses(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertGolden(t, "cnimetrics.txt", text.Bytes())
+}
+
+// TestDoctorCNIMetricsPermissions: without list on pods, or without get on pods/proxy, in the
+// aws-node namespace, the CNI section is one skipped finding naming the verb and resource, no
+// metrics request reaches ipamd, and the run succeeds.
+func TestDoctorCNIMetricsPermissions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin := env.AdminClient()
+	ds := env.CreateAWSNode(t, "aws-node-perm", "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.23.0-eksbuild.1", map[string]string{"CLUSTER_ENDPOINT": "https://example.eks.amazonaws.com"})
+	node := "ip-10-67-0-1.ec2.internal"
+	createNode(ctx, t, admin, podnetNode(node, "Amazon Linux 2023.5.20240701", nil))
+	ns := newNetns(t)
+	ipamd := startIPAMD(t, ns, []int{0}, func(int) []byte { return ipamdMetricsBody(t, healthyIPAMD) })
+	createAWSNodePod(ctx, t, admin, ds, node, ns.NSIP, ipamd.Endpoints()[0].Port, true)
+
+	getDaemonSets := rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"get"}}
+	listPods := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}}
+	tests := []struct {
+		user  string
+		rules []rbacv1.PolicyRule
+		want  string
+	}{
+		{"doctor-no-pod-proxy", []rbacv1.PolicyRule{getDaemonSets, listPods}, "NK741 pods/proxy skipped: needs get on pods/proxy in kube-system"},
+		{"doctor-no-pod-list", []rbacv1.PolicyRule{getDaemonSets}, "NK741 pods skipped: needs list on pods in kube-system"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.user, func(t *testing.T) {
+			grantRules(ctx, t, admin, tc.user, tc.rules...)
+			rep, err := runOn(ctx, env.UserConfig(tc.user), Options{AWSNodeName: ds.Name})
+			if err != nil {
+				t.Fatalf("the run must not fail for missing permissions: %v", err)
+			}
+			// Without pods the measured cause is skipped too (NK747, "needs list on pods").
+			var cni []string
+			found := false
+			for _, f := range rep.Findings() {
+				if f.Section == SectionCNIMetrics {
+					cni = append(cni, f.Code+" "+f.Resource+" "+f.Message)
+					found = found || strings.HasPrefix(cni[len(cni)-1], tc.want)
+					if f.Severity != findings.Skipped {
+						t.Errorf("not skipped: %s", cni[len(cni)-1])
+					}
+				}
+			}
+			if !found {
+				t.Errorf("cni-metrics findings %q, want one starting %q", cni, tc.want)
+			}
+			if n := ipamd.TotalHits(); n != 0 {
+				t.Errorf("ipamd got %d metrics requests without permission", n)
+			}
+		})
+	}
 }
