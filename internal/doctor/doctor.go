@@ -5,7 +5,9 @@
 // Nodes, node leases, the aws-node DaemonSet, Karpenter's settings, each kubelet's configuration
 // through the API server's node proxy (/api/v1/nodes/NAME/proxy/configz, at most one request per
 // node, bounded concurrency), the API server's /metrics, stuck pods and their sandbox events,
-// kubelet-serving CSRs, ENIConfigs, CSINodes and CNINodes, and with --aws what EC2 says. A read
+// kubelet-serving CSRs, ENIConfigs, CSINodes and CNINodes, each aws-node pod's ipamd metrics
+// through the API server's pod proxy (pods/NAME:61678/proxy/metrics, at most one request per
+// node, bounded concurrency), and with --aws what EC2 says. A read
 // that is forbidden (or otherwise cannot be made) leaves its fact missing, with the reason
 // ("needs list on pods"). Then each check (check_*.go, one small type per file) runs over the
 // facts: a check that needs a missing fact is reported as skipped with that reason under its
