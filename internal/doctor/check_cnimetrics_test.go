@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
 )
@@ -86,6 +89,50 @@ func TestCNIMetricsChecks(t *testing.T) {
 				}
 			}
 			t.Fatalf("no finding says %q: %+v", tc.message, fs)
+		})
+	}
+}
+
+// TestAddAWSNodePod: during a rolling update a node has two aws-node pods; the Ready one is read,
+// and its metrics port is the aws-node container's port named "metrics" (61678 when none is).
+func TestAddAWSNodePod(t *testing.T) {
+	pod := func(name string, ready bool, port int32) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: name},
+			Spec:       corev1.PodSpec{NodeName: "a", Containers: []corev1.Container{{Name: "aws-node"}}},
+			Status:     corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1", Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}},
+		}
+		if ready {
+			p.Status.Conditions[0].Status = corev1.ConditionTrue
+		}
+		if port != 0 {
+			p.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "metrics", ContainerPort: port}}
+		}
+		return p
+	}
+	tests := []struct {
+		name      string
+		pods      []*corev1.Pod
+		wantPod   string
+		wantReady bool
+		wantPort  int
+	}{
+		{"one, stock port", []*corev1.Pod{pod("aws-node-a", true, 0)}, "kube-system/aws-node-a", true, DefaultIPAMDMetricsPort},
+		{"named port", []*corev1.Pod{pod("aws-node-a", true, 9101)}, "kube-system/aws-node-a", true, 9101},
+		{"ready after not ready", []*corev1.Pod{pod("aws-node-a", false, 0), pod("aws-node-b", true, 0)}, "kube-system/aws-node-b", true, DefaultIPAMDMetricsPort},
+		{"ready before not ready", []*corev1.Pod{pod("aws-node-b", true, 0), pod("aws-node-a", false, 0)}, "kube-system/aws-node-b", true, DefaultIPAMDMetricsPort},
+		{"neither ready: the later name", []*corev1.Pod{pod("aws-node-b", false, 0), pod("aws-node-a", false, 0)}, "kube-system/aws-node-b", false, DefaultIPAMDMetricsPort},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &gatherer{f: &Facts{CNI: CNIFacts{Nodes: map[string]*CNINode{}}}}
+			for _, p := range tc.pods {
+				g.addAWSNodePod(p)
+			}
+			c := g.f.CNI.Nodes["a"]
+			if c == nil || c.Pod != tc.wantPod || c.Ready != tc.wantReady || c.port != tc.wantPort {
+				t.Fatalf("got %+v, want %s ready=%v port %d", c, tc.wantPod, tc.wantReady, tc.wantPort)
+			}
 		})
 	}
 }
