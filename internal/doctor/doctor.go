@@ -154,14 +154,28 @@ type Deps struct {
 	// REST sends the raw requests: each kubelet's /configz through the node proxy and /metrics
 	// (nil: those facts are missing, for unit tests that do not need them).
 	REST rest.Interface
+	// Proxy sends the aws-node pods' ipamd /metrics requests through the pod proxy (nil: REST).
+	// The API server treats proxy requests as long-running, outside API priority and fairness
+	// and its in-flight limits (BasicLongRunningRequestCheck in kube-apiserver), so what bounds
+	// them is CNIMetricsWorkers in flight; DepsFrom gives them a side client without the
+	// command's rate limit, so that 2,000 of them do not queue behind it for 20 s.
+	Proxy rest.Interface
 	// Requests, when set, returns how many requests the clients have sent (StatAPIRequests).
 	Requests func() int64
 }
 
 // DepsFrom maps clients built by kube.NewClients onto Deps: the protobuf clientset for the bulk
-// lists, the JSON one for the rest, and its REST client for configz and /metrics.
+// lists, the JSON one for the rest, and its REST client for configz and /metrics; the aws-node
+// metrics go through a side client of the same configuration without its rate limit (Proxy).
 func DepsFrom(c *kube.Clients, requests func() int64) Deps {
-	return Deps{Client: c.JSON, Bulk: c.Kube, Dynamic: c.Dynamic, REST: c.JSON.CoreV1().RESTClient(), Requests: requests}
+	d := Deps{Client: c.JSON, Bulk: c.Kube, Dynamic: c.Dynamic, REST: c.JSON.CoreV1().RESTClient(), Requests: requests}
+	if c.Config != nil {
+		// The side client counts in requests too: it copies the configuration's transport.
+		if side, err := kubernetes.NewForConfig(kube.SideConfig(c.Config, "cni-metrics", kube.RateLimit{})); err == nil {
+			d.Proxy = side.CoreV1().RESTClient()
+		}
+	}
+	return d
 }
 
 // Stat names in the report.

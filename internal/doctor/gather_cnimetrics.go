@@ -24,7 +24,8 @@ import (
 // on port 61678 (containerPort "metrics"). aws-node is hostNetwork, so the API server's pod proxy
 // (pods/NAME:PORT/proxy/metrics) reaches it at the node's address, as it reaches the kubelet
 // through the node proxy for configz: one request per Ready aws-node pod, no retries, a bounded
-// answer, at most CNIMetricsWorkers in flight. The metric names are ipamd's, declared in
+// answer, at most CNIMetricsWorkers in flight (Deps.Proxy says why that, and not the rate limit,
+// bounds them). The metric names are ipamd's, declared in
 // utils/prometheusmetrics/prometheusmetrics.go of amazon-vpc-cni-k8s (the same in v1.19.0 through
 // v1.23.0) and set in pkg/ipamd/ipamd.go, pkg/ipamd/datastore/data_store.go and
 // pkg/awsutils/awsutils.go:
@@ -145,7 +146,11 @@ func (g *gatherer) cniMetrics(ctx context.Context) error {
 	if len(ready) == 0 {
 		return nil
 	}
-	if g.d.REST == nil {
+	proxy := g.d.Proxy
+	if proxy == nil {
+		proxy = g.d.REST
+	}
+	if proxy == nil {
 		g.f.miss(FactCNIMetrics, "pods/proxy", "no client for the pod proxy")
 		return nil
 	}
@@ -162,7 +167,7 @@ func (g *gatherer) cniMetrics(ctx context.Context) error {
 	eachBounded(ctx, g.o.CNIMetricsWorkers, len(ready), g.o.CNIMetricsProgress, func(i int) {
 		c := ready[i]
 		requests.Add(1)
-		c.Metrics, c.Err = g.readIPAMD(ctx, ns, c)
+		c.Metrics, c.Err = g.readIPAMD(ctx, proxy, ns, c)
 	})
 	for _, c := range ready {
 		if c.Metrics == nil && c.Err == "" {
@@ -210,14 +215,14 @@ func podReady(p *corev1.Pod) bool {
 }
 
 // readIPAMD reads one ipamd's metrics through the pod proxy, once, bounded.
-func (g *gatherer) readIPAMD(ctx context.Context, ns string, c *CNINode) (*IPAMDMetrics, string) {
+func (g *gatherer) readIPAMD(ctx context.Context, proxy rest.Interface, ns string, c *CNINode) (*IPAMDMetrics, string) {
 	if ctx.Err() != nil {
 		return nil, ctx.Err().Error()
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.o.ConfigzTimeout)
 	defer cancel()
 	_, name, _ := strings.Cut(c.Pod, "/")
-	raw, err := readBounded(ctx, g.d.REST.Get().AbsPath("/api/v1/namespaces", ns, "pods", name+":"+strconv.Itoa(c.port), "proxy", "metrics"), maxCNIMetricsBytes, "an ipamd /metrics answer")
+	raw, err := readBounded(ctx, proxy.Get().AbsPath("/api/v1/namespaces", ns, "pods", name+":"+strconv.Itoa(c.port), "proxy", "metrics"), maxCNIMetricsBytes, "an ipamd /metrics answer")
 	switch {
 	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "pods/proxy"):
 		return nil, "forbidden: needs get on pods/proxy in " + ns
