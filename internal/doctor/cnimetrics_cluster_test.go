@@ -309,9 +309,22 @@ func TestDoctorCNIMeasuredCauses(t *testing.T) {
 	keep := func(res string) bool { return strings.Contains(res, prefix) }
 
 	t.Run("healthy", func(t *testing.T) {
-		rep, err := runOn(ctx, env.AdminConfig(), opts)
+		// Progress as for configz: 0 first, then one call per Ready aws-node pod, in order.
+		var calls [][2]int
+		o := opts
+		o.CNIMetricsProgress = func(done, total int) { calls = append(calls, [2]int{done, total}) }
+		rep, err := runOn(ctx, env.AdminConfig(), o)
 		if err != nil {
 			t.Fatal(err)
+		}
+		for i, c := range calls {
+			if c != [2]int{i, len(nodes)} {
+				t.Errorf("progress call %d: %v, want [%d %d] (all calls %v)", i, c, i, len(nodes), calls)
+				break
+			}
+		}
+		if len(calls) != len(nodes)+1 {
+			t.Errorf("%d progress calls, want %d", len(calls), len(nodes)+1)
 		}
 		if got := cniFindings(rep, keep, false); len(got) != 0 {
 			t.Fatalf("a healthy cluster has findings: %v", got)
