@@ -172,7 +172,7 @@ func TestSeedBundle(t *testing.T) {
 	want := []string{
 		"NK101:error",   // 110 pods on an m5.large with custom networking (20 addresses)
 		"NK201:warning", // registryPullQPS 5 / burst 10 for 110 pods
-		"NK401:warning", // no CLUSTER_ENDPOINT
+		"NK401:info",    // no CLUSTER_ENDPOINT
 		"NK410:error",   // VPC CNI 1.12.0
 		"NK601:warning", "NK602:warning", "NK603:warning", "NK605:warning",
 		"NK611:error", "NK612:error", "NK613:warning", "NK614:error", "NK615:error",

@@ -39,6 +39,7 @@ const (
 	FactLeaseCollectors Fact = "lease-collectors"
 	// FactLaunchTemplates: the launch template versions in use (launchtemplates.go).
 	FactLaunchTemplates Fact = "launch-templates"
+	FactCNIMetrics      Fact = "cni-metrics"
 )
 
 // Missing is why a fact could not be gathered: the resource asked for and the reason, usually
@@ -79,6 +80,8 @@ type Facts struct {
 	// CSINodes and CNINodes are the node-scoped objects (names and owners only).
 	CSINodes []NodeScoped
 	CNINodes NodeScopedFacts
+	// CNI holds each node's aws-node pod and its ipamd figures (gather_cnimetrics.go).
+	CNI CNIFacts
 	// EC2 is what EC2 says (doctor --aws only).
 	EC2 EC2Facts
 	// Addons are aws-node, kube-proxy and CoreDNS with their restarting pods; PullQPS the image
@@ -122,6 +125,8 @@ type AWSNodeFacts struct {
 	Resource string
 	// Found: the DaemonSet exists; Container: it has the aws-node container.
 	Found, Container bool
+	// Selector is the DaemonSet's pod selector ("k8s-app=aws-node"), how its pods are found.
+	Selector string
 	// Env holds the container's literal environment; Unread the variables set from a ConfigMap
 	// or Secret.
 	Env    map[string]string

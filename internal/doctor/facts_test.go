@@ -118,7 +118,7 @@ func TestCheckUnits(t *testing.T) {
 			f := unitFacts()
 			f.AWSNode.Env = map[string]string{}
 			return f
-		}, []string{"NK401:warning"}},
+		}, []string{"NK401:info"}},
 		{"capacity: custom networking without max pods", podCapacityCheck{}, func() *Facts {
 			f := unitFacts(unitNode("a", "t3.small", 11, nil))
 			f.AWSNode.Env = cn

@@ -28,10 +28,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
@@ -258,28 +256,7 @@ func TestDoctorPodNetworking(t *testing.T) {
 		createNode(ctx, t, admin, n)
 	}
 	ns := "podnet-team-a"
-	if err := kubeletsim.EnsureNamespace(ctx, admin, ns); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		// No kubelet confirms the deletion of a bound pod and no namespace controller runs here:
-		// delete the pods at once, then the namespace.
-		_ = admin.CoreV1().Pods(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
-		_ = admin.CoreV1().Events(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{})
-		// With no namespace controller the namespace would stay Terminating, and a second pass
-		// (-count=2) could not create content in it: finalize it as that controller would.
-		bg := context.Background()
-		_ = admin.CoreV1().Namespaces().Delete(bg, ns, metav1.DeleteOptions{})
-		if n, err := admin.CoreV1().Namespaces().Get(bg, ns, metav1.GetOptions{}); err == nil {
-			n.Spec.Finalizers = nil
-			_, _ = admin.CoreV1().Namespaces().Finalize(bg, n, metav1.UpdateOptions{})
-			_ = admin.CoreV1().Namespaces().Delete(bg, ns, metav1.DeleteOptions{})
-		}
-		_ = wait.PollUntilContextTimeout(bg, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-			_, err := admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-			return apierrors.IsNotFound(err), nil
-		})
-	})
+	testNamespace(ctx, t, admin, ns)
 	base := time.Now().Add(time.Hour).Truncate(time.Second)
 	opts := Options{AWSNodeName: "aws-node-podnet", Workers: 4, Now: func() time.Time { return base }, CSRPendingAfter: time.Minute}
 	// Every node runs five pods with VPC addresses and kube-proxy on the host network.

@@ -27,6 +27,7 @@ var Sections = []findings.SectionSpec{
 	{Name: SectionAPF, Title: "API priority and fairness"},
 	{Name: SectionPodNet, Title: "Pod networking"},
 	sectionAddons,
+	sectionCNIMetrics,
 }
 
 // The doctor's own rules. Codes are stable; docs/doctor.md lists them. NK2xx kubelet
@@ -269,6 +270,14 @@ var Rules = []findings.Rule{
 	RuleServingCSRForeign,
 	RuleCSINodeOrphaned,
 	RuleCNINodeOrphaned,
+	RuleCNIMetricsUnavailable,
+	RuleCNIEC2Errors,
+	RuleStuckPoolFull,
+	RuleStuckSubnet,
+	RuleStuckThrottled,
+	RuleStuckIPAMDUnreachable,
+	RuleStuckUnknown,
+	RuleCNIIPAMDErrors,
 	RuleInstanceWithoutNode,
 	RuleNodeInstanceGone,
 	RuleSubnetAddressesLow,
