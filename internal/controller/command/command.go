@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/controller"
+	"github.com/nodekeeper/nodekeeper/internal/controller/ec2loop"
 	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
@@ -33,6 +35,15 @@ type controllerOptions struct {
 	leaseDuration time.Duration
 	renewDeadline time.Duration
 	retryPeriod   time.Duration
+	aws           awsOptions
+	changed       func(flag string) bool // set by Complete
+}
+
+// awsOptions are the EC2 loop's settings (--aws, opt-in and read-only).
+type awsOptions struct {
+	enabled bool
+	region  string
+	loop    ec2loop.Options
 }
 
 // New returns the controller's command, reading its connection flags from connection: the
@@ -88,10 +99,19 @@ func (o *controllerOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.metricsCerts, "metrics-cert-dir", "",
 		"with --metrics-secure: directory holding tls.crt and tls.key of the metrics server (re-read when they change; default: a self-signed certificate made at start-up)")
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints (\"0\" disables it)")
+	a := &o.aws
+	f.BoolVar(&a.enabled, "aws", false,
+		"also compare, every --aws-interval, the running EC2 instances tagged for --eks-cluster with the Nodes' providerIDs, and report instances without a Node (metric nodekeeper_instances_without_node, Warning Event InstanceWithoutNode); read-only, needs ec2:DescribeInstances (docs/aws.md)")
+	f.StringVar(&a.loop.Cluster, "eks-cluster", "", "with --aws: the EKS cluster's name, which its instances are tagged with")
+	f.StringVar(&a.region, "region", "", "with --aws: the AWS region (default: the AWS configuration's, such as AWS_REGION)")
+	f.DurationVar(&a.loop.Interval, "aws-interval", ec2loop.DefaultInterval, "with --aws: time between two EC2 scans")
+	f.DurationVar(&a.loop.RegisterGrace, "register-grace", ec2loop.DefaultRegisterGrace,
+		"with --aws: an instance launched less than this ago may still be registering its Node and is not reported")
 }
 
-// Complete sets the leader election timings.
-func (o *controllerOptions) Complete(*cobra.Command, []string) error {
+// Complete sets the leader election timings and notes which flags were given.
+func (o *controllerOptions) Complete(cmd *cobra.Command, _ []string) error {
+	o.changed = cmd.Flags().Changed
 	le := &o.controller.LeaderElection
 	le.LeaseDuration, le.RenewDeadline, le.RetryPeriod = o.leaseDuration, o.renewDeadline, o.retryPeriod
 	return nil
@@ -107,6 +127,25 @@ func (o *controllerOptions) Validate() error {
 	}
 	if o.controller.GracePeriod <= 0 {
 		return fmt.Errorf("--grace-period must be positive, got %s", o.controller.GracePeriod)
+	}
+	return o.aws.validate(o.changed)
+}
+
+// validate refuses the EC2 loop's flags without --aws, and --aws without a cluster name.
+func (a *awsOptions) validate(changed func(string) bool) error {
+	if !a.enabled {
+		for _, name := range []string{"eks-cluster", "region", "aws-interval", "register-grace"} {
+			if changed(name) {
+				return fmt.Errorf("--%s needs --aws", name)
+			}
+		}
+		return nil
+	}
+	if strings.TrimSpace(a.loop.Cluster) == "" {
+		return errors.New("--aws needs --eks-cluster: the EKS cluster's name, which its instances are tagged with")
+	}
+	if a.loop.Interval <= 0 || a.loop.RegisterGrace < 0 {
+		return fmt.Errorf("--aws-interval must be positive and --register-grace not negative, got %s and %s", a.loop.Interval, a.loop.RegisterGrace)
 	}
 	return nil
 }
@@ -141,7 +180,31 @@ func (o *controllerOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return errors.Join(err, stopMetrics())
 	}
+	var loops sync.WaitGroup
+	loopCtx, stopLoops := context.WithCancel(ctx)
+	defer stopLoops()
+	if o.aws.enabled {
+		// The EC2 loop runs beside the lease work and shares nothing it could block on: its
+		// own goroutine, Kubernetes client, rate limit and deadlines.
+		api, err := ec2loop.LoadEC2(ctx, o.aws.region)
+		if err != nil {
+			return errors.Join(err, stopMetrics(), stopProbes())
+		}
+		deps, err := ec2loop.NewDeps(cfg, api, c.Leading)
+		if err != nil {
+			return errors.Join(err, stopMetrics(), stopProbes())
+		}
+		opts := o.aws.loop
+		opts.Registry = c.Registry()
+		loop, err := ec2loop.New(deps, opts)
+		if err != nil {
+			return errors.Join(cli.WithExitCode(cli.ExitUsage, err), stopMetrics(), stopProbes())
+		}
+		loops.Go(func() { loop.Run(loopCtx) })
+	}
 	runErr := c.Run(ctx)
+	stopLoops()
+	loops.Wait()
 	shutdownErr := errors.Join(stopMetrics(), stopProbes())
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
 		return runErr
