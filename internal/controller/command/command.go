@@ -11,11 +11,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/nodekeeper/nodekeeper/internal/cli"
@@ -180,37 +180,37 @@ func (o *controllerOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return errors.Join(err, stopMetrics())
 	}
-	var loops sync.WaitGroup
-	loopCtx, stopLoops := context.WithCancel(ctx)
-	defer stopLoops()
+	var loop *ec2loop.Loop
 	if o.aws.enabled {
 		// The EC2 loop runs beside the lease work and shares nothing it could block on: its
 		// own goroutine, Kubernetes client, rate limit and deadlines.
-		api, err := ec2loop.LoadEC2(ctx, o.aws.region)
-		if err != nil {
+		if loop, err = o.aws.newLoop(ctx, cfg, c); err != nil {
 			return errors.Join(err, stopMetrics(), stopProbes())
 		}
-		deps, err := ec2loop.NewDeps(cfg, api, c.Leading)
-		if err != nil {
-			return errors.Join(err, stopMetrics(), stopProbes())
-		}
-		opts := o.aws.loop
-		opts.Registry = c.Registry()
-		loop, err := ec2loop.New(deps, opts)
-		if err != nil {
-			return errors.Join(cli.WithExitCode(cli.ExitUsage, err), stopMetrics(), stopProbes())
-		}
-		loops.Go(func() { loop.Run(loopCtx) })
 	}
-	runErr := c.Run(ctx)
-	stopLoops()
-	loops.Wait()
+	runErr := ec2loop.RunBeside(ctx, loop, c.Run)
 	shutdownErr := errors.Join(stopMetrics(), stopProbes())
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
 		return runErr
 	}
 	klog.InfoS("Controller stopped")
 	return shutdownErr
+}
+
+// newLoop builds the EC2 loop with an EC2 client from the SDK's default chain, its metrics in
+// the controller's registry and its Events recorded by the leader only.
+func (a *awsOptions) newLoop(ctx context.Context, cfg *rest.Config, c *controller.Controller) (*ec2loop.Loop, error) {
+	api, err := ec2loop.LoadEC2(ctx, a.region)
+	if err != nil {
+		return nil, err
+	}
+	deps, err := ec2loop.NewDeps(cfg, api, c.Leading)
+	if err != nil {
+		return nil, err
+	}
+	opts := a.loop
+	opts.Registry = c.Registry()
+	return ec2loop.New(deps, opts)
 }
 
 // NewRoot is the controller's binary's root command (cmd/nodekeeper-controller, what the image

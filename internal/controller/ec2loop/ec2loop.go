@@ -204,10 +204,23 @@ func (l *Loop) Run(ctx context.Context) {
 // a Node registered in between is seen and its instance not reported.
 func (l *Loop) ScanOnce(ctx context.Context) Scan {
 	logger := klog.FromContext(ctx)
-	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
-	defer cancel()
+	// The deadline runs on the loop's clock, so that tests can pass it without waiting.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	deadline := l.clock.NewTimer(l.opts.Timeout)
+	defer deadline.Stop()
+	go func() {
+		select {
+		case <-deadline.C():
+			cancel(fmt.Errorf("the EC2 scan took longer than its deadline of %s", l.opts.Timeout))
+		case <-ctx.Done():
+		}
+	}()
 	s := Scan{At: l.clock.Now()}
 	listing, err := instances.ListRunning(ctx, l.deps.EC2, l.opts.Cluster)
+	if err != nil && ctx.Err() != nil {
+		err = fmt.Errorf("%w: %w", context.Cause(ctx), err)
+	}
 	s.Calls = listing.Calls
 	l.metrics.calls.Add(float64(listing.Calls))
 	if err != nil {
@@ -216,6 +229,9 @@ func (l *Loop) ScanOnce(ctx context.Context) Scan {
 		return l.finish(s)
 	}
 	nodes, err := l.nodes(ctx)
+	if err != nil && ctx.Err() != nil {
+		err = fmt.Errorf("%w: %w", context.Cause(ctx), err)
+	}
 	if err != nil {
 		s.Result, s.Err = instances.FailureOther, err
 		logger.Error(err, "EC2 scan: listing the Nodes failed")
@@ -308,4 +324,20 @@ func describe(o instances.Orphan) string {
 	}
 	b.WriteString(": it is billed but runs no pods; terminate it, or find why its kubelet cannot register")
 	return textsafe.ClipBytes(b.String(), 1000)
+}
+
+// RunBeside runs the loop (when not nil) beside main, the lease controller's Run: main never
+// waits for a scan, and when main returns the loop is stopped and waited for, so that neither
+// outlives the other. It returns main's error.
+func RunBeside(ctx context.Context, l *Loop, main func(context.Context) error) error {
+	if l == nil {
+		return main(ctx)
+	}
+	loopCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { l.Run(loopCtx) })
+	err := main(ctx)
+	stop()
+	wg.Wait()
+	return err
 }
