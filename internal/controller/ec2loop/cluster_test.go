@@ -26,7 +26,7 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	testenv.RunMain(m, testenv.MainOptions{BenchmarksStartTheirOwn: true}, &env)
+	testenv.RunMain(m, testenv.MainOptions{BenchmarksStartTheirOwn: true, QuietKlog: true}, &env)
 }
 
 // waitFor polls cond until it holds; the limit only ends a test that is already failing.
