@@ -10,6 +10,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/smithy-go"
 
+	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
 	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
 	"github.com/nodekeeper/nodekeeper/internal/instances"
 )
@@ -128,3 +129,10 @@ func TestInstanceIDFromProviderID(t *testing.T) {
 }
 
 func strp(s string) *string { return &s }
+
+// TestPermissionIsAWSs: the listing's IAM action is the one internal/aws's policy names.
+func TestPermissionIsAWSs(t *testing.T) {
+	if instances.PermDescribeInstances != nkaws.PermDescribeInstances {
+		t.Errorf("instances names %s, internal/aws %s", instances.PermDescribeInstances, nkaws.PermDescribeInstances)
+	}
+}
