@@ -1,8 +1,6 @@
 package deploytest
 
 import (
-	"fmt"
-	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
@@ -16,16 +14,7 @@ const alertTests = "internal/deploytest/testdata/alerts.test.yaml"
 
 // buildPromtool builds bin/promtool once per test binary by hack/build-promtool.sh from the
 // Prometheus module pinned in tools/promtool/go.mod (a warm run only checks the stamp).
-var buildPromtool = sync.OnceValues(func() (string, error) {
-	root, err := findRepoRoot()
-	if err != nil {
-		return "", err
-	}
-	if _, err := run(root, nil, "bash", "hack/build-promtool.sh"); err != nil {
-		return "", fmt.Errorf("building promtool: %w", err)
-	}
-	return filepath.Join(root, "bin", "promtool"), nil
-})
+var buildPromtool = sync.OnceValues(buildTool("hack/build-promtool.sh", "promtool"))
 
 // promtoolUnitTests is what TestAlertsFire reads of the unit test file.
 type promtoolUnitTests struct {

@@ -36,15 +36,11 @@ func BenchmarkEC2Loop5000(b *testing.B) {
 	client := fake.NewClientset()
 	for i := range n {
 		id, dns := fmt.Sprintf("i-%017x", i), fmt.Sprintf("ip-10-%d-%d-%d.ec2.internal", i/65536, i/256%256, i%256)
-		tags := []string{"kubernetes.io/cluster/prod", "owned", "eks:cluster-name", "prod", "eks:nodegroup-name", fmt.Sprintf("ng-%d", i%8)}
+		tags := []string{"eks:cluster-name", "prod", "eks:nodegroup-name", fmt.Sprintf("ng-%d", i%8)}
 		if i >= 4000 {
-			tags = []string{"kubernetes.io/cluster/prod", "owned", "karpenter.sh/nodepool", "default", "eks:eks-cluster-name", "prod"}
+			tags = []string{"karpenter.sh/nodepool", "default", "eks:eks-cluster-name", "prod"}
 		}
-		inst := ec2types.Instance{InstanceId: &id, PrivateDnsName: &dns, InstanceType: "m6i.large", LaunchTime: ptr(now.Add(-time.Hour)),
-			State: &ec2types.InstanceState{Name: ec2types.InstanceStateNameRunning}}
-		for j := 0; j < len(tags); j += 2 {
-			inst.Tags = append(inst.Tags, ec2types.Tag{Key: &tags[j], Value: &tags[j+1]})
-		}
+		inst := tagged(id, dns, now.Add(-time.Hour), tags...) // tagged kubernetes.io/cluster/prod too
 		cloud.Instances = append(cloud.Instances, inst)
 		if i < n-orphans {
 			if err := client.Tracker().Add(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: dns},
