@@ -52,7 +52,7 @@ type awsOptions struct {
 // controller" in the CLI, "nodekeeper-controller" for the controller's binary.
 func New(invocation string, connection kube.ConfigSource) *cobra.Command {
 	words := strings.Fields(invocation)
-	o := &controllerOptions{client: kube.NewOptions(connection, "controller", controller.DefaultRateLimit)}
+	o := newOptions(connection)
 	cmd := &cobra.Command{
 		Use:   words[len(words)-1],
 		Short: "Run the in-cluster controller that deletes leaked node leases and reports zombie kubelets",
@@ -73,6 +73,10 @@ Run it with the RBAC in deploy/; it checks its permissions at start-up and names
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd
+}
+
+func newOptions(connection kube.ConfigSource) *controllerOptions {
+	return &controllerOptions{client: kube.NewOptions(connection, "controller", controller.DefaultRateLimit)}
 }
 
 func (o *controllerOptions) AddFlags(f *pflag.FlagSet) {
