@@ -13,7 +13,7 @@ LDFLAGS := -s -w -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COM
 # A fallback kubectl is built with the control plane; one already on PATH wins.
 export PATH := $(PATH):$(CURDIR)/bin/controlplane
 
-.PHONY: all build controlplane helm deps test test-short lint cross-vet fuzz bench run sandbox clean \
+.PHONY: all build controlplane helm promtool deps test test-short lint cross-vet fuzz bench run sandbox clean \
 	release-tools release-snapshot release-check chart-package
 
 all: build
@@ -33,6 +33,10 @@ controlplane:
 ## helm: Helm built from its Go module, for the chart tests
 helm:
 	bash hack/build-helm.sh
+
+## promtool: promtool built from the Prometheus module, for the alert rules' unit tests
+promtool:
+	bash hack/build-promtool.sh
 
 ## deps: machine packages the tests use (Debian packages only)
 deps:
@@ -60,7 +64,7 @@ cross-vet:
 	CGO_ENABLED=0 GOOS=windows GOARCH=amd64 $(GO) build $(CROSS_BUILD_PKGS)
 
 ## test: everything CI runs — install, build, lint, then all unit and integration tests
-test: deps controlplane helm build lint
+test: deps controlplane helm promtool build lint
 	bash hack/test.sh
 
 ## fuzz: every Fuzz* target of every package, FUZZTIME each (default 1m; discovered with go test -list)

@@ -32,6 +32,8 @@
 #              (hack/bench-binary.sh; give it revisions to compare, e.g. hack/bench-binary.sh 186e385)
 #   aws        audit --cloudwatch against the in-memory CloudWatch (2 million events over 24 h)
 #              vs the same events from a local file, events per second through the same analysis
+#   ec2loop    the controller's EC2 loop (--aws): one scan of 5,000 instances against awsfake, its
+#              DescribeInstances calls (paginated, no per-instance call), Node LISTs and memory
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$PATH:$PWD/bin/controlplane"
@@ -54,8 +56,9 @@ declare -A cmd=(
   [doctor-cni]="./internal/doctor -bench DoctorPodNetworking/with- -timeout 60m"
   [doctor-rss]="./internal/doctor -bench DoctorEventMemory -timeout 30m"
   [aws]="./internal/aws/cwaudit -bench CloudWatchVsFile -timeout 30m"
+  [ec2loop]="./internal/controller/ec2loop -bench EC2Loop5000 -benchtime 20x -timeout 10m"
 )
-order=(binary testenv gc gc-process controller faults leases audit audit-rss audit-worst audit-leaky audit-distinct doctor doctor-cni doctor-rss aws capacity)
+order=(binary testenv gc gc-process controller faults leases audit audit-rss audit-worst audit-leaky audit-distinct doctor doctor-cni doctor-rss aws ec2loop capacity)
 # The audit RSS benchmark measures at 1 GB and 4 GB unless told otherwise.
 export NODEKEEPER_AUDIT_BENCH_RSS_SIZES=${NODEKEEPER_AUDIT_BENCH_RSS_SIZES:-1G,4G}
 selected=(${BENCH:-${order[*]}})

@@ -1,5 +1,7 @@
 package archtest
 
+import "slices"
+
 // The import rules of docs/architecture.md, as data. Package paths are relative to the module
 // ("internal/lease"); "P/..." stands for P and every package below it. Other imports are path
 // prefixes ("k8s.io/client-go" covers its packages); the standard library is always allowed.
@@ -42,6 +44,14 @@ var clientLibs = []string{
 	"github.com/prometheus/client_golang", "github.com/spf13/cobra", "github.com/spf13/pflag",
 }
 
+// ec2SDK are the AWS SDK parts of the controller's EC2 loop: the default credential chain
+// (config, which brings sts, sso and the instance metadata client), and the EC2 client with its
+// retry and error types; internal/instances uses all but config.
+var ec2SDK = []string{
+	"github.com/aws/aws-sdk-go-v2/config",
+	"github.com/aws/aws-sdk-go-v2/service/ec2", "github.com/aws/aws-sdk-go-v2/aws/retry", "github.com/aws/smithy-go",
+}
+
 // none is an empty list that is checked: no import of that sort at all.
 var none = []string{}
 
@@ -74,9 +84,20 @@ var rules = []rule{
 		doc:      "kube imports client-go, apimachinery, the API types, pflag and buildinfo only"},
 	{pkgs: "internal/deleter", may: []string{"internal/kube", "internal/lease"},
 		doc: "the deleter takes its clients from kube and classifies with lease"},
-	{pkgs: "internal/controller/...", external: clientLibs,
-		may: []string{"internal/controller", "internal/lease", "internal/deleter", "internal/kube", "internal/textsafe", "internal/buildinfo", "internal/cli"},
-		doc: "the controller imports lease, deleter, kube, textsafe, buildinfo, cli and client libraries, never cmd or another command's package"},
+	{pkgs: "internal/controller", external: clientLibs,
+		may: []string{"internal/lease", "internal/deleter", "internal/kube", "internal/textsafe", "internal/buildinfo"},
+		doc: "the controller imports lease, deleter, kube, textsafe, buildinfo and client libraries, never cmd or another command's package"},
+	{pkgs: "internal/controller/command", external: clientLibs,
+		may: []string{"internal/controller", "internal/controller/ec2loop", "internal/kube", "internal/lease", "internal/cli"},
+		doc: "the controller's command line wires the controller, its EC2 loop, kube, cli and client libraries"},
+	// The EC2 loop is the one part of the controller that talks to AWS: the EC2 client and the
+	// SDK's default credential chain, nothing of internal/aws (CloudWatch Logs, EKS, the
+	// instance-type table) and no other command's package.
+	{pkgs: "internal/controller/ec2loop", external: append(slices.Clone(clientLibs), ec2SDK...),
+		may: []string{"internal/instances", "internal/kube", "internal/lease", "internal/textsafe"},
+		doc: "the controller's EC2 loop imports instances, kube, lease, textsafe, client libraries and the SDK's EC2 client and credential chain"},
+	{pkgs: "internal/instances", may: none, external: ec2SDK[1:],
+		doc: "instances is the EC2 listing and the pure comparison, over the SDK's EC2 client alone"},
 	{pkgs: "internal/gc", may: []string{"internal/deleter", "internal/kube", "internal/kubeprint", "internal/lease", "internal/textsafe", "internal/typemeta"},
 		doc: "gc is bulk collection on top of the deleter"},
 	{pkgs: "internal/leasesview", may: []string{"internal/aws", "internal/kube", "internal/kubeprint", "internal/lease", "internal/textsafe", "internal/typemeta"},

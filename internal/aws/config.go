@@ -24,7 +24,9 @@ type LoadOptions struct {
 }
 
 // Load builds the clients from the SDK's default configuration chain with the standard
-// retryer. It is the only function of nodekeeper that reads AWS credentials.
+// retryer. It is the only function of the CLI that reads AWS credentials (the controller's
+// EC2 loop builds its EC2 client alone with ec2loop.LoadEC2, so that its image links no other
+// AWS service).
 func Load(ctx context.Context, o LoadOptions) (*Clients, error) {
 	var opts []func(*config.LoadOptions) error
 	if o.Profile != "" {

@@ -40,16 +40,17 @@ var harness = []string{
 	modulePath + "/internal/e2e",
 }
 
-// notInController are what the CLI links and the controller's image must not: the AWS SDK, the
-// readers and checks of the other commands, the sandbox and its control plane, and cli-runtime
-// (its ConfigFlags bring its printers; the controller takes client-go's clientcmd flags).
+// notInController are what the CLI links and the controller's image must not: the AWS SDK's
+// services but those of the EC2 loop (controllerAWSServices), internal/aws, the readers and
+// checks of the other commands, the sandbox and its control plane, and cli-runtime (its
+// ConfigFlags bring its printers; the controller takes client-go's clientcmd flags).
 var notInController = []string{
-	"github.com/aws/",
 	"k8s.io/cli-runtime/",
 	modulePath + "/internal/aws",
 	modulePath + "/internal/audit",
 	modulePath + "/internal/bundle",
 	modulePath + "/internal/doctor",
+	modulePath + "/internal/eni",
 	modulePath + "/internal/findings",
 	modulePath + "/internal/gc",
 	modulePath + "/internal/leasesview",
@@ -59,6 +60,25 @@ var notInController = []string{
 	modulePath + "/internal/controlplane",
 	modulePath + "/internal/kubeletsim",
 	modulePath + "/cmd/nodekeeper/",
+}
+
+// awsServices is where the AWS SDK keeps its service clients; controllerAWSServices are the
+// ones the controller's EC2 loop (--aws) links: EC2, and the default credential chain's STS
+// (IRSA's web identity), SSO, SSO OIDC and sign-in. "internal" is the services' shared code.
+const awsServices = "github.com/aws/aws-sdk-go-v2/service/"
+
+var controllerAWSServices = []string{"ec2", "sts", "sso", "ssooidc", "signin", "internal"}
+
+// refusedInController names the rule of the controller's image pkg breaks, or "".
+func refusedInController(pkg string) string {
+	if rest, ok := strings.CutPrefix(pkg, awsServices); ok {
+		service, _, _ := strings.Cut(rest, "/")
+		if !slices.Contains(controllerAWSServices, service) {
+			return awsServices + service + " (not a service of the EC2 loop)"
+		}
+		return ""
+	}
+	return matches(pkg, notInController)
 }
 
 // matches reports whether pkg is one of patterns: an exact path, or under a path ending in "/"
@@ -106,18 +126,21 @@ func TestShippedBinariesLinkNoHarness(t *testing.T) {
 func TestControllerBinaryIsLean(t *testing.T) {
 	pkgs := deps(t, "./cmd/nodekeeper-controller", "linux")
 	for _, pkg := range pkgs {
-		if p := matches(pkg, notInController); p != "" {
+		if p := refusedInController(pkg); p != "" {
 			t.Errorf("nodekeeper-controller links %s (%s): the image must carry the controller alone", pkg, p)
 		}
 	}
 	// The filter must be able to fail: the same rules catch the CLI, which links all of them.
 	cli := deps(t, "./cmd/nodekeeper", "linux")
-	for _, want := range []string{"github.com/aws/aws-sdk-go-v2/service/ec2", "k8s.io/cli-runtime/pkg/printers", modulePath + "/internal/sandbox"} {
-		if !slices.Contains(cli, want) || matches(want, notInController) == "" {
+	for _, want := range []string{"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs", "github.com/aws/aws-sdk-go-v2/service/eks",
+		modulePath + "/internal/aws", modulePath + "/internal/eni", modulePath + "/internal/doctor",
+		"k8s.io/cli-runtime/pkg/printers", modulePath + "/internal/sandbox"} {
+		if !slices.Contains(cli, want) || refusedInController(want) == "" {
 			t.Errorf("the CLI should link %s and the controller's rules should refuse it", want)
 		}
 	}
-	for _, want := range []string{modulePath + "/internal/controller", modulePath + "/internal/deleter", "k8s.io/client-go/tools/leaderelection"} {
+	for _, want := range []string{modulePath + "/internal/controller", modulePath + "/internal/deleter", "k8s.io/client-go/tools/leaderelection",
+		modulePath + "/internal/controller/ec2loop", "github.com/aws/aws-sdk-go-v2/service/ec2", "github.com/aws/aws-sdk-go-v2/service/sts"} {
 		if !slices.Contains(pkgs, want) {
 			t.Errorf("nodekeeper-controller does not link %s", want)
 		}

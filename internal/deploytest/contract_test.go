@@ -27,6 +27,11 @@ var controllerFlags = map[string]bool{
 	"metrics-secure":                 true,
 	"metrics-cert-dir":               true,
 	"health-probe-bind-address":      true,
+	"aws":                            true,
+	"eks-cluster":                    true,
+	"region":                         true,
+	"aws-interval":                   true,
+	"register-grace":                 true,
 	"v":                              true,
 	"logging-format":                 true,
 }
@@ -44,6 +49,8 @@ const (
 type metricSpec struct {
 	kind   metricKind
 	labels map[string][]string
+	// optIn is the flag without which the controller does not export the metric at all.
+	optIn string
 }
 
 func leaseClasses() []string {
@@ -68,7 +75,17 @@ var metricsContract = map[string]metricSpec{
 	"nodekeeper_errors_total":              {kind: counter, labels: map[string][]string{"reason": nil}},
 	"nodekeeper_decision_duration_seconds": {kind: histogram},
 	"nodekeeper_is_leader":                 {kind: gauge},
+
+	// The EC2 loop's (internal/controller/ec2loop), with --aws only.
+	"nodekeeper_instances_without_node":                {kind: gauge, optIn: "aws"},
+	"nodekeeper_instances_without_node_oldest_seconds": {kind: gauge, optIn: "aws"},
+	"nodekeeper_instance_scans_total":                  {kind: counter, optIn: "aws", labels: map[string][]string{"result": scanResults}},
+	"nodekeeper_instance_scan_calls_total":             {kind: counter, optIn: "aws"},
 }
+
+// scanResults are the outcomes of an EC2 scan: compared, or failed because IAM denied it, AWS
+// throttled it past the SDK's retries, or anything else.
+var scanResults = []string{"success", "denied", "throttled", "error"}
 
 // targetLabels are attached by Prometheus (prometheus-operator's ServiceMonitor relabelling) to
 // every series of a target; expressions may match and group by them.

@@ -91,16 +91,22 @@ func run(dir string, stdin io.Reader, name string, args ...string) ([]byte, erro
 
 // buildHelm builds bin/helm once per test binary by hack/build-helm.sh from the Helm version
 // pinned in tools/helm/go.mod (a warm run only checks the stamp).
-var buildHelm = sync.OnceValues(func() (string, error) {
-	root, err := findRepoRoot()
-	if err != nil {
-		return "", err
+var buildHelm = sync.OnceValues(buildTool("hack/build-helm.sh", "helm"))
+
+// buildTool returns a build of bin/name by script (one of hack/build-*.sh, which skip a build
+// that is up to date), answering the binary's path.
+func buildTool(script, name string) func() (string, error) {
+	return func() (string, error) {
+		root, err := findRepoRoot()
+		if err != nil {
+			return "", err
+		}
+		if _, err := run(root, nil, "bash", script); err != nil {
+			return "", fmt.Errorf("building %s: %w", name, err)
+		}
+		return filepath.Join(root, "bin", name), nil
 	}
-	if _, err := run(root, nil, "bash", "hack/build-helm.sh"); err != nil {
-		return "", fmt.Errorf("building helm: %w", err)
-	}
-	return filepath.Join(root, "bin", "helm"), nil
-})
+}
 
 // helm returns bin/helm (buildHelm).
 func helm(t testing.TB) string {

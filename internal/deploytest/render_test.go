@@ -576,6 +576,26 @@ func TestHelmValues(t *testing.T) {
 				t.Errorf("last argument = %q, want --v=6", last)
 			}
 		}},
+		{"EC2 loop off by default", "", func(t *testing.T, objs []*unstructured.Unstructured) {
+			c := controllerContainer(t, mustTyped[*appsv1.Deployment](t, ofKind(objs, "Deployment")[0]))
+			for _, a := range c.Args {
+				if strings.HasPrefix(a, "--aws") || strings.HasPrefix(a, "--eks-cluster") || strings.HasPrefix(a, "--region") {
+					t.Errorf("argument %s without controller.aws.enabled", a)
+				}
+			}
+		}},
+		{"EC2 loop with IRSA", "controller: {aws: {enabled: true, eksCluster: prod, region: eu-west-1, interval: 10m}}\nserviceAccount: {annotations: {eks.amazonaws.com/role-arn: \"arn:aws:iam::111122223333:role/nodekeeper\"}}", func(t *testing.T, objs []*unstructured.Unstructured) {
+			c := controllerContainer(t, mustTyped[*appsv1.Deployment](t, ofKind(objs, "Deployment")[0]))
+			for _, want := range []string{"--aws=true", "--eks-cluster=prod", "--region=eu-west-1", "--aws-interval=10m", "--register-grace=10m"} {
+				if !slices.Contains(c.Args, want) {
+					t.Errorf("args %q lack %s", c.Args, want)
+				}
+			}
+			sa := mustTyped[*corev1.ServiceAccount](t, ofKind(objs, "ServiceAccount")[0])
+			if sa.Annotations["eks.amazonaws.com/role-arn"] != "arn:aws:iam::111122223333:role/nodekeeper" {
+				t.Errorf("service account annotations %v", sa.Annotations)
+			}
+		}},
 		{"existing service account, no RBAC", "serviceAccount: {create: false, name: existing}\nrbac: {create: false}", func(t *testing.T, objs []*unstructured.Unstructured) {
 			for _, k := range []string{"ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"} {
 				if n := len(ofKind(objs, k)); n != 0 {
@@ -762,6 +782,10 @@ func TestHelmRejectsBadValues(t *testing.T) {
 		{"network policy typo", "networkPolicy: {enabled: true, metricsNamespaceSelector: {}}", "additional properties 'metricsNamespaceSelector' not allowed"},
 		{"network policy open to everyone", "networkPolicy: {enabled: true, metricsFrom: []}", "/networkPolicy/metricsFrom"},
 		{"volume mount without path", "controller: {extraVolumeMounts: [{name: ca}]}", "/controller/extraVolumeMounts/0"},
+		{"EC2 loop without a cluster", "controller: {aws: {enabled: true}}", "/controller/aws"},
+		{"EC2 loop with an empty cluster", "controller: {aws: {enabled: true, eksCluster: \"\"}}", "/controller/aws/eksCluster"},
+		{"EC2 loop interval zero", "controller: {aws: {enabled: true, eksCluster: prod, interval: 0s}}", "/controller/aws/interval"},
+		{"EC2 loop region typo", "controller: {aws: {enabled: true, eksCluster: prod, region: US-EAST-1}}", "/controller/aws/region"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := helmTemplateErr(t, "nodekeeper", "nodekeeper", tc.values)

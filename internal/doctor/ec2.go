@@ -15,6 +15,7 @@ import (
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/instances"
 )
 
 // The EC2 section (doctor --aws) joins the cluster's Nodes with what EC2 says: machines running
@@ -25,18 +26,6 @@ import (
 const SectionEC2 = "ec2"
 
 var sectionEC2 = findings.SectionSpec{Name: SectionEC2, Title: "EC2: instances without Nodes, Nodes without instances, subnet addresses"}
-
-// clusterTagFilters are the three ways a cluster's instances are tagged: the cloud provider's
-// kubernetes.io/cluster/NAME (managed node groups, Karpenter, self-managed), EKS's
-// eks:cluster-name (managed node groups) and Karpenter's eks:eks-cluster-name beside
-// karpenter.sh/nodepool.
-func clusterTagFilters(cluster string) [][]ec2types.Filter {
-	return [][]ec2types.Filter{
-		{{Name: strp("tag-key"), Values: []string{"kubernetes.io/cluster/" + cluster}}},
-		{{Name: strp("tag:eks:cluster-name"), Values: []string{cluster}}},
-		{{Name: strp("tag-key"), Values: []string{"karpenter.sh/nodepool"}}, {Name: strp("tag:eks:eks-cluster-name"), Values: []string{cluster}}},
-	}
-}
 
 func strp(s string) *string { return &s }
 
@@ -77,28 +66,6 @@ type EC2Inputs struct {
 	RegisterGrace time.Duration
 }
 
-// InstanceIDFromProviderID returns the EC2 instance ID of an AWS providerID
-// (aws:///us-east-1a/i-0abc...), or "".
-func InstanceIDFromProviderID(pid string) string {
-	if !strings.HasPrefix(pid, "aws://") {
-		return ""
-	}
-	last := pid[strings.LastIndexByte(pid, '/')+1:]
-	if strings.HasPrefix(last, "i-") {
-		return last
-	}
-	return ""
-}
-
-func tagValue(tags []ec2types.Tag, key string) string {
-	for _, t := range tags {
-		if t.Key != nil && *t.Key == key && t.Value != nil {
-			return *t.Value
-		}
-	}
-	return ""
-}
-
 func strDeref(p *string) string {
 	if p == nil {
 		return ""
@@ -109,29 +76,16 @@ func strDeref(p *string) string {
 // CheckEC2 compares the Nodes with the instances and subnets EC2 knows.
 func CheckEC2(in EC2Inputs) []findings.Finding {
 	var out []findings.Finding
-	nodeByInstance := map[string]*corev1.Node{}
-	nodeNames := map[string]bool{}
+	nodes := instances.NewNodeSet(len(in.Nodes))
 	for i := range in.Nodes {
-		n := &in.Nodes[i]
-		nodeNames[n.Name] = true
-		if id := InstanceIDFromProviderID(n.Spec.ProviderID); id != "" {
-			nodeByInstance[id] = n
-		}
+		nodes.Add(instances.Node{Name: in.Nodes[i].Name, ProviderID: in.Nodes[i].Spec.ProviderID})
 	}
-	// Running instances without a Node.
-	for _, inst := range in.Running {
-		id := strDeref(inst.InstanceId)
-		if nodeByInstance[id] != nil || (inst.PrivateDnsName != nil && nodeNames[*inst.PrivateDnsName]) {
-			continue
-		}
-		up := time.Duration(0)
+	// Running instances without a Node (one launched within the grace may still be registering).
+	for _, o := range instances.WithoutNode(in.Running, nodes, in.Now, in.RegisterGrace) {
+		inst, id, up := o.Instance, o.ID(), o.Age
 		launched := "unknown launch time"
 		if inst.LaunchTime != nil {
-			up = in.Now.Sub(*inst.LaunchTime)
 			launched = inst.LaunchTime.UTC().Format(time.RFC3339)
-			if up < in.RegisterGrace {
-				continue // may still be registering
-			}
 		}
 		f := RuleInstanceWithoutNode.New("instance/"+id, "%s launched %s, running %s with no Node (billed all that time if it never joined, since its Node's deletion otherwise)",
 			string(inst.InstanceType), launched, up.Round(time.Minute))
@@ -142,10 +96,10 @@ func CheckEC2(in EC2Inputs) []findings.Finding {
 		if ip := strDeref(inst.PrivateIpAddress); ip != "" {
 			ev = append(ev, "private IP "+ip)
 		}
-		if np := tagValue(inst.Tags, "karpenter.sh/nodepool"); np != "" {
+		if np := instances.TagValue(inst.Tags, "karpenter.sh/nodepool"); np != "" {
 			ev = append(ev, "Karpenter nodepool "+np)
 		}
-		if ng := tagValue(inst.Tags, "eks:nodegroup-name"); ng != "" {
+		if ng := instances.TagValue(inst.Tags, "eks:nodegroup-name"); ng != "" {
 			ev = append(ev, "node group "+ng)
 		}
 		out = append(out, f.WithEvidence(ev...))
@@ -153,7 +107,7 @@ func CheckEC2(in EC2Inputs) []findings.Finding {
 	// Nodes whose instance is gone.
 	for i := range in.Nodes {
 		n := &in.Nodes[i]
-		id := InstanceIDFromProviderID(n.Spec.ProviderID)
+		id := instances.InstanceIDFromProviderID(n.Spec.ProviderID)
 		if id == "" {
 			continue
 		}
@@ -194,7 +148,7 @@ func checkSubnets(in EC2Inputs) []findings.Finding {
 	custom := in.Settings.CustomNetworking
 	for i := range in.Nodes {
 		n := &in.Nodes[i]
-		inst, ok := in.ByID[InstanceIDFromProviderID(n.Spec.ProviderID)]
+		inst, ok := in.ByID[instances.InstanceIDFromProviderID(n.Spec.ProviderID)]
 		if !ok || inst.SubnetId == nil {
 			continue
 		}
@@ -337,28 +291,19 @@ func (g *gatherer) ec2InstanceTypes(ctx context.Context) error {
 // the fact missing with the permission named; other AWS errors fail the run.
 func (g *gatherer) ec2(ctx context.Context) error {
 	o := g.o.EC2
-	seen := map[string]bool{}
-	var running []ec2types.Instance
-	for _, filters := range clusterTagFilters(o.Cluster) {
-		filters = append(filters, ec2types.Filter{Name: strp("instance-state-name"), Values: []string{"running"}})
-		insts, err := nkaws.DescribeInstances(ctx, o.API, &ec2.DescribeInstancesInput{Filters: filters})
+	listing, err := instances.ListRunning(ctx, o.API, o.Cluster)
+	if err != nil {
+		err = nkaws.Explain(nkaws.PermDescribeInstances, err)
 		if nkaws.IsAccessDenied(err) {
 			g.f.miss(FactEC2Instances, "ec2", err.Error())
 			return nil
 		}
-		if err != nil {
-			return fmt.Errorf("EC2: %w", err)
-		}
-		for _, inst := range insts {
-			if id := strDeref(inst.InstanceId); !seen[id] {
-				seen[id] = true
-				running = append(running, inst)
-			}
-		}
+		return fmt.Errorf("EC2: %w", err)
 	}
+	running := listing.Running
 	var ids []string
 	for i := range g.f.Nodes {
-		if id := InstanceIDFromProviderID(g.f.Nodes[i].Spec.ProviderID); id != "" {
+		if id := instances.InstanceIDFromProviderID(g.f.Nodes[i].Spec.ProviderID); id != "" {
 			ids = append(ids, id)
 		}
 	}

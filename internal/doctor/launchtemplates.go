@@ -16,6 +16,7 @@ import (
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
 	"github.com/nodekeeper/nodekeeper/internal/bootstrap"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/instances"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
 )
 
@@ -131,10 +132,10 @@ func (g *gatherer) launchTemplates(ctx context.Context) error {
 	asgNodes := map[string]bool{}
 	for i := range g.f.Nodes {
 		n := &g.f.Nodes[i]
-		inst, ok := g.f.EC2.ByID[InstanceIDFromProviderID(n.Spec.ProviderID)]
-		ref := templateRef{tagValue(inst.Tags, TagLaunchTemplateID), tagValue(inst.Tags, TagLaunchTemplateVersion)}
+		inst, ok := g.f.EC2.ByID[instances.InstanceIDFromProviderID(n.Spec.ProviderID)]
+		ref := templateRef{instances.TagValue(inst.Tags, TagLaunchTemplateID), instances.TagValue(inst.Tags, TagLaunchTemplateVersion)}
 		user := ""
-		switch ng, nc, asg := n.Labels[rules.LabelEKSNodegroup], n.Labels[LabelEC2NodeClass], tagValue(inst.Tags, TagAutoScalingGroup); {
+		switch ng, nc, asg := n.Labels[rules.LabelEKSNodegroup], n.Labels[LabelEC2NodeClass], instances.TagValue(inst.Tags, TagAutoScalingGroup); {
 		case ng != "":
 			user = "managed node group " + ng
 			if !ok || ref.id == "" {

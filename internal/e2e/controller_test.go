@@ -13,6 +13,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 
 	"github.com/nodekeeper/nodekeeper/internal/testenv"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/awsserver"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/promscrape"
 )
 
@@ -112,5 +113,41 @@ func testController(t *testing.T, bin string, sub []string) {
 	}
 	if status("http://"+probeAddr+"/healthz") != 0 {
 		t.Errorf("the health probe endpoint still answers after the process exited")
+	}
+}
+
+// TestControllerAWS runs both controller binaries with --aws against the local AWS (through
+// AWS_ENDPOINT_URL and the SDK's default chain, as IRSA's environment would): the EC2 loop
+// reports the cluster's two running instances that have no Node, while the lease work deletes
+// the leaked leases as without --aws.
+func TestControllerAWS(t *testing.T) {
+	for _, cb := range controllerBinaries {
+		t.Run(cb.name, func(t *testing.T) {
+			c := seedCluster(t, 1)
+			srv := awsserver.Start(t, eksCloud(c))
+			u := awsUser(t, srv)
+			metricsAddr, probeAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
+			d := u.start(binary(cb.bin), append(append([]string(nil), cb.args...),
+				"--leader-elect=false", "--metrics-bind-address", metricsAddr, "--health-probe-bind-address", probeAddr,
+				"--aws", "--eks-cluster", eksClusterName)...)
+			for _, name := range c.leaked {
+				env.WaitNodeLease(t, name, controllerStartTimeout, "the controller to delete the leaked lease", func(l *coordinationv1.Lease) bool { return l == nil })
+			}
+			var samples []promscrape.Sample
+			d.waitFor(controllerStartTimeout, "an EC2 scan to succeed", func() bool {
+				var err error
+				samples, err = promscrape.Get("http://" + metricsAddr + "/metrics")
+				return err == nil && promscrape.Sum(samples, "nodekeeper_instance_scans_total", "result", "success") >= 1
+			})
+			if got := promscrape.Sum(samples, "nodekeeper_instances_without_node"); got != 2 {
+				t.Errorf("nodekeeper_instances_without_node = %g, want 2 (the zombie's instance and %s)", got, orphanInstance)
+			}
+			if n := srv.Count("DescribeInstances"); n < 3 {
+				t.Errorf("the local AWS answered %d DescribeInstances, want the 3 tag filters' pages", n)
+			}
+			if code := d.signal(syscall.SIGTERM, controllerStopTimeout); code != 0 {
+				t.Errorf("exit code %d after SIGTERM, want 0:\n%s", code, d)
+			}
+		})
 	}
 }

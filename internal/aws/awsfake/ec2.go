@@ -155,7 +155,10 @@ func subnetValues(s ec2types.Subnet) ([]ec2types.Tag, map[string][]string) {
 
 // DescribeInstances implements EC2API: InstanceIds, and the filters instance-id,
 // instance-state-name, instance-type, private-dns-name, tag:KEY and tag-key.
-func (c *Cloud) DescribeInstances(_ context.Context, in *ec2.DescribeInstancesInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error) {
+func (c *Cloud) DescribeInstances(ctx context.Context, in *ec2.DescribeInstancesInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error) {
+	if err := c.before(ctx, nkaws.PermDescribeInstances); err != nil {
+		return nil, err
+	}
 	instances, next, err := instanceKind.describe(c, nkaws.PermDescribeInstances, &c.Instances, in.InstanceIds, in.Filters, in.NextToken, in.MaxResults)
 	if err != nil {
 		return nil, err

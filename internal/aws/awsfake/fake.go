@@ -12,6 +12,7 @@
 package awsfake
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strconv"
@@ -57,6 +58,10 @@ type Cloud struct {
 	// Deny makes every call needing one of these IAM actions (e.g. "logs:StartQuery") fail
 	// with AccessDenied, as IAM does.
 	Deny map[string]bool
+	// Before, when set, runs before each DescribeInstances call, outside the fake's lock, with
+	// the call's context and IAM action; an error it returns is the call's answer. Tests make
+	// AWS slow with it (block until the context ends) or throttle (Throttled). See faults.go.
+	Before func(ctx context.Context, permission string) error
 	// PageSize bounds the items of one page of the paginated APIs (0: 1000).
 	PageSize int
 	// RowLimit is Insights' row limit (0: 10,000).

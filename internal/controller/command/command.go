@@ -15,10 +15,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/controller"
+	"github.com/nodekeeper/nodekeeper/internal/controller/ec2loop"
 	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
@@ -33,6 +35,15 @@ type controllerOptions struct {
 	leaseDuration time.Duration
 	renewDeadline time.Duration
 	retryPeriod   time.Duration
+	aws           awsOptions
+	changed       func(flag string) bool // set by Complete
+}
+
+// awsOptions are the EC2 loop's settings (--aws, opt-in and read-only).
+type awsOptions struct {
+	enabled bool
+	region  string
+	loop    ec2loop.Options
 }
 
 // New returns the controller's command, reading its connection flags from connection: the
@@ -41,7 +52,7 @@ type controllerOptions struct {
 // controller" in the CLI, "nodekeeper-controller" for the controller's binary.
 func New(invocation string, connection kube.ConfigSource) *cobra.Command {
 	words := strings.Fields(invocation)
-	o := &controllerOptions{client: kube.NewOptions(connection, "controller", controller.DefaultRateLimit)}
+	o := newOptions(connection)
 	cmd := &cobra.Command{
 		Use:   words[len(words)-1],
 		Short: "Run the in-cluster controller that deletes leaked node leases and reports zombie kubelets",
@@ -62,6 +73,10 @@ Run it with the RBAC in deploy/; it checks its permissions at start-up and names
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd
+}
+
+func newOptions(connection kube.ConfigSource) *controllerOptions {
+	return &controllerOptions{client: kube.NewOptions(connection, "controller", controller.DefaultRateLimit)}
 }
 
 func (o *controllerOptions) AddFlags(f *pflag.FlagSet) {
@@ -88,10 +103,19 @@ func (o *controllerOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.metricsCerts, "metrics-cert-dir", "",
 		"with --metrics-secure: directory holding tls.crt and tls.key of the metrics server (re-read when they change; default: a self-signed certificate made at start-up)")
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints (\"0\" disables it)")
+	a := &o.aws
+	f.BoolVar(&a.enabled, "aws", false,
+		"also compare, every --aws-interval, the running EC2 instances tagged for --eks-cluster with the Nodes' providerIDs, and report instances without a Node (metric nodekeeper_instances_without_node, Warning Event InstanceWithoutNode); read-only, needs ec2:DescribeInstances (docs/aws.md)")
+	f.StringVar(&a.loop.Cluster, "eks-cluster", "", "with --aws: the EKS cluster's name, which its instances are tagged with")
+	f.StringVar(&a.region, "region", "", "with --aws: the AWS region (default: the AWS configuration's, such as AWS_REGION)")
+	f.DurationVar(&a.loop.Interval, "aws-interval", ec2loop.DefaultInterval, "with --aws: time between two EC2 scans")
+	f.DurationVar(&a.loop.RegisterGrace, "register-grace", ec2loop.DefaultRegisterGrace,
+		"with --aws: an instance launched less than this ago may still be registering its Node and is not reported")
 }
 
-// Complete sets the leader election timings.
-func (o *controllerOptions) Complete(*cobra.Command, []string) error {
+// Complete sets the leader election timings and notes which flags were given.
+func (o *controllerOptions) Complete(cmd *cobra.Command, _ []string) error {
+	o.changed = cmd.Flags().Changed
 	le := &o.controller.LeaderElection
 	le.LeaseDuration, le.RenewDeadline, le.RetryPeriod = o.leaseDuration, o.renewDeadline, o.retryPeriod
 	return nil
@@ -107,6 +131,25 @@ func (o *controllerOptions) Validate() error {
 	}
 	if o.controller.GracePeriod <= 0 {
 		return fmt.Errorf("--grace-period must be positive, got %s", o.controller.GracePeriod)
+	}
+	return o.aws.validate(o.changed)
+}
+
+// validate refuses the EC2 loop's flags without --aws, and --aws without a cluster name.
+func (a *awsOptions) validate(changed func(string) bool) error {
+	if !a.enabled {
+		for _, name := range []string{"eks-cluster", "region", "aws-interval", "register-grace"} {
+			if changed(name) {
+				return fmt.Errorf("--%s needs --aws", name)
+			}
+		}
+		return nil
+	}
+	if strings.TrimSpace(a.loop.Cluster) == "" {
+		return errors.New("--aws needs --eks-cluster: the EKS cluster's name, which its instances are tagged with")
+	}
+	if a.loop.Interval <= 0 || a.loop.RegisterGrace < 0 {
+		return fmt.Errorf("--aws-interval must be positive and --register-grace not negative, got %s and %s", a.loop.Interval, a.loop.RegisterGrace)
 	}
 	return nil
 }
@@ -141,13 +184,37 @@ func (o *controllerOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return errors.Join(err, stopMetrics())
 	}
-	runErr := c.Run(ctx)
+	var loop *ec2loop.Loop
+	if o.aws.enabled {
+		// The EC2 loop runs beside the lease work and shares nothing it could block on: its
+		// own goroutine, Kubernetes client, rate limit and deadlines.
+		if loop, err = o.aws.newLoop(ctx, cfg, c); err != nil {
+			return errors.Join(err, stopMetrics(), stopProbes())
+		}
+	}
+	runErr := ec2loop.RunBeside(ctx, loop, c.Run)
 	shutdownErr := errors.Join(stopMetrics(), stopProbes())
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
 		return runErr
 	}
 	klog.InfoS("Controller stopped")
 	return shutdownErr
+}
+
+// newLoop builds the EC2 loop with an EC2 client from the SDK's default chain, its metrics in
+// the controller's registry and its Events recorded by the leader only.
+func (a *awsOptions) newLoop(ctx context.Context, cfg *rest.Config, c *controller.Controller) (*ec2loop.Loop, error) {
+	api, err := ec2loop.LoadEC2(ctx, a.region)
+	if err != nil {
+		return nil, err
+	}
+	deps, err := ec2loop.NewDeps(cfg, api, c.Leading)
+	if err != nil {
+		return nil, err
+	}
+	opts := a.loop
+	opts.Registry = c.Registry()
+	return ec2loop.New(deps, opts)
 }
 
 // NewRoot is the controller's binary's root command (cmd/nodekeeper-controller, what the image

@@ -28,6 +28,7 @@ import (
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
 	"github.com/nodekeeper/nodekeeper/internal/doctor"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
+	"github.com/nodekeeper/nodekeeper/internal/instances"
 	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/plan"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
@@ -536,7 +537,7 @@ func ready(n *corev1.Node) bool {
 func (r *reader) instanceSubnets(ctx context.Context, members []*corev1.Node) ([]string, map[string]string, error) {
 	var ids []string
 	for _, n := range members {
-		if id := doctor.InstanceIDFromProviderID(n.Spec.ProviderID); id != "" {
+		if id := instances.InstanceIDFromProviderID(n.Spec.ProviderID); id != "" {
 			ids = append(ids, id)
 		}
 	}

@@ -1,0 +1,51 @@
+package command
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nodekeeper/nodekeeper/internal/kube"
+)
+
+// TestAWSFlags: the EC2 loop's flags need --aws, and --aws needs the EKS cluster's name and a
+// positive interval. Both binaries build their command from these options (NewRoot is the
+// image's, New the CLI's), so the rules hold in both.
+func TestAWSFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		wantErr string // "" for valid
+	}{
+		{nil, ""},
+		{[]string{"--aws", "--eks-cluster", "prod"}, ""},
+		{[]string{"--aws", "--eks-cluster", "prod", "--region", "eu-west-1", "--aws-interval", "1m", "--register-grace", "0s"}, ""},
+		{[]string{"--aws"}, "--aws needs --eks-cluster"},
+		{[]string{"--aws", "--eks-cluster", " "}, "--aws needs --eks-cluster"},
+		{[]string{"--aws", "--eks-cluster", "prod", "--aws-interval", "0s"}, "--aws-interval must be positive"},
+		{[]string{"--aws", "--eks-cluster", "prod", "--register-grace", "-1m"}, "--register-grace not negative"},
+		{[]string{"--eks-cluster", "prod"}, "--eks-cluster needs --aws"},
+		{[]string{"--region", "eu-west-1"}, "--region needs --aws"},
+		{[]string{"--aws-interval", "1m"}, "--aws-interval needs --aws"},
+		{[]string{"--register-grace", "1m"}, "--register-grace needs --aws"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			o := newOptions(kube.NewConnectionFlags())
+			cmd := &cobra.Command{}
+			o.AddFlags(cmd.Flags())
+			if err := cmd.ParseFlags(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			if err := o.Complete(cmd, nil); err != nil {
+				t.Fatal(err)
+			}
+			err := o.Validate()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("valid flags refused: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("error %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}

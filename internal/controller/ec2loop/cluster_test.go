@@ -1,0 +1,161 @@
+package ec2loop_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
+	"github.com/nodekeeper/nodekeeper/internal/controller"
+	"github.com/nodekeeper/nodekeeper/internal/controller/ec2loop"
+	"github.com/nodekeeper/nodekeeper/internal/instances"
+	"github.com/nodekeeper/nodekeeper/internal/lease"
+	"github.com/nodekeeper/nodekeeper/internal/testenv"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/promscrape"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	testenv.RunMain(m, testenv.MainOptions{BenchmarksStartTheirOwn: true, QuietKlog: true}, &env)
+}
+
+// waitFor polls cond until it holds; the limit only ends a test that is already failing.
+func waitFor(t *testing.T, what string, cond func() (bool, error)) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 2*time.Minute, true,
+		func(context.Context) (bool, error) { return cond() }); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// TestLeaseWorkIndependentOfAWS runs the lease controller and the EC2 loop side by side as
+// `controller --aws` does (ec2loop.RunBeside) on a real control plane, with an AWS that answers,
+// never answers, throttles every call, or denies ec2:DescribeInstances: in every case the leaked
+// leases are deleted, and while AWS hangs they are deleted with the scan still waiting for it.
+// With an answering AWS the loop records the InstanceWithoutNode Warning Event in
+// kube-node-lease, about the instance that has no Node and not about the one that has.
+func TestLeaseWorkIndependentOfAWS(t *testing.T) {
+	for i, tc := range []struct {
+		name   string
+		fault  func(c *awsfake.Cloud, entered chan<- struct{})
+		result string // the scan result to wait for
+	}{
+		{"answers", nil, ec2loop.ResultSuccess},
+		{"never answers", func(c *awsfake.Cloud, entered chan<- struct{}) {
+			c.SetBefore(func(ctx context.Context, p string) error {
+				close(entered)
+				return awsfake.Hang(ctx, p)
+			})
+		}, ""},
+		{"throttles", func(c *awsfake.Cloud, _ chan<- struct{}) {
+			c.SetBefore(func(_ context.Context, p string) error { return awsfake.Throttled(p) })
+		}, instances.FailureThrottled},
+		{"denies", func(c *awsfake.Cloud, _ chan<- struct{}) { c.Deny[instances.PermDescribeInstances] = true }, instances.FailureDenied},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env.DeleteNodesAndLeases(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			admin := env.AdminClient()
+			joined := fmt.Sprintf("ip-10-1-%d-1.ec2.internal", i)
+			orphan := fmt.Sprintf("ip-10-1-%d-2.ec2.internal", i)
+			if _, err := admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: joined},
+				Spec: corev1.NodeSpec{ProviderID: fmt.Sprintf("aws:///us-east-1a/i-joined%d", i)}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { env.DeleteNodesAndLeases(t) })
+			leaked := env.SeedLeakedLeases(t, fmt.Sprintf("leaked-%d", i), 3, time.Now().Add(-2*time.Hour))
+
+			cloud := awsfake.New()
+			cloud.Instances = []ec2types.Instance{
+				tagged(fmt.Sprintf("i-joined%d", i), joined, time.Now().Add(-time.Hour)),
+				tagged(fmt.Sprintf("i-orphan%d", i), orphan, time.Now().Add(-time.Hour)),
+			}
+			entered := make(chan struct{})
+			if tc.fault != nil {
+				tc.fault(cloud, entered)
+			}
+			cfg := env.UserConfig(fmt.Sprintf("nodekeeper-ec2loop-%d", i), "system:masters")
+			reg := prometheus.NewRegistry()
+			c, err := controller.NewForConfig(cfg, controller.Options{Registry: reg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			deps, err := ec2loop.NewDeps(cfg, cloud, c.Leading)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Scans every second: the first one runs before the controller leads, and only the
+			// leader records Events.
+			loop, err := ec2loop.New(deps, ec2loop.Options{Cluster: "prod", Registry: reg, Interval: time.Second, Timeout: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- ec2loop.RunBeside(ctx, loop, c.Run) }()
+
+			if tc.result == "" {
+				<-entered // the scan now waits for an AWS that never answers
+			}
+			waitFor(t, "the leaked leases' deletion", func() (bool, error) {
+				for _, name := range leaked {
+					if l, err := env.NodeLease(ctx, name); l != nil || err != nil {
+						return false, err
+					}
+				}
+				return true, nil
+			})
+			scans := func(result string) float64 {
+				s, err := promscrape.Gather(reg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return promscrape.Sum(s, "nodekeeper_instance_scans_total", "result", result)
+			}
+			if tc.result == "" {
+				var total float64
+				for _, r := range ec2loop.ScanResults {
+					total += scans(r)
+				}
+				if total != 0 {
+					t.Errorf("the hanging scan finished (%g scans counted) before the leases were deleted", total)
+				}
+			} else {
+				waitFor(t, "a scan with result "+tc.result, func() (bool, error) { return scans(tc.result) >= 1, nil })
+			}
+			if tc.result == ec2loop.ResultSuccess {
+				waitFor(t, "the InstanceWithoutNode event", func() (bool, error) {
+					evs, err := admin.EventsV1().Events(lease.NodeLeaseNamespace).List(ctx, metav1.ListOptions{})
+					if err != nil {
+						return false, err
+					}
+					found := false
+					for _, e := range evs.Items {
+						if e.Reason != ec2loop.ReasonInstanceWithoutNode {
+							continue
+						}
+						if e.Regarding.Name == joined || strings.Contains(e.Note, fmt.Sprintf("i-joined%d ", i)) {
+							return false, fmt.Errorf("an event about the instance that has a Node: %s", e.Note)
+						}
+						found = found || (e.Regarding.Name == orphan && e.Type == corev1.EventTypeWarning && strings.Contains(e.Note, fmt.Sprintf("i-orphan%d", i)))
+					}
+					return found, nil
+				})
+			}
+			cancel()
+			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("controller: %v", err)
+			}
+		})
+	}
+}
