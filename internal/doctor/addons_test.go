@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
@@ -360,5 +361,63 @@ func TestAddonFindingsEscapeWrittenText(t *testing.T) {
 	}
 	if n := strings.Count(out.String(), `\x1b]0;pwned\x07\u202e`); n != 3 {
 		t.Errorf("the written text is shown escaped %d times, want 3:\n%s", n, out.String())
+	}
+}
+
+// TestAWSNodePodsListedOnce: the add-on section and the CNI metrics read need the same aws-node
+// pods; they are listed once (one page here) and both see them. When that list is forbidden the
+// CNI metrics are missing with the verb and resource, as the add-on pods are.
+func TestAWSNodePodsListedOnce(t *testing.T) {
+	awsLabels := map[string]string{"k8s-app": "aws-node"}
+	objects := func() []runtime.Object {
+		n := unitNode("a", "m5.large", 29, nil)
+		return []runtime.Object{&n,
+			&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: "aws-node"},
+				Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: awsLabels},
+					Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "aws-node", Image: "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.20.5"}}}}},
+				Status: appsv1.DaemonSetStatus{DesiredNumberScheduled: 2, NumberAvailable: 2}},
+			restartingPod("aws-node-a", "a", awsLabels, "aws-node", "", 0, 0, unitNow, false),
+			restartingPod("aws-node-b", "b", awsLabels, "aws-node", "", 0, 0, unitNow, false),
+		}
+	}
+	awsNodeLists := func(cs *fake.Clientset) (n int) {
+		for _, a := range cs.Actions() {
+			if l, ok := a.(k8stesting.ListActionImpl); ok && l.GetResource().Resource == "pods" &&
+				l.GetNamespace() == metav1.NamespaceSystem && l.GetListOptions().LabelSelector == "k8s-app=aws-node" {
+				n++
+			}
+		}
+		return n
+	}
+
+	deps, cs := fakeDeps(objects()...)
+	f, err := Gather(context.Background(), deps, unitOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := awsNodeLists(cs); n != 1 {
+		t.Errorf("aws-node's pods listed %d times, want once", n)
+	}
+	if a := f.Addons[0]; !a.Found || a.Pods != 2 {
+		t.Errorf("add-on aws-node %+v", a)
+	}
+	if len(f.CNI.Nodes) != 2 || f.CNI.Nodes["a"] == nil || f.CNI.Nodes["a"].Pod != "kube-system/aws-node-a" {
+		t.Errorf("CNI nodes %+v", f.CNI.Nodes)
+	}
+
+	deps, cs = fakeDeps(objects()...)
+	cs.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetNamespace() != metav1.NamespaceSystem {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", nil)
+	})
+	if f, err = Gather(context.Background(), deps, unitOptions()); err != nil {
+		t.Fatal(err)
+	}
+	for _, fact := range []Fact{FactAddonPods, FactCNIMetrics} {
+		if m, ok := f.Missing[fact]; !ok || m.Reason != "needs list on pods in kube-system" {
+			t.Errorf("%s: missing %+v (%v)", fact, m, ok)
+		}
 	}
 }

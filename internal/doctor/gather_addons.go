@@ -158,13 +158,21 @@ func (g *gatherer) addons(ctx context.Context) error {
 			return fmt.Errorf("reading %s: %w", a.Resource, err)
 		}
 		a.Found = true
-		n, err := g.addonPods(ctx, s.namespace, sel, &a)
+		var awsNodePod func(*corev1.Pod)
+		if s.name == "aws-node" && !g.o.SkipCNIMetrics {
+			// The CNI metrics read needs the same pods: keep them here and list them once.
+			g.f.CNI.Nodes = map[string]*CNINode{}
+			awsNodePod = g.addAWSNodePod
+		}
+		n, err := g.addonPods(ctx, s.namespace, sel, &a, awsNodePod)
 		pages += n
 		switch {
 		case apierrors.IsForbidden(err):
 			g.f.miss(FactAddonPods, "pods", "needs list on pods in "+s.namespace)
 		case err != nil:
 			return fmt.Errorf("listing the pods of %s: %w", a.Resource, err)
+		case awsNodePod != nil:
+			g.f.CNI.listed = true
 		}
 		g.f.Addons = append(g.f.Addons, a)
 	}
@@ -191,7 +199,8 @@ func (a *AddonFacts) setCounts(desired, available, unavailable int32) {
 }
 
 // addonPods lists the pods of an add-on by its selector and keeps its restarting containers.
-func (g *gatherer) addonPods(ctx context.Context, namespace string, sel *metav1.LabelSelector, a *AddonFacts) (int64, error) {
+// each, when not nil, is given every pod too.
+func (g *gatherer) addonPods(ctx context.Context, namespace string, sel *metav1.LabelSelector, a *AddonFacts, each func(*corev1.Pod)) (int64, error) {
 	s, err := metav1.LabelSelectorAsSelector(sel)
 	if err != nil || s.Empty() {
 		// A workload without a usable selector has no pods of its own to find.
@@ -203,6 +212,9 @@ func (g *gatherer) addonPods(ctx context.Context, namespace string, sel *metav1.
 		pages++
 		for i := range l.Items {
 			a.addPod(&l.Items[i], g.f.Now)
+			if each != nil {
+				each(&l.Items[i])
+			}
 		}
 		l.Items = nil
 		return nil

@@ -68,6 +68,8 @@ const (
 // CNIFacts are the aws-node pods and what their ipamd said, by node name.
 type CNIFacts struct {
 	Nodes map[string]*CNINode
+	// listed: the add-on section's list of aws-node's pods filled Nodes already.
+	listed bool
 }
 
 // CNINode is one node's aws-node pod and its ipamd figures.
@@ -111,7 +113,9 @@ func (m *IPAMDMetrics) PoolText() string {
 func (g *gatherer) cniMetrics(ctx context.Context) error {
 	a := g.f.AWSNode
 	ns := g.o.AWSNodeNamespace
-	g.f.CNI = CNIFacts{Nodes: map[string]*CNINode{}}
+	if g.f.CNI.Nodes == nil {
+		g.f.CNI.Nodes = map[string]*CNINode{}
+	}
 	switch {
 	case !g.f.Has(FactAWSNode):
 		g.f.miss(FactCNIMetrics, a.Resource, g.f.Missing[FactAWSNode].Reason)
@@ -119,7 +123,19 @@ func (g *gatherer) cniMetrics(ctx context.Context) error {
 	case !a.Found || a.Selector == "":
 		return nil // no VPC CNI: nothing to read, nothing to judge
 	}
-	err := kube.List(ctx, "aws-node pods", metav1.ListOptions{Limit: pageSize(g.o.ChunkSize, MaxPodPage), LabelSelector: a.Selector},
+	if err := g.listAWSNodePods(ctx, a.Selector, ns); err != nil || !g.f.CNI.listed {
+		return err
+	}
+	return g.readCNIMetrics(ctx, ns)
+}
+
+// listAWSNodePods lists aws-node's pods unless the add-on section's list of the same pods
+// (gather_addons.go, one page per 32) already kept them.
+func (g *gatherer) listAWSNodePods(ctx context.Context, selector, ns string) error {
+	if g.f.CNI.listed {
+		return nil
+	}
+	err := kube.List(ctx, "aws-node pods", metav1.ListOptions{Limit: pageSize(g.o.ChunkSize, MaxPodPage), LabelSelector: selector},
 		g.d.Bulk.CoreV1().Pods(ns).List, func(l *corev1.PodList) error {
 			for i := range l.Items {
 				g.addAWSNodePod(&l.Items[i])
@@ -134,6 +150,12 @@ func (g *gatherer) cniMetrics(ctx context.Context) error {
 	case err != nil:
 		return fmt.Errorf("listing the aws-node pods: %w", err)
 	}
+	g.f.CNI.listed = true
+	return nil
+}
+
+// readCNIMetrics reads each Ready aws-node pod's ipamd metrics through the pod proxy.
+func (g *gatherer) readCNIMetrics(ctx context.Context, ns string) error {
 	g.f.stat(StatAWSNodePods, int64(len(g.f.CNI.Nodes)))
 	var ready []*CNINode
 	for _, name := range sortedKeys(g.f.CNI.Nodes) {

@@ -206,11 +206,10 @@ func BenchmarkDoctorPodNetworking(b *testing.B) {
 					name, el.Round(time.Millisecond), rep.Stats[StatAPIRequests], len(rep.Findings()), rep.Stats, counter)
 				if withSection {
 					pods, evs := counter.get("GET /api/v1/pods"), counter.get("GET /api/v1/events")
-					// 20,000 pods and the 2,000 aws-node pods (listed by the CNI metrics read and
-					// again by the add-on section) in field-selected lists, and 10,000 matching
-					// events, in pages of MaxPodPage and MaxEventPage, plus the add-on section's
-					// one page of reason=Failed events (none here).
-					if pods > (nodes*podsPerNode+2*nodes)/MaxPodPage+3 || evs > 10_000/MaxEventPage+2 || rep.Stats[StatStuckPods] != int64(len(stuckPods)) {
+					// 20,000 pods and the 2,000 aws-node pods in two field-selected lists and
+					// 10,000 matching events, in pages of MaxPodPage and MaxEventPage, plus the
+					// add-on section's one page of reason=Failed events (none here).
+					if pods > (nodes*podsPerNode+nodes)/MaxPodPage+2 || evs > 10_000/MaxEventPage+2 || rep.Stats[StatStuckPods] != int64(len(stuckPods)) {
 						b.Fatalf("pod list pages %d, event list pages %d, stuck pods %d (want %d)", pods, evs, rep.Stats[StatStuckPods], len(stuckPods))
 					}
 					b.ReportMetric(float64(pods), "pod-list-pages/op")
