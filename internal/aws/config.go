@@ -9,6 +9,7 @@ import (
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
@@ -57,18 +58,21 @@ func NewClients(cfg awssdk.Config, endpoint string) *Clients {
 		ec2Opts  []func(*ec2.Options)
 		logsOpts []func(*cloudwatchlogs.Options)
 		eksOpts  []func(*eks.Options)
+		cwOpts   []func(*cloudwatch.Options)
 	)
 	if endpoint != "" {
 		ec2Opts = append(ec2Opts, func(o *ec2.Options) { o.BaseEndpoint = awssdk.String(endpoint) })
 		logsOpts = append(logsOpts, func(o *cloudwatchlogs.Options) { o.BaseEndpoint = awssdk.String(endpoint) })
 		eksOpts = append(eksOpts, func(o *eks.Options) { o.BaseEndpoint = awssdk.String(endpoint) })
+		cwOpts = append(cwOpts, func(o *cloudwatch.Options) { o.BaseEndpoint = awssdk.String(endpoint) })
 	}
 	return &Clients{
-		EC2:       ec2.NewFromConfig(cfg, ec2Opts...),
-		Logs:      cloudwatchlogs.NewFromConfig(cfg, logsOpts...),
-		EKS:       eks.NewFromConfig(cfg, eksOpts...),
-		Region:    cfg.Region,
-		Throttles: tc,
+		EC2:        ec2.NewFromConfig(cfg, ec2Opts...),
+		Logs:       cloudwatchlogs.NewFromConfig(cfg, logsOpts...),
+		EKS:        eks.NewFromConfig(cfg, eksOpts...),
+		CloudWatch: cloudwatch.NewFromConfig(cfg, cwOpts...),
+		Region:     cfg.Region,
+		Throttles:  tc,
 	}
 }
 

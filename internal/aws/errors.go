@@ -19,13 +19,16 @@ const (
 	PermStopQuery             = "logs:StopQuery"
 	PermFilterLogEvents       = "logs:FilterLogEvents"
 	PermDescribeCluster       = "eks:DescribeCluster"
+	PermDescribeVolumes       = "ec2:DescribeVolumes"
+	PermGetMetricData         = "cloudwatch:GetMetricData"
 )
 
 // Permissions lists every IAM action nodekeeper may need, in policy order.
 var Permissions = []string{
-	PermDescribeInstances, PermDescribeSubnets, PermDescribeInstanceTypes,
+	PermDescribeInstances, PermDescribeSubnets, PermDescribeInstanceTypes, PermDescribeVolumes,
 	PermStartQuery, PermGetQueryResults, PermStopQuery, PermFilterLogEvents,
 	PermDescribeCluster,
+	PermGetMetricData,
 }
 
 // deniedCodes are the error codes AWS services answer when IAM does not allow a call: EC2 says

@@ -41,6 +41,7 @@ type Cloud struct {
 	Instances     []ec2types.Instance
 	Subnets       []ec2types.Subnet
 	InstanceTypes []ec2types.InstanceTypeInfo
+	Volumes       []ec2types.Volume // EBS volumes (volumes.go)
 	Clusters      map[string]ekstypes.Cluster
 
 	// Filters maps the text of an Insights filter command (after "filter ") or a
@@ -60,6 +61,7 @@ type Cloud struct {
 	PollsBeforeComplete int
 
 	memo    map[string]map[string]bool // filter text → message → match, filters being pure
+	metrics map[string][]MetricSample  // CloudWatch metric key → samples (metrics.go)
 	logs    map[string][]LogEvent
 	sorted  map[string]bool
 	queries map[string]*query

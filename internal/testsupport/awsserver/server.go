@@ -10,9 +10,12 @@
 //   - CloudWatch Logs' JSON 1.1 (X-Amz-Target: Logs_20140328.OPERATION), errors as
 //     {"__type":"CODE","message":".."}: StartQuery, GetQueryResults, StopQuery, FilterLogEvents;
 //   - EKS's REST-JSON: GET /clusters/{name} (DescribeCluster), errors with an X-Amzn-ErrorType
-//     header and a JSON body.
+//     header and a JSON body;
+//   - CloudWatch's Smithy RPC v2 CBOR (Smithy-Protocol: rpc-v2-cbor): GetMetricData
+//     (cloudwatch.go).
 //
-// Requests are routed by their shape: an X-Amz-Target header is CloudWatch Logs, a path under
+// Requests are routed by their shape: a Smithy-Protocol header is CloudWatch, an X-Amz-Target
+// header is CloudWatch Logs, a path under
 // /clusters/ is EKS, anything else is EC2. A request without a SigV4 Authorization header is
 // refused, as AWS does. The request is decoded into the SDK's input type and handed to the
 // Cloud, whose answer (or error: awsfake's AccessDenied, UnauthorizedOperation, NotFound...) is
@@ -58,11 +61,13 @@ const (
 	EC2  = "ec2"
 	Logs = "logs"
 	EKS  = "eks"
+	// CloudWatch is metrics (Smithy RPC v2 CBOR, cloudwatch.go).
+	CloudWatch = "cloudwatch"
 )
 
 // Call is one request the server answered.
 type Call struct {
-	Service   string // EC2, Logs or EKS
+	Service   string // EC2, Logs, EKS or CloudWatch
 	Operation string // the API operation, e.g. "DescribeInstances"
 	// Region is the region of the request's SigV4 credential scope.
 	Region string
@@ -196,6 +201,8 @@ func (s *Server) Setenv(t testing.TB, region string) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var svc service
 	switch {
+	case r.Header.Get("Smithy-Protocol") == "rpc-v2-cbor":
+		svc = metricsService{}
 	case r.Header.Get("X-Amz-Target") != "":
 		svc = logsService{}
 	case strings.HasPrefix(r.URL.Path, "/clusters/"):
