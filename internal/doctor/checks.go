@@ -48,7 +48,7 @@ func ChecksFor(o Options) []Check {
 		cs = append(cs, karpenterCheck{}, stuckPodsCheck{}, servingCSRCheck{}, eniConfigCheck{}, csiNodeCheck{}, cniNodeCheck{})
 	}
 	if o.EC2 != nil {
-		cs = append(cs, ec2Check{})
+		cs = append(cs, ec2Check{}, bootVolumeCheck{})
 	}
 	return cs
 }

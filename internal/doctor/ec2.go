@@ -47,6 +47,17 @@ type EC2Options struct {
 	// RegisterGrace: an instance launched less than this ago may still be registering and is
 	// not reported (default 10 minutes).
 	RegisterGrace time.Duration
+	// Region is the region the clients talk to, for the commands NK801 prints.
+	Region string
+	// AuditLog: --audit-log was given; NodeDeletions are the Node deletions read from it
+	// (ReadNodeDeletions), named beside the instances running without a Node.
+	AuditLog      bool
+	NodeDeletions []NodeDeletion
+	// Metrics reads the root volumes' CloudWatch metrics (nil: boot volumes are not checked).
+	Metrics nkaws.CloudWatchAPI
+	// BootWindow: the root volumes of Nodes launched less than this ago are checked (default
+	// DefaultBootWindow).
+	BootWindow time.Duration
 }
 
 // EC2Inputs is what CheckEC2 reads.
@@ -70,6 +81,11 @@ type EC2Inputs struct {
 	Types         *eni.Catalog
 	Now           time.Time
 	RegisterGrace time.Duration
+	// Region is put in the commands that remove an instance ("" leaves it to the AWS CLI).
+	Region string
+	// AuditLog: an audit log was read; Deletions are the Node deletions it holds (zombie.go).
+	AuditLog  bool
+	Deletions []NodeDeletion
 }
 
 // InstanceIDFromProviderID returns the EC2 instance ID of an AWS providerID
@@ -143,7 +159,9 @@ func CheckEC2(in EC2Inputs) []findings.Finding {
 		if ng := tagValue(inst.Tags, "eks:nodegroup-name"); ng != "" {
 			ev = append(ev, "node group "+ng)
 		}
-		out = append(out, f.WithEvidence(ev...))
+		more, remediation := zombieReport(inst, in)
+		f.Remediation = remediation
+		out = append(out, f.WithEvidence(append(ev, more...)...))
 	}
 	// Nodes whose instance is gone.
 	for i := range in.Nodes {

@@ -53,7 +53,7 @@ func Gather(ctx context.Context, d Deps, o Options) (*Facts, error) {
 		steps = append(steps, g.eniConfigs)
 	}
 	if o.EC2 != nil {
-		steps = append(steps, g.ec2)
+		steps = append(steps, g.ec2, g.bootVolumes)
 	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {

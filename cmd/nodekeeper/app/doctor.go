@@ -65,7 +65,9 @@ func newDoctorCommand(g *globalOptions) *cobra.Command {
               incomplete ENIConfigs; Karpenter reservedENIs with custom networking; unapproved
               kubelet-serving certificate requests; CSINodes and CNINodes without their Node
   ec2         with --aws (read-only, docs/aws.md): running instances of the cluster without a
-              Node, Nodes whose instance is terminated or missing, subnets short of addresses
+              Node (with its Auto Scaling group, who deleted its Node with --audit-log, and
+              the command that removes it), Nodes whose instance is terminated or missing,
+              subnets short of addresses, root volumes IO-bound at boot (--boot-window)
 
 A check that lacks a permission is reported as skipped (for example "needs get on nodes/proxy")
 and the run goes on. Exit codes (docs/exit-codes.md): 0 nothing at or above --fail-on, 3 a finding
