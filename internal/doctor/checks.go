@@ -48,7 +48,10 @@ func ChecksFor(o Options) []Check {
 		cs = append(cs, karpenterCheck{}, stuckPodsCheck{}, servingCSRCheck{}, eniConfigCheck{}, csiNodeCheck{}, cniNodeCheck{})
 	}
 	if o.EC2 != nil {
-		cs = append(cs, ec2Check{}, bootVolumeCheck{})
+		cs = append(cs, ec2Check{})
+		if o.EC2.Metrics != nil {
+			cs = append(cs, bootVolumeCheck{})
+		}
 	}
 	return cs
 }
