@@ -107,23 +107,15 @@ func (g *gatherer) bootVolumes(ctx context.Context) error {
 		return nil
 	}
 	sort.Strings(ids)
-	// A volume-id filter, not VolumeIds: a volume deleted meanwhile must be an absent row, not
-	// an error that fails the whole call.
-	for rest := ids; len(rest) > 0; {
-		batch := rest[:min(len(rest), 200)]
-		rest = rest[len(batch):]
-		vols, err := nkaws.DescribeVolumes(ctx, o.API, &ec2.DescribeVolumesInput{Filters: []ec2types.Filter{{Name: strp("volume-id"), Values: batch}}})
-		if nkaws.IsAccessDenied(err) {
-			g.f.miss(FactBootVolumes, "ec2", err.Error())
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("EC2: %w", err)
-		}
-		for _, v := range vols {
-			if b := byVolume[strDeref(v.VolumeId)]; b != nil {
-				b.Volume = v
-			}
+	vols, err := describeByID(ids, "volume-id", func(filters []ec2types.Filter) ([]ec2types.Volume, error) {
+		return nkaws.DescribeVolumes(ctx, o.API, &ec2.DescribeVolumesInput{Filters: filters})
+	})
+	if failed, err := g.awsFailed(FactBootVolumes, "EC2", err); failed {
+		return err
+	}
+	for _, v := range vols {
+		if b := byVolume[strDeref(v.VolumeId)]; b != nil {
+			b.Volume = v
 		}
 	}
 	var found []*BootVolume
@@ -147,12 +139,8 @@ func (g *gatherer) bootVolumes(ctx context.Context) error {
 		return nil
 	}
 	series, err := nkaws.GetMetricData(ctx, o.Metrics, queries, start.Truncate(time.Minute), g.f.Now)
-	if nkaws.IsAccessDenied(err) {
-		g.f.miss(FactBootVolumes, "cloudwatch", err.Error())
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("CloudWatch: %w", err)
+	if failed, err := g.awsFailed(FactBootVolumes, "CloudWatch", err); failed {
+		return err
 	}
 	for i, b := range found {
 		for _, m := range bootMetrics {

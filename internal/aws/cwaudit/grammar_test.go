@@ -51,31 +51,16 @@ func lexInsights(q string) ([]itok, error) {
 		switch {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
 			i++
-		case c == '"' || c == '\'':
-			j := i + 1
-			for j < len(q) && q[j] != c {
-				if q[j] == '\\' {
-					j++
-				}
-				j++
+		case c == '"' || c == '\'', c == '/' && len(out) > 0 && out[len(out)-1] == (itok{"ident", "like"}):
+			kind := "string"
+			if c == '/' {
+				kind = "regex"
 			}
-			if j >= len(q) {
-				return nil, fmt.Errorf("unterminated string at %d", i)
+			j := closing(q, i)
+			if j < 0 {
+				return nil, fmt.Errorf("unterminated %s at %d", kind, i)
 			}
-			out = append(out, itok{"string", q[i+1 : j]})
-			i = j + 1
-		case c == '/' && len(out) > 0 && out[len(out)-1] == (itok{"ident", "like"}):
-			j := i + 1
-			for j < len(q) && q[j] != '/' {
-				if q[j] == '\\' {
-					j++
-				}
-				j++
-			}
-			if j >= len(q) {
-				return nil, fmt.Errorf("unterminated regular expression at %d", i)
-			}
-			out = append(out, itok{"regex", q[i+1 : j]})
+			out = append(out, itok{kind, q[i+1 : j]})
 			i = j + 1
 		case strings.ContainsRune("|,()[]*", rune(c)):
 			out = append(out, itok{"punct", string(c)})
@@ -112,6 +97,20 @@ func lexInsights(q string) ([]itok, error) {
 		}
 	}
 	return out, nil
+}
+
+// closing is the index of the delimiter that closes the one at q[open] (a backslash escapes
+// the next byte), or -1.
+func closing(q string, open int) int {
+	for j := open + 1; j < len(q); j++ {
+		switch q[j] {
+		case '\\':
+			j++
+		case q[open]:
+			return j
+		}
+	}
+	return -1
 }
 
 // insightsQuery is a parsed query: its commands, and the filter expressions to evaluate.

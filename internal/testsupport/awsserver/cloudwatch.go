@@ -77,57 +77,49 @@ func (c *cborReader) mapOf(v cbor.Value, what string) cbor.Map {
 	return m
 }
 
-func (c *cborReader) str(m cbor.Map, key string) *string {
+// member converts the member key of m with as; an absent member is nil, a mismatch is
+// remembered.
+func member[T any](c *cborReader, m cbor.Map, key string, as func(cbor.Value) (T, error)) *T {
 	v, ok := m[key]
 	if !ok {
 		return nil
 	}
-	s, ok := v.(cbor.String)
-	if !ok {
-		c.fail("%s: want a string, got %T", key, v)
+	out, err := as(v)
+	if err != nil {
+		c.fail("%s: %v", key, err)
 		return nil
 	}
-	out := string(s)
 	return &out
 }
 
-func (c *cborReader) int32(m cbor.Map, key string) *int32 {
-	v, ok := m[key]
-	if !ok {
-		return nil
+func asString(v cbor.Value) (string, error) {
+	if s, ok := v.(cbor.String); ok {
+		return string(s), nil
 	}
-	n, err := cbor.AsInt32(v)
-	if err != nil {
-		c.fail("%s: %v", key, err)
-		return nil
-	}
-	return &n
+	return "", fmt.Errorf("want a string, got %T", v)
 }
 
-func (c *cborReader) time(m cbor.Map, key string) *time.Time {
-	v, ok := m[key]
-	if !ok {
-		return nil
+func asList(v cbor.Value) (cbor.List, error) {
+	if l, ok := v.(cbor.List); ok {
+		return l, nil
 	}
-	t, err := cbor.AsTime(v)
-	if err != nil {
-		c.fail("%s: %v", key, err)
-		return nil
-	}
-	t = t.UTC()
-	return &t
+	return nil, fmt.Errorf("want a list, got %T", v)
 }
+
+func asUTC(v cbor.Value) (time.Time, error) {
+	t, err := cbor.AsTime(v)
+	return t.UTC(), err
+}
+
+func (c *cborReader) str(m cbor.Map, key string) *string     { return member(c, m, key, asString) }
+func (c *cborReader) int32(m cbor.Map, key string) *int32    { return member(c, m, key, cbor.AsInt32) }
+func (c *cborReader) time(m cbor.Map, key string) *time.Time { return member(c, m, key, asUTC) }
 
 func (c *cborReader) list(m cbor.Map, key string) cbor.List {
-	v, ok := m[key]
-	if !ok {
-		return nil
+	if l := member(c, m, key, asList); l != nil {
+		return *l
 	}
-	l, ok := v.(cbor.List)
-	if !ok {
-		c.fail("%s: want a list, got %T", key, v)
-	}
-	return l
+	return nil
 }
 
 func decodeGetMetricData(v cbor.Value) (*cloudwatch.GetMetricDataInput, error) {
