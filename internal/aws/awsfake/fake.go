@@ -1,5 +1,6 @@
-// Package awsfake is a stateful in-memory AWS for tests: EC2 instances, subnets and instance
-// types; CloudWatch Logs log groups with timestamped events, Logs Insights queries that honour
+// Package awsfake is a stateful in-memory AWS for tests: EC2 instances, subnets, instance
+// types and EBS volumes; CloudWatch metric samples answered by GetMetricData's statistics;
+// CloudWatch Logs log groups with timestamped events, Logs Insights queries that honour
 // the time range, the row limit and the concurrency limit, and FilterLogEvents with pagination;
 // EKS clusters. It implements the interfaces of internal/aws, so that every test of the AWS
 // paths shares one model of AWS instead of mocking calls one by one.
