@@ -22,9 +22,11 @@ type NodeDeletion struct {
 
 // ReadNodeDeletions reads audit log files or directories (as `nodekeeper audit` takes them,
 // plain or gzipped, kube-apiserver or CloudWatch export layouts) with the audit package's
-// bounded reader and analysis, and returns the Node deletions they hold. An unreadable input
-// fails, naming it.
-func ReadNodeDeletions(paths []string) ([]NodeDeletion, error) {
+// bounded reader and analysis, and returns the Node deletions they hold. An unreadable input,
+// or inputs without a single audit event, fail, naming why; lines that are not audit events
+// (cut, malformed) are told to warn with the first of them, as `audit` lists them, and the
+// rest is used.
+func ReadNodeDeletions(paths []string, warn func(string)) ([]NodeDeletion, error) {
 	if len(paths) == 0 {
 		return nil, nil
 	}
@@ -35,6 +37,25 @@ func ReadNodeDeletions(paths []string) ([]NodeDeletion, error) {
 	rep, err := analyze.Analyze(inputs, analyze.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("--audit-log: %w", err)
+	}
+	first := ""
+	for _, in := range rep.Inputs {
+		for _, b := range in.Bad {
+			for _, ex := range b.Examples {
+				if first == "" {
+					first = fmt.Sprintf("%s line %d: %s (%s)", in.Name, ex.Line, b.Kind, ex.Reason)
+				}
+			}
+		}
+	}
+	if rep.Totals.Events == 0 {
+		if first != "" {
+			return nil, fmt.Errorf("--audit-log: no kube-apiserver audit event in %d lines; first unusable: %s", rep.Totals.Lines, first)
+		}
+		return nil, fmt.Errorf("--audit-log: no kube-apiserver audit event (ResponseComplete) in %d lines", rep.Totals.Lines)
+	}
+	if rep.Totals.Bad > 0 && warn != nil {
+		warn(fmt.Sprintf("--audit-log: %d of %d lines are not audit events and were skipped; first: %s", rep.Totals.Bad, rep.Totals.Lines, first))
 	}
 	out := make([]NodeDeletion, 0, len(rep.NodeDeletions))
 	for _, d := range rep.NodeDeletions {

@@ -156,7 +156,7 @@ func (o *doctorOptions) Validate() error {
 
 // Run checks the cluster (and with --aws, EC2) and prints the findings.
 func (o *doctorOptions) Run(ctx context.Context) error {
-	if err := o.aws.apply(ctx, &o.doctor); err != nil {
+	if err := o.aws.apply(ctx, &o.doctor, o.g.streams.ErrOut); err != nil {
 		return err
 	}
 	var cfg *rest.Config

@@ -3,11 +3,13 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/nodekeeper/nodekeeper/internal/doctor"
+	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // doctorAWSFlags add the EC2 section to `nodekeeper doctor`.
@@ -48,7 +50,7 @@ func (d *doctorAWSFlags) validate(f *pflag.FlagSet) error {
 }
 
 // apply loads the AWS clients when --aws was given.
-func (d *doctorAWSFlags) apply(ctx context.Context, o *doctor.Options) error {
+func (d *doctorAWSFlags) apply(ctx context.Context, o *doctor.Options, stderr io.Writer) error {
 	if !d.enabled {
 		return nil
 	}
@@ -60,7 +62,7 @@ func (d *doctorAWSFlags) apply(ctx context.Context, o *doctor.Options) error {
 	if err != nil {
 		return fmt.Errorf("--aws for the EKS cluster %q: %w", cluster, err)
 	}
-	deletions, err := doctor.ReadNodeDeletions(d.auditLogs)
+	deletions, err := doctor.ReadNodeDeletions(d.auditLogs, func(msg string) { fmt.Fprintln(stderr, textsafe.Escape(msg)) })
 	if err != nil {
 		return err
 	}
