@@ -11,6 +11,7 @@ import (
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	corev1 "k8s.io/api/core/v1"
 
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
@@ -30,11 +31,14 @@ const FactBootVolumes Fact = "ec2-boot-volumes"
 // to be checked (doctor --boot-window).
 const DefaultBootWindow = time.Hour
 
-// BootVolume is the root volume of a recently launched Node and its per-minute metrics.
+// BootVolume is the volume a recently launched Node's boot waits on (its root volume, the data
+// volume on Bottlerocket) and its per-minute metrics.
 type BootVolume struct {
 	Node, InstanceID string
 	Launched         time.Time
-	Volume           ec2types.Volume
+	// What names the volume for people ("root volume"; "" reads as that).
+	What   string
+	Volume ec2types.Volume
 	// The AWS/EBS metrics by minute: VolumeQueueLength (Average), BurstBalance (Minimum,
 	// percent; gp2, st1 and sc1 only), and the Sums of VolumeReadOps, VolumeWriteOps,
 	// VolumeReadBytes and VolumeWriteBytes over each minute.
@@ -66,15 +70,24 @@ var bootMetrics = []struct {
 // minute, and a minute at the limit is what a boot feels.
 const metricPeriod = 60
 
-// rootVolumeID is the EBS volume of an instance's root device, or "".
-func rootVolumeID(inst ec2types.Instance) string {
-	root := strDeref(inst.RootDeviceName)
+// bottlerocketDataDevice is Bottlerocket's second volume: its root volume holds only the
+// read-only OS, the container images and pod storage are on this one (Bottlerocket
+// documentation, "Storage"; the EKS-optimized Bottlerocket AMIs map it as /dev/xvdb).
+const bottlerocketDataDevice = "/dev/xvdb"
+
+// bootVolumeID is the EBS volume a node's boot waits on, and what it is: the root device's, or
+// on Bottlerocket the data volume's. "" when the instance has no such EBS volume.
+func bootVolumeID(inst ec2types.Instance, n *corev1.Node) (id, what string) {
+	device, what := strDeref(inst.RootDeviceName), "root volume"
+	if strings.Contains(n.Status.NodeInfo.OSImage, "Bottlerocket") {
+		device, what = bottlerocketDataDevice, "data volume ("+bottlerocketDataDevice+", Bottlerocket's images)"
+	}
 	for _, m := range inst.BlockDeviceMappings {
-		if strDeref(m.DeviceName) == root && m.Ebs != nil {
-			return strDeref(m.Ebs.VolumeId)
+		if strDeref(m.DeviceName) == device && m.Ebs != nil {
+			return strDeref(m.Ebs.VolumeId), what
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // bootVolumes reads the root volumes of the Nodes whose running instance launched within the
@@ -98,8 +111,8 @@ func (g *gatherer) bootVolumes(ctx context.Context) error {
 		if !ok || inst.LaunchTime == nil || inst.LaunchTime.Before(since) || inst.State == nil || inst.State.Name != ec2types.InstanceStateNameRunning {
 			continue
 		}
-		if id := rootVolumeID(inst); id != "" && byVolume[id] == nil {
-			byVolume[id] = &BootVolume{Node: n.Name, InstanceID: strDeref(inst.InstanceId), Launched: *inst.LaunchTime}
+		if id, what := bootVolumeID(inst, n); id != "" && byVolume[id] == nil {
+			byVolume[id] = &BootVolume{Node: n.Name, InstanceID: strDeref(inst.InstanceId), Launched: *inst.LaunchTime, What: what}
 			ids = append(ids, id)
 		}
 	}
@@ -351,8 +364,12 @@ func checkBootVolumes(vols []BootVolume, stuck map[string]*StuckPod, now time.Ti
 		if len(pods) > 0 {
 			sev, tail = findings.Error, fmt.Sprintf("; %d pods stuck in ContainerCreating on it", len(pods))
 		}
-		f := RuleBootVolumeIOBound.At(sev, "node/"+b.Node, "root volume %s of %s (launched %s, %s ago) was IO-bound: %s%s",
-			strDeref(b.Volume.VolumeId), b.InstanceID, b.Launched.UTC().Format(time.RFC3339), now.Sub(b.Launched).Round(time.Minute),
+		what := b.What
+		if what == "" {
+			what = "root volume"
+		}
+		f := RuleBootVolumeIOBound.At(sev, "node/"+b.Node, "%s %s of %s (launched %s, %s ago) was IO-bound: %s%s",
+			what, strDeref(b.Volume.VolumeId), b.InstanceID, b.Launched.UTC().Format(time.RFC3339), now.Sub(b.Launched).Round(time.Minute),
 			strings.Join(why, ", "), tail)
 		ev := []string{
 			"limits " + describeLimits(b.Volume, v.limits),

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 )
@@ -210,6 +211,35 @@ func TestZombieReport(t *testing.T) {
 			}
 			if !strings.Contains(rem, tc.remediation) {
 				t.Errorf("remediation %q lacks %q", rem, tc.remediation)
+			}
+		})
+	}
+}
+
+// TestBootVolumeID: the boot waits on the root device's volume, except on Bottlerocket, whose
+// images are on its data volume; an instance store root or a missing mapping has none.
+func TestBootVolumeID(t *testing.T) {
+	mapping := func(dev, vol string) ec2types.InstanceBlockDeviceMapping {
+		return ec2types.InstanceBlockDeviceMapping{DeviceName: strp(dev), Ebs: &ec2types.EbsInstanceBlockDevice{VolumeId: strp(vol)}}
+	}
+	two := ec2types.Instance{RootDeviceName: strp("/dev/xvda"), BlockDeviceMappings: []ec2types.InstanceBlockDeviceMapping{mapping("/dev/xvdb", "vol-data"), mapping("/dev/xvda", "vol-root")}}
+	node := func(osImage string) *corev1.Node {
+		return &corev1.Node{Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{OSImage: osImage}}}
+	}
+	for _, tc := range []struct {
+		name     string
+		inst     ec2types.Instance
+		node     *corev1.Node
+		id, what string
+	}{
+		{"Amazon Linux: the root device", two, node("Amazon Linux 2023.5.20240701"), "vol-root", "root volume"},
+		{"Bottlerocket: the data volume", two, node("Bottlerocket OS 1.20.0 (aws-k8s-1.29)"), "vol-data", "data volume (/dev/xvdb, Bottlerocket's images)"},
+		{"root device not mapped", ec2types.Instance{RootDeviceName: strp("/dev/sda1"), BlockDeviceMappings: two.BlockDeviceMappings}, node("Ubuntu 22.04"), "", ""},
+		{"Bottlerocket without a data volume", ec2types.Instance{RootDeviceName: strp("/dev/xvda"), BlockDeviceMappings: two.BlockDeviceMappings[1:]}, node("Bottlerocket OS 1.20.0"), "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if id, what := bootVolumeID(tc.inst, tc.node); id != tc.id || what != tc.what {
+				t.Errorf("got %q %q, want %q %q", id, what, tc.id, tc.what)
 			}
 		})
 	}
