@@ -23,6 +23,9 @@
 #   doctor     doctor on 2,000 simulated nodes through the real node proxy; then the pod
 #              networking section on 2,000 nodes, 20,000 pods (2,000 stuck), 50,000 events,
 #              next to the doctor without that section
+#   doctor-cni doctor with the VPC CNI metrics of 2,000 aws-node pods (read through the real pod
+#              proxy) on the pod networking benchmark's cluster, next to the doctor before them
+#              (wall time, requests by verb and path; issue 21: under 30 s)
 #   doctor-rss peak RSS of the built `nodekeeper doctor` (ru_maxrss) with one stuck pod and 300
 #              FailedCreatePodSandBox events of 1 MB each, against the 256 MiB target
 #   binary     size and median start-up (`nodekeeper version`) of the release-flags build of this tree
@@ -48,10 +51,11 @@ declare -A cmd=(
   [audit-leaky]="./internal/audit -bench BenchmarkAuditLeakyJSONVsJQ\$ -timeout 60m"
   [audit-distinct]="./internal/audit -bench BenchmarkAuditDistinctKeys\$ -timeout 60m"
   [doctor]="./internal/doctor -bench Doctor2000|DoctorPodNetworking -timeout 60m"
+  [doctor-cni]="./internal/doctor -bench DoctorPodNetworking/with- -timeout 60m"
   [doctor-rss]="./internal/doctor -bench DoctorEventMemory -timeout 30m"
   [aws]="./internal/aws/cwaudit -bench CloudWatchVsFile -timeout 30m"
 )
-order=(binary testenv gc gc-process controller faults leases audit audit-rss audit-worst audit-leaky audit-distinct doctor doctor-rss aws capacity)
+order=(binary testenv gc gc-process controller faults leases audit audit-rss audit-worst audit-leaky audit-distinct doctor doctor-cni doctor-rss aws capacity)
 # The audit RSS benchmark measures at 1 GB and 4 GB unless told otherwise.
 export NODEKEEPER_AUDIT_BENCH_RSS_SIZES=${NODEKEEPER_AUDIT_BENCH_RSS_SIZES:-1G,4G}
 selected=(${BENCH:-${order[*]}})

@@ -106,6 +106,8 @@ var rules = []rule{
 		doc: "doctor never imports bundle"},
 	{pkgs: "internal/bundle", never: []string{"internal/doctor"},
 		doc: "bundle never imports doctor: the rules both use are internal/rules"},
+	{pkgs: "internal/bootstrap", may: []string{"internal/eni", "internal/findings", "internal/rules", "internal/textsafe"},
+		doc: "bootstrap reads user data, pure, for bundle and doctor: eni, findings, rules and textsafe only"},
 	{pkgs: "internal/rules", may: []string{"internal/eni", "internal/findings", "internal/textsafe"},
 		doc: "rules are pure functions over what was read: eni, findings and textsafe only"},
 

@@ -14,6 +14,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/audit/render"
 	"github.com/nodekeeper/nodekeeper/internal/schematest"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/golden"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/textcheck"
 )
 
 // assertGolden compares got with testdata/golden/NAME (golden.Assert; -update rewrites it).
@@ -90,7 +91,8 @@ func TestGoldenSeed001Filters(t *testing.T) {
 
 func scenarioReport(t *testing.T) (*analyze.Report, gen.Truth) {
 	t.Helper()
-	data, truth := genLog(t, gen.Config{Nodes: 30, Duration: 4 * time.Minute, Seed: 11, ThrottledClient: true})
+	data, truth := genLog(t, gen.Config{Nodes: 30, Duration: 4 * time.Minute, Seed: 11, ThrottledClient: true,
+		CleanupCronJob: 30 * time.Second, ManualLeaseDelete: true, HeartbeatTrouble: true})
 	r, err := analyze.AnalyzeReader("scenario.log", bytes.NewReader(data), analyze.Options{Top: 5})
 	if err != nil {
 		t.Fatal(err)
@@ -117,6 +119,58 @@ func TestGoldenScenario(t *testing.T) {
 	if r.Throttling.Throttled != truth.Throttled || r.Throttling.ByUser[0].User != truth.ThrottledUser {
 		t.Errorf("throttled %d by %+v, want %d by %s", r.Throttling.Throttled, r.Throttling.ByUser, truth.Throttled, truth.ThrottledUser)
 	}
+	expectHealth(t, r, truth, analyze.DefaultChurnThreshold)
+}
+
+// expectHealth compares the lease churn and heartbeat sections with what the generator played:
+// the actors with more than threshold churns are named with their exact counts, every churn is
+// counted, and exactly the troubled kubelets are named with their status.
+func expectHealth(t *testing.T, r *analyze.Report, truth gen.Truth, threshold int) {
+	t.Helper()
+	var named, wantNamed []string
+	var all int64
+	for user, n := range truth.Churns {
+		all += n
+		if n > int64(threshold) {
+			wantNamed = append(wantNamed, fmt.Sprintf("%s×%d", user, n))
+		}
+	}
+	for _, a := range r.LeaseChurn.Actors {
+		named = append(named, fmt.Sprintf("%s×%d", a.User, a.Churns))
+		if a.ExtraWrites != 2*a.Churns {
+			t.Errorf("%s: %d extra etcd writes for %d churns", a.User, a.ExtraWrites, a.Churns)
+		}
+	}
+	expectSame(t, "lease churn actors", named, wantNamed)
+	if r.LeaseChurn.Churns != all {
+		t.Errorf("%d churns counted, the generator played %d", r.LeaseChurn.Churns, all)
+	}
+	byStatus := map[string][]string{}
+	for _, n := range r.Heartbeats.Nodes {
+		byStatus[n.Status] = append(byStatus[n.Status], n.Node)
+	}
+	expectSame(t, "nodes over the grace period", byStatus[analyze.HeartbeatOverGrace], truth.OverGrace)
+	expectSame(t, "nodes near the grace period", byStatus[analyze.HeartbeatNearGrace], truth.NearGrace)
+	expectSame(t, "nodes only throttled", byStatus[analyze.HeartbeatThrottled], truth.ThrottledOnly)
+}
+
+// A healthy fleet, where an admin deleted one lease by hand once, names no actor and no node.
+func TestHealthyFleetNamesNobody(t *testing.T) {
+	data, truth := genLog(t, gen.Config{Nodes: 40, Duration: 6 * time.Minute, Seed: 3, Deletions: -1, ManualLeaseDelete: true})
+	r, err := analyze.AnalyzeReader("healthy.log", bytes.NewReader(data), analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if truth.Churns[gen.AdminUser] != 1 || r.LeaseChurn.Churns != 1 || r.LeaseChurn.OthersActors != 1 {
+		t.Errorf("the manual delete: truth %v, report %+v", truth.Churns, r.LeaseChurn)
+	}
+	if r.Heartbeats.Kubelets != 40 || r.Heartbeats.Throttled != 0 {
+		t.Errorf("heartbeats %+v: want 40 kubelets, none throttled", r.Heartbeats)
+	}
+	expectHealth(t, r, truth, analyze.DefaultChurnThreshold)
+	text, _ := renderAll(t, r)
+	textcheck.Contains(t, "healthy fleet text", string(text), []string{"LEASE CHURN (0)", "nodes without a renewal for the grace period or more (marked NotReady): 0; within one renewal of it (40s or more): 0; only throttled: 0"},
+		[]string{"over-grace", "near-grace"})
 }
 
 func expectSame(t *testing.T, what string, got, want []string) {

@@ -55,7 +55,7 @@ func TestHeadingsAreForPeople(t *testing.T) {
 		}
 		headings.Check(t, tc.name+" HTML", hs)
 		for _, want := range []string{"nodekeeper audit", "Timeline per node and lease", "Who deleted nodes", "Zombie kubelets",
-			"Lease leaks", "Throttling over time", "Top talkers", "Lease lifecycles", "Inputs"} {
+			"Lease leaks", "Lease churn", "Heartbeats", "Throttling over time", "Top talkers", "Lease lifecycles", "Inputs"} {
 			if !slices.Contains(hs, want) {
 				t.Errorf("%s HTML: no heading %q among %q", tc.name, want, hs)
 			}

@@ -12,13 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodekeeper/nodekeeper/internal/audit/gen"
 	"github.com/nodekeeper/nodekeeper/internal/audit/render"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/chromium"
 )
 
 // The page is self-contained: nothing in it can reach the network.
 func TestHTMLSelfContained(t *testing.T) {
-	r, _ := scenarioReport(t)
+	r, truth := scenarioReport(t)
 	var b bytes.Buffer
 	if err := render.WriteHTML(&b, r); err != nil {
 		t.Fatal(err)
@@ -32,7 +33,9 @@ func TestHTMLSelfContained(t *testing.T) {
 			t.Errorf("page has %q at %d: %s", bad.String(), loc[0], page[max(0, loc[0]-80):min(len(page), loc[1]+80)])
 		}
 	}
-	for _, want := range []string{"Timeline per node and lease", "Zombie kubelets", "Throttling over time", "<svg", "<polyline"} {
+	// The named lease churn actor and the nodes near NotReady are on the page.
+	for _, want := range []string{"Timeline per node and lease", "Zombie kubelets", "Lease churn", "Heartbeats", "Throttling over time", "<svg", "<polyline",
+		`<td class="bad">` + gen.CleanupUser + "</td>", truth.OverGrace[0] + `</td><td class="bad">over-grace`, truth.NearGrace[0] + `</td><td class="warn">near-grace`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}

@@ -38,6 +38,11 @@ type Clients struct {
 	EKS  EKSAPI
 	// CloudWatch reads metrics (metrics.go).
 	CloudWatch CloudWatchAPI
+	// LaunchTemplates (EC2), Nodegroups (EKS) and AutoScaling are what doctor --aws reads to
+	// find the launch template version each node was launched from.
+	LaunchTemplates LaunchTemplatesAPI
+	Nodegroups      NodegroupsAPI
+	AutoScaling     AutoScalingAPI
 	// Region the clients talk to, for messages.
 	Region string
 	// Throttles counts the calls AWS throttled (each retried by the SDK); nil for fakes.

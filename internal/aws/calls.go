@@ -21,9 +21,15 @@ type ec2Pager[Page any] interface {
 
 // allEC2Pages collects the items of every page of p; an error is explained with permission.
 func allEC2Pages[Page, Item any](ctx context.Context, permission string, p ec2Pager[Page], items func(Page) []Item) ([]Item, error) {
+	return allPages(ctx, permission, p.HasMorePages, p.NextPage, items)
+}
+
+// allPages collects the items of every page of an SDK paginator of any service (more and next
+// are its HasMorePages and NextPage); an error is explained with permission.
+func allPages[Page, Item, Opt any](ctx context.Context, permission string, more func() bool, next func(context.Context, ...func(*Opt)) (Page, error), items func(Page) []Item) ([]Item, error) {
 	var out []Item
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
+	for more() {
+		page, err := next(ctx)
 		if err != nil {
 			return out, Explain(permission, err)
 		}

@@ -9,6 +9,7 @@ import (
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -59,20 +60,26 @@ func NewClients(cfg awssdk.Config, endpoint string) *Clients {
 		logsOpts []func(*cloudwatchlogs.Options)
 		eksOpts  []func(*eks.Options)
 		cwOpts   []func(*cloudwatch.Options)
+		asgOpts  []func(*autoscaling.Options)
 	)
 	if endpoint != "" {
 		ec2Opts = append(ec2Opts, func(o *ec2.Options) { o.BaseEndpoint = awssdk.String(endpoint) })
 		logsOpts = append(logsOpts, func(o *cloudwatchlogs.Options) { o.BaseEndpoint = awssdk.String(endpoint) })
 		eksOpts = append(eksOpts, func(o *eks.Options) { o.BaseEndpoint = awssdk.String(endpoint) })
 		cwOpts = append(cwOpts, func(o *cloudwatch.Options) { o.BaseEndpoint = awssdk.String(endpoint) })
+		asgOpts = append(asgOpts, func(o *autoscaling.Options) { o.BaseEndpoint = awssdk.String(endpoint) })
 	}
+	ec2Client, eksClient := ec2.NewFromConfig(cfg, ec2Opts...), eks.NewFromConfig(cfg, eksOpts...)
 	return &Clients{
-		EC2:        ec2.NewFromConfig(cfg, ec2Opts...),
-		Logs:       cloudwatchlogs.NewFromConfig(cfg, logsOpts...),
-		EKS:        eks.NewFromConfig(cfg, eksOpts...),
-		CloudWatch: cloudwatch.NewFromConfig(cfg, cwOpts...),
-		Region:     cfg.Region,
-		Throttles:  tc,
+		EC2:             ec2Client,
+		Logs:            cloudwatchlogs.NewFromConfig(cfg, logsOpts...),
+		EKS:             eksClient,
+		LaunchTemplates: ec2Client,
+		Nodegroups:      eksClient,
+		AutoScaling:     autoscaling.NewFromConfig(cfg, asgOpts...),
+		CloudWatch:      cloudwatch.NewFromConfig(cfg, cwOpts...),
+		Region:          cfg.Region,
+		Throttles:       tc,
 	}
 }
 

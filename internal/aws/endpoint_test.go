@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
@@ -67,6 +68,9 @@ func newEndpointServer(t *testing.T) *endpointServer {
 		case strings.HasPrefix(r.URL.Path, "/clusters/"):
 			service, body = "eks", `{"cluster":{"name":"prod","status":"ACTIVE"}}`
 			w.Header().Set("Content-Type", "application/json")
+		case strings.Contains(r.Header.Get("Authorization"), "/autoscaling/aws4_request"):
+			service, body = "autoscaling", `<DescribeAutoScalingGroupsResponse xmlns="http://autoscaling.amazonaws.com/doc/2011-01-01/"><DescribeAutoScalingGroupsResult><AutoScalingGroups/></DescribeAutoScalingGroupsResult><ResponseMetadata><RequestId>1</RequestId></ResponseMetadata></DescribeAutoScalingGroupsResponse>`
+			w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
 		default:
 			service, body = "ec2", `<DescribeSubnetsResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><requestId>1</requestId><subnetSet/></DescribeSubnetsResponse>`
 			w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
@@ -109,11 +113,12 @@ func callEach(t *testing.T) map[string]error {
 	_, ec2Err := c.EC2.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{}, func(o *ec2.Options) { o.RetryMaxAttempts = 1 })
 	_, logsErr := c.Logs.StopQuery(ctx, &cloudwatchlogs.StopQueryInput{QueryId: new("q-1")}, func(o *cloudwatchlogs.Options) { o.RetryMaxAttempts = 1 })
 	_, eksErr := c.EKS.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: new("prod")}, func(o *eks.Options) { o.RetryMaxAttempts = 1 })
-	return map[string]error{"ec2": ec2Err, "logs": logsErr, "eks": eksErr}
+	_, asgErr := c.AutoScaling.DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{}, func(o *autoscaling.Options) { o.RetryMaxAttempts = 1 })
+	return map[string]error{"ec2": ec2Err, "logs": logsErr, "eks": eksErr, "autoscaling": asgErr}
 }
 
-// TestLoadHonoursAWSEndpointURL: AWS_ENDPOINT_URL sends EC2, CloudWatch Logs and EKS to the
-// configured endpoint.
+// TestLoadHonoursAWSEndpointURL: AWS_ENDPOINT_URL sends EC2, CloudWatch Logs, EKS and Auto
+// Scaling to the configured endpoint.
 func TestLoadHonoursAWSEndpointURL(t *testing.T) {
 	isolateAWSEnv(t, "eu-test-1")
 	e := newEndpointServer(t)
@@ -125,22 +130,27 @@ func TestLoadHonoursAWSEndpointURL(t *testing.T) {
 	}
 }
 
-// TestLoadHonoursServiceEndpointURL: AWS_ENDPOINT_URL_EC2 sends EC2 alone to its endpoint; the
-// other services keep theirs (here AWS_ENDPOINT_URL, pointing at nothing that answers).
+// TestLoadHonoursServiceEndpointURL: AWS_ENDPOINT_URL_EC2 (AWS_ENDPOINT_URL_AUTO_SCALING) sends
+// EC2 (Auto Scaling) alone to its endpoint; the other services keep theirs (here
+// AWS_ENDPOINT_URL, pointing at nothing that answers).
 func TestLoadHonoursServiceEndpointURL(t *testing.T) {
-	isolateAWSEnv(t, "eu-test-1")
-	e := newEndpointServer(t)
-	closed := httptest.NewServer(http.NotFoundHandler())
-	closed.Close()
-	t.Setenv("AWS_ENDPOINT_URL", closed.URL)
-	t.Setenv("AWS_ENDPOINT_URL_EC2", e.srv.URL)
-	errs := callEach(t)
-	if errs["ec2"] != nil || !e.saw("ec2") {
-		t.Errorf("EC2 did not reach AWS_ENDPOINT_URL_EC2: %v", errs["ec2"])
-	}
-	for _, service := range []string{"logs", "eks"} {
-		if errs[service] == nil || e.saw(service) {
-			t.Errorf("%s reached the endpoint of EC2 (err %v)", service, errs[service])
-		}
+	for variable, service := range map[string]string{"AWS_ENDPOINT_URL_EC2": "ec2", "AWS_ENDPOINT_URL_AUTO_SCALING": "autoscaling"} {
+		t.Run(variable, func(t *testing.T) {
+			isolateAWSEnv(t, "eu-test-1")
+			e := newEndpointServer(t)
+			closed := httptest.NewServer(http.NotFoundHandler())
+			closed.Close()
+			t.Setenv("AWS_ENDPOINT_URL", closed.URL)
+			t.Setenv(variable, e.srv.URL)
+			errs := callEach(t)
+			if errs[service] != nil || !e.saw(service) {
+				t.Errorf("%s did not reach %s: %v", service, variable, errs[service])
+			}
+			for other := range errs {
+				if other != service && (errs[other] == nil || e.saw(other)) {
+					t.Errorf("%s reached the endpoint of %s (err %v)", other, service, errs[other])
+				}
+			}
+		})
 	}
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // The IAM actions of the calls nodekeeper makes, one per API operation. docs/aws.md holds the
-// policy that allows exactly these; a test keeps the two in step.
+// policy that allows exactly these; a test keeps the two in step with the calls awsfake records.
 const (
 	PermDescribeInstances     = "ec2:DescribeInstances"
 	PermDescribeSubnets       = "ec2:DescribeSubnets"
@@ -19,17 +19,15 @@ const (
 	PermStopQuery             = "logs:StopQuery"
 	PermFilterLogEvents       = "logs:FilterLogEvents"
 	PermDescribeCluster       = "eks:DescribeCluster"
-	PermDescribeVolumes       = "ec2:DescribeVolumes"
-	PermGetMetricData         = "cloudwatch:GetMetricData"
-)
 
-// Permissions lists every IAM action nodekeeper may need, in policy order.
-var Permissions = []string{
-	PermDescribeInstances, PermDescribeSubnets, PermDescribeInstanceTypes, PermDescribeVolumes,
-	PermStartQuery, PermGetQueryResults, PermStopQuery, PermFilterLogEvents,
-	PermDescribeCluster,
-	PermGetMetricData,
-}
+	PermDescribeLaunchTemplateVersions = "ec2:DescribeLaunchTemplateVersions"
+	PermListNodegroups                 = "eks:ListNodegroups"
+	PermDescribeNodegroup              = "eks:DescribeNodegroup"
+	PermDescribeAutoScalingGroups      = "autoscaling:DescribeAutoScalingGroups"
+
+	PermDescribeVolumes = "ec2:DescribeVolumes"
+	PermGetMetricData   = "cloudwatch:GetMetricData"
+)
 
 // deniedCodes are the error codes AWS services answer when IAM does not allow a call: EC2 says
 // UnauthorizedOperation, the JSON services AccessDeniedException.

@@ -28,12 +28,12 @@ import (
 // The wire tests run the real SDK clients, built by NewClients as the commands build them,
 // against a server on 127.0.0.1 that answers with the bodies the AWS API reference documents:
 // EC2's query protocol (form in, XML out), CloudWatch Logs' JSON 1.1 (X-Amz-Target), EKS's
-// REST-JSON. They exercise SigV4 signing, pagination tokens and (de)serialisation.
+// REST-JSON, Auto Scaling's query protocol (form in, XML in a Result element out). They exercise SigV4 signing, pagination tokens and (de)serialisation.
 
 type seenRequest struct {
 	method, path, target, action, auth string
 	smithy                             string // Smithy-Protocol header (CloudWatch: rpc-v2-cbor)
-	form                               url.Values
+	form, query                        url.Values
 	json                               map[string]any
 }
 
@@ -67,7 +67,7 @@ func newWireServer(t *testing.T) *wireServer {
 
 func (w *wireServer) serve(rw http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	req := seenRequest{method: r.Method, path: r.URL.Path, target: r.Header.Get("X-Amz-Target"), auth: r.Header.Get("Authorization")}
+	req := seenRequest{method: r.Method, path: r.URL.Path, target: r.Header.Get("X-Amz-Target"), auth: r.Header.Get("Authorization"), query: r.URL.Query()}
 	var op string
 	req.smithy = r.Header.Get("Smithy-Protocol")
 	switch {
@@ -77,6 +77,10 @@ func (w *wireServer) serve(rw http.ResponseWriter, r *http.Request) {
 	case req.target != "":
 		op = req.target[strings.LastIndexByte(req.target, '.')+1:]
 		_ = json.Unmarshal(body, &req.json)
+	case strings.HasSuffix(r.URL.Path, "/node-groups"):
+		op = "ListNodegroups"
+	case strings.Contains(r.URL.Path, "/node-groups/"):
+		op = "DescribeNodegroup"
 	case strings.HasPrefix(r.URL.Path, "/clusters/"):
 		op = "DescribeCluster"
 	default:
@@ -159,6 +163,12 @@ type wireCase struct {
 	tokenKey   string // request parameter that carries the second page's token ("" when not paginated)
 	call       func(ctx context.Context, c *nkaws.Clients) (string, error)
 }
+
+// The Auto Scaling error body, as the Query protocol's "Common errors" shows it.
+const asgDenied = `<ErrorResponse xmlns="https://autoscaling.amazonaws.com/doc/2011-01-01/">
+  <Error><Type>Sender</Type><Code>AccessDenied</Code><Message>User: arn:aws:sts::111122223333:assumed-role/ro/x is not authorized to perform: autoscaling:DescribeAutoScalingGroups</Message></Error>
+  <RequestId>e2b5a2b4-0a3c-4e7a-9d5e-example</RequestId>
+</ErrorResponse>`
 
 var wireCases = []wireCase{
 	{
@@ -408,20 +418,128 @@ var wireCases = []wireCase{
 	},
 }
 
+// The launch template, node group and Auto Scaling operations doctor --aws calls, with the
+// response bodies of the EC2, EKS and Auto Scaling API references' examples.
+var launchTemplateWireCases = []wireCase{
+	{
+		op: "DescribeLaunchTemplateVersions", permission: nkaws.PermDescribeLaunchTemplateVersions, tokenKey: "NextToken", deny: ec2DeniedResp,
+		pages: []wireResponse{
+			{body: `<DescribeLaunchTemplateVersionsResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">
+  <requestId>65cadec1-b364-4354-8ca8-4176dexample</requestId>
+  <launchTemplateVersionSet><item>
+    <createTime>2017-10-31T11:38:52.000Z</createTime><createdBy>arn:aws:iam::123456789012:root</createdBy><defaultVersion>true</defaultVersion>
+    <launchTemplateData><imageId>ami-8c1be5f6</imageId><instanceType>t2.micro</instanceType><userData>IyEvYmluL2Jhc2gK</userData></launchTemplateData>
+    <launchTemplateId>lt-0a20c965061f64abc</launchTemplateId><launchTemplateName>MyLaunchTemplate</launchTemplateName>
+    <versionDescription>FirstVersion</versionDescription><versionNumber>1</versionNumber>
+  </item></launchTemplateVersionSet>
+  <nextToken>lt-page-2</nextToken>
+</DescribeLaunchTemplateVersionsResponse>`},
+			{body: `<DescribeLaunchTemplateVersionsResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">
+  <requestId>65cadec1-b364-4354-8ca8-4176dexample2</requestId>
+  <launchTemplateVersionSet><item>
+    <defaultVersion>false</defaultVersion><launchTemplateData><instanceType>m5.large</instanceType></launchTemplateData>
+    <launchTemplateId>lt-0a20c965061f64abc</launchTemplateId><versionNumber>7</versionNumber>
+  </item></launchTemplateVersionSet>
+</DescribeLaunchTemplateVersionsResponse>`},
+		},
+		call: func(ctx context.Context, c *nkaws.Clients) (string, error) {
+			vs, err := nkaws.DescribeLaunchTemplateVersions(ctx, c.LaunchTemplates, &ec2.DescribeLaunchTemplateVersionsInput{
+				LaunchTemplateId: awssdk.String("lt-0a20c965061f64abc"), Versions: []string{"1", "7"}})
+			var out []string
+			for _, v := range vs {
+				ud := "-"
+				if v.LaunchTemplateData.UserData != nil {
+					ud = *v.LaunchTemplateData.UserData
+				}
+				out = append(out, *v.LaunchTemplateId+"/"+itoa(*v.VersionNumber)+"/"+string(v.LaunchTemplateData.InstanceType)+"/"+ud)
+			}
+			return strings.Join(out, ","), err
+		},
+	},
+	{
+		op: "ListNodegroups", permission: nkaws.PermListNodegroups, tokenKey: "nextToken", deny: eksDeniedResp,
+		pages: []wireResponse{
+			{body: `{"nodegroups":["standard"],"nextToken":"ng-page-2"}`},
+			{body: `{"nodegroups":["gpu"]}`},
+		},
+		call: func(ctx context.Context, c *nkaws.Clients) (string, error) {
+			names, err := nkaws.ListNodegroups(ctx, c.Nodegroups, "prod")
+			return strings.Join(names, ","), err
+		},
+	},
+	{
+		op: "DescribeNodegroup", permission: nkaws.PermDescribeNodegroup, deny: eksDeniedResp,
+		pages: []wireResponse{{body: `{"nodegroup":{"nodegroupName":"standard","nodegroupArn":"arn:aws:eks:us-east-1:111122223333:nodegroup/prod/standard/a1b2c3d4","clusterName":"prod","version":"1.30","releaseVersion":"1.30.0-20240625","createdAt":1.719336134217E9,"status":"ACTIVE","capacityType":"ON_DEMAND","scalingConfig":{"minSize":1,"maxSize":3,"desiredSize":2},"instanceTypes":["t3.medium"],"subnets":["subnet-0a1b"],"amiType":"AL2023_x86_64_STANDARD","nodeRole":"arn:aws:iam::111122223333:role/node","labels":{},"launchTemplate":{"name":"workers","version":"7","id":"lt-0a20c965061f64abc"},"tags":{}}}`}},
+		call: func(ctx context.Context, c *nkaws.Clients) (string, error) {
+			ng, err := nkaws.DescribeNodegroup(ctx, c.Nodegroups, "prod", "standard")
+			if err != nil {
+				return "", err
+			}
+			return *ng.NodegroupName + " " + *ng.LaunchTemplate.Id + "/" + *ng.LaunchTemplate.Version + " " + string(ng.AmiType), nil
+		},
+	},
+	{
+		op: "DescribeAutoScalingGroups", permission: nkaws.PermDescribeAutoScalingGroups, tokenKey: "NextToken",
+		deny: wireResponse{status: 403, body: asgDenied},
+		pages: []wireResponse{
+			{body: `<DescribeAutoScalingGroupsResponse xmlns="http://autoscaling.amazonaws.com/doc/2011-01-01/">
+  <DescribeAutoScalingGroupsResult>
+    <AutoScalingGroups><member>
+      <AutoScalingGroupName>my-asg</AutoScalingGroupName>
+      <AutoScalingGroupARN>arn:aws:autoscaling:us-east-1:123456789012:autoScalingGroup:12345678-1234-1234-1234-123456789012:autoScalingGroupName/my-asg</AutoScalingGroupARN>
+      <LaunchTemplate><LaunchTemplateName>my-template</LaunchTemplateName><LaunchTemplateId>lt-0a20c965061f64abc</LaunchTemplateId><Version>$Latest</Version></LaunchTemplate>
+      <MinSize>1</MinSize><MaxSize>5</MaxSize><DesiredCapacity>2</DesiredCapacity><DefaultCooldown>300</DefaultCooldown>
+      <AvailabilityZones><member>us-east-1a</member></AvailabilityZones><HealthCheckType>EC2</HealthCheckType>
+      <CreatedTime>2023-03-09T22:15:11.611Z</CreatedTime><VPCZoneIdentifier>subnet-0a1b</VPCZoneIdentifier>
+    </member></AutoScalingGroups>
+    <NextToken>asg-page-2</NextToken>
+  </DescribeAutoScalingGroupsResult>
+  <ResponseMetadata><RequestId>8d798a29-f083-11e1-bdfb-cb223EXAMPLE</RequestId></ResponseMetadata>
+</DescribeAutoScalingGroupsResponse>`},
+			{body: `<DescribeAutoScalingGroupsResponse xmlns="http://autoscaling.amazonaws.com/doc/2011-01-01/">
+  <DescribeAutoScalingGroupsResult>
+    <AutoScalingGroups><member>
+      <AutoScalingGroupName>mixed-asg</AutoScalingGroupName>
+      <MixedInstancesPolicy><LaunchTemplate><LaunchTemplateSpecification><LaunchTemplateId>lt-0b2</LaunchTemplateId><Version>4</Version></LaunchTemplateSpecification></LaunchTemplate></MixedInstancesPolicy>
+      <MinSize>0</MinSize><MaxSize>3</MaxSize><DesiredCapacity>0</DesiredCapacity>
+    </member></AutoScalingGroups>
+  </DescribeAutoScalingGroupsResult>
+  <ResponseMetadata><RequestId>8d798a29-f083-11e1-bdfb-cb223EXAMPLE2</RequestId></ResponseMetadata>
+</DescribeAutoScalingGroupsResponse>`},
+		},
+		call: func(ctx context.Context, c *nkaws.Clients) (string, error) {
+			groups, err := nkaws.DescribeAutoScalingGroups(ctx, c.AutoScaling, []string{"my-asg", "mixed-asg"})
+			var out []string
+			for _, g := range groups {
+				spec := g.LaunchTemplate
+				if spec == nil {
+					spec = g.MixedInstancesPolicy.LaunchTemplate.LaunchTemplateSpecification
+				}
+				out = append(out, *g.AutoScalingGroupName+"/"+*spec.LaunchTemplateId+"/"+*spec.Version)
+			}
+			return strings.Join(out, ","), err
+		},
+	},
+}
+
 func TestWire(t *testing.T) {
 	want := map[string]string{
-		"DescribeInstances":     "i-0598c7d356eba48d7/running/m5.large/2024-04-05T05:00:00Z,i-0bbbbbbbbbbbbbbbb/terminated/c6i.xlarge/2024-04-04T01:02:03Z",
-		"DescribeSubnets":       "subnet-0a1b/12,subnet-0c2d/250",
-		"DescribeInstanceTypes": "m7i.large/2/3x10,x9z.metal/192/15x50",
-		"FilterLogEvents":       `1712296800123:{"kind":"Event"},1712296800456:{"kind":"Event","n":2}`,
-		"StartQuery":            "12ab3456-12ab-123a-789e-1234567890ab",
-		"GetQueryResults":       `Complete 1048576 @timestamp=2024-04-05 06:00:00.123;@message={"kind":"Event"};@ptr=CmAKJwojMTIzNDU2Nzg5MDEyOi9hd3MvZWtz`,
-		"StopQuery":             "stopped",
-		"DescribeCluster":       "prod infra api+audit",
-		"DescribeVolumes":       "vol-1234567890abcdef0/gp3/80GiB/3000iops/125MiBps/i-1234567890abcdef0:/dev/xvda,vol-0fedcba9876543210/gp2/20GiB/100iops",
-		"GetMetricData":         "ops@1712296800=180000,ops@1712296860=6000,burst@1712296800=0,burst partial",
+		"DescribeLaunchTemplateVersions": "lt-0a20c965061f64abc/1/t2.micro/IyEvYmluL2Jhc2gK,lt-0a20c965061f64abc/7/m5.large/-",
+		"ListNodegroups":                 "standard,gpu",
+		"DescribeNodegroup":              "standard lt-0a20c965061f64abc/7 AL2023_x86_64_STANDARD",
+		"DescribeAutoScalingGroups":      "my-asg/lt-0a20c965061f64abc/$Latest,mixed-asg/lt-0b2/4",
+		"DescribeInstances":              "i-0598c7d356eba48d7/running/m5.large/2024-04-05T05:00:00Z,i-0bbbbbbbbbbbbbbbb/terminated/c6i.xlarge/2024-04-04T01:02:03Z",
+		"DescribeSubnets":                "subnet-0a1b/12,subnet-0c2d/250",
+		"DescribeInstanceTypes":          "m7i.large/2/3x10,x9z.metal/192/15x50",
+		"FilterLogEvents":                `1712296800123:{"kind":"Event"},1712296800456:{"kind":"Event","n":2}`,
+		"StartQuery":                     "12ab3456-12ab-123a-789e-1234567890ab",
+		"GetQueryResults":                `Complete 1048576 @timestamp=2024-04-05 06:00:00.123;@message={"kind":"Event"};@ptr=CmAKJwojMTIzNDU2Nzg5MDEyOi9hd3MvZWtz`,
+		"StopQuery":                      "stopped",
+		"DescribeCluster":                "prod infra api+audit",
+		"DescribeVolumes":                "vol-1234567890abcdef0/gp3/80GiB/3000iops/125MiBps/i-1234567890abcdef0:/dev/xvda,vol-0fedcba9876543210/gp2/20GiB/100iops",
+		"GetMetricData":                  "ops@1712296800=180000,ops@1712296860=6000,burst@1712296800=0,burst partial",
 	}
-	for _, tc := range wireCases {
+	for _, tc := range append(wireCases, launchTemplateWireCases...) {
 		t.Run(tc.op, func(t *testing.T) {
 			w := newWireServer(t)
 			w.script[tc.op] = tc.pages
@@ -440,13 +558,22 @@ func TestWire(t *testing.T) {
 					!strings.Contains(r.auth, "SignedHeaders=") || !strings.Contains(r.auth, "Signature=") {
 					t.Errorf("request %d: no SigV4 Authorization header: %q", i, r.auth)
 				}
+				version, path := "2016-11-15", "/clusters/prod"
+				switch tc.op {
+				case "DescribeAutoScalingGroups":
+					version = "2011-01-01"
+				case "ListNodegroups":
+					path += "/node-groups"
+				case "DescribeNodegroup":
+					path += "/node-groups/standard"
+				}
 				switch {
 				case r.smithy != "":
 					if r.smithy != "rpc-v2-cbor" || r.method != http.MethodPost || r.path != "/service/GraniteServiceVersion20100801/operation/"+tc.op {
 						t.Errorf("request %d: %s %s, Smithy-Protocol %q", i, r.method, r.path, r.smithy)
 					}
 				case r.action != "":
-					if r.action != tc.op || r.form.Get("Version") != "2016-11-15" {
+					if r.action != tc.op || r.form.Get("Version") != version {
 						t.Errorf("request %d: Action=%s Version=%s", i, r.action, r.form.Get("Version"))
 					}
 				case r.target != "":
@@ -454,7 +581,7 @@ func TestWire(t *testing.T) {
 						t.Errorf("request %d: X-Amz-Target %q", i, r.target)
 					}
 				default:
-					if r.method != http.MethodGet || r.path != "/clusters/prod" {
+					if r.method != http.MethodGet || r.path != path {
 						t.Errorf("request %d: %s %s", i, r.method, r.path)
 					}
 				}
@@ -466,11 +593,13 @@ func TestWire(t *testing.T) {
 					tok = second.form.Get(tc.tokenKey)
 				} else if v, ok := second.json[tc.tokenKey].(string); ok {
 					tok = v
+				} else {
+					tok = second.query.Get(tc.tokenKey) // REST-JSON: in the query string
 				}
 				if tok == "" || !strings.Contains(tc.pages[0].body, tok) {
 					t.Errorf("second page requested with token %q, not the first page's", tok)
 				}
-				if first := w.seen[0]; first.form.Get(tc.tokenKey) != "" || first.json[tc.tokenKey] != nil {
+				if first := w.seen[0]; first.form.Get(tc.tokenKey) != "" || first.json[tc.tokenKey] != nil || first.query.Get(tc.tokenKey) != "" {
 					t.Errorf("first page requested with a token")
 				}
 			}

@@ -199,6 +199,11 @@ type analysis struct {
 
 	ioRead bool
 	ioTop  []ioProc
+
+	// What the boot logs say about the user data's run (cloudinit.go), and when the node
+	// booted (boot.go).
+	ci   cloudInitFacts
+	boot bootFacts
 }
 
 type ioProc struct {

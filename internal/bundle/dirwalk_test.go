@@ -85,8 +85,8 @@ func TestDirectoryTopDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(reportCodes(rep)); n != 17 {
-		t.Fatalf("%d findings, want the seed's 17: %v", n, reportCodes(rep))
+	if n := len(reportCodes(rep)); n != seedFindings {
+		t.Fatalf("%d findings, want the seed's %d: %v", n, seedFindings, reportCodes(rep))
 	}
 }
 
@@ -124,6 +124,15 @@ func TestDirectoryOrderDoesNotMatter(t *testing.T) {
 	delete(files, "cni/cni-configuration-variables-containerd.json")
 	files["kubelet/config.json.d/00-a.conf"] = "not json"
 	files["kubelet/config.json.d/10-b.conf"] = "{also not json"
+	// Boot logs: the same script failure in two files with and without its status, commands not
+	// found past the listing's bound, a second boot, nodeadm's errors in two journals.
+	files[pCloudInitLog] = al2023Failed + strings.Replace(al2Stage, "09:11:20", "09:11:21", 1)
+	for i := 0; i < 7; i++ {
+		files[pCloudInitOut] += fmt.Sprintf("/var/lib/cloud/instance/scripts/part-001: line %d: tool%d: command not found\n", 10-i, i)
+	}
+	files[pCloudInitOut] += al2Failed
+	files["nodeadm/nodeadm-config.log"] = nodeadmConfigFailed
+	files["nodeadm/nodeadm-run.log"] = nodeadmRunSkipped
 	dir := t.TempDir()
 	writeTree(t, filepath.Join(dir, "eks_i-0123456789abcdef0"), files)
 
@@ -167,7 +176,8 @@ func TestDirectoryOrderDoesNotMatter(t *testing.T) {
 	if got := text(archive); got != forward {
 		t.Errorf("an archive packed in another order gives another report:\n--- directory\n%s\n--- archive\n%s", forward, got)
 	}
-	for _, want := range []string{"VPC CNI 1.12.0 predates", "kubelet.log:8: Mar 04 09:17:00", "plugin-2024-03-03T10-00-00.000.log:1:", "plugin.log:4:", "containerd is the runtime: containerd/containerd-config.txt"} {
+	for _, want := range []string{"VPC CNI 1.12.0 predates", "kubelet.log:8: Mar 04 09:17:00", "plugin-2024-03-03T10-00-00.000.log:1:", "plugin.log:4:", "containerd is the runtime: containerd/containerd-config.txt",
+		"part-001 exited with status 1; cloud-init module scripts-user", "tool0 (part-001 line 10); tool1", "nodeadm-run.service did not run", "came at T+29s"} {
 		if !strings.Contains(forward, want) {
 			t.Errorf("report lacks %q (the newest log's version, the first lines by file name and the last)", want)
 		}

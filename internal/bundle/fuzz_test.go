@@ -56,6 +56,11 @@ func fuzzSeeds(t testing.TB) map[string][]byte {
 			}
 			return tarGz(t, ms)
 		}(),
+		"boot-logs": tarGz(t, collectorLayout(map[string]string{
+			pCloudInitOut: al2023Stage + al2023Removed + al2Failed + "/var/lib/cloud/instance/scripts/part-001: line 4: jq: command not found\n",
+			pCloudInitLog: al2023Failed, "nodeadm/nodeadm-config.log": nodeadmConfigFailed, pIOThrottling: "1 (kubelet) 9000\n",
+			"var_log/aws-routed-eni/plugin.log": `{"ts":"2024-03-04T09:11:31.512Z","msg":"dial tcp 127.0.0.1:50051: connect: connection refused"}` + "\n",
+		})),
 		"hostile-evidence": tarGz(t, collectorLayout(map[string]string{"kubelet/kubelet.log": "\"pull QPS exceeded\" \x1b]0;x\x07 " + strings.Repeat("語", 400) + "\n"})),
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodekeeper/nodekeeper/internal/bootstrap"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
 )
@@ -42,14 +43,12 @@ const (
 var kubeletConfigFiles = []string{"kubelet/config.json", "kubelet/kubelet-config.json"}
 
 var (
-	// reHostname: hostnamectl set-hostname (also as a cloud-config runcmd list,
-	// [hostnamectl, set-hostname, NAME]), hostname NAME, --hostname-override, > /etc/hostname.
-	reHostname = regexp.MustCompile(`(?:^|[\s;&|(+'"\[,])(?:hostnamectl['"]?(?:[\s,]+['"]?--[^\s,]+)*[\s,]+['"]?set-hostname['"]?[\s,]+\S+|hostname\s+(?:-b\s+)?[A-Za-z0-9][A-Za-z0-9.-]*\s*$|--hostname-override[= ]\S+|>\s*/etc/hostname\b)`)
-	reFlush    = regexp.MustCompile(`(?:^|[\s;&|(+])ip6?tables(?:-legacy|-nft)?\s(?:[^|;&]*\s)?(?:-F|--flush|-X|--delete-chain)(?:\s|$)`)
-	reDocker   = regexp.MustCompile(`(?:^|[\s;&|(+])(?:systemctl\s+(?:--\S+\s+)*(?:start|restart|enable|reload|stop|disable|daemon-reload\s.*)(?:\s+--now)?\s+docker(?:\.service|\.socket)?\b|service\s+docker\s+(?:start|restart|stop|reload)\b)`)
+	// The bootstrap script's command checks (NK631-NK633) are internal/bootstrap's.
+	reHostname = bootstrap.Hostname
+	reFlush    = bootstrap.Flush
+	reDocker   = bootstrap.Docker
 	reIPAMDVer = regexp.MustCompile(`Starting L-IPAMD (v?\d+\.\d+\.\d+\S*)`)
 	reInstType = regexp.MustCompile(`Found instance-type: ([a-z0-9-]+\.[a-z0-9-]+)`)
-	reFlag     = regexp.MustCompile(`--(max-pods|registry-qps|registry-burst|serialize-image-pulls|kube-api-qps|kube-api-burst|container-runtime-endpoint|container-runtime)(?:=|\s+)([^\s'"\\]+)`)
 	reCPU      = regexp.MustCompile(`^cpu\d+\s`)
 )
 
@@ -88,7 +87,7 @@ func newAnalysis(o Options) *analysis {
 	// ENI %v" with the EC2 error code (InsufficientFreeAddressesInSubnet, InsufficientCidrBlocks,
 	// RequestLimitExceeded); the plugin's gRPC dial to ipamd fails with "dial tcp
 	// 127.0.0.1:50051: connect: connection refused".
-	ipamdRefused := &pattern{rule: RuleIPAMDRefused, all: bs("connection refused"), any: bs("127.0.0.1:50051", "ipamd.sock"), what: "connection refused to ipamd"}
+	ipamdRefused := &pattern{rule: RuleIPAMDRefused, all: bs("connection refused"), any: bs("127.0.0.1:50051", "ipamd.sock"), what: "connection refused to ipamd", onMatchAt: a.boot.noteRefused}
 	noAddress := &pattern{rule: RuleNoAddress, any: bs("ailed to assign an IP address to container", "no available IP/Prefix addresses"), what: "lines where a pod got no IP address"}
 	subnet := &pattern{rule: RuleSubnetExhausted, any: bs("InsufficientFreeAddressesInSubnet", "InsufficientCidrBlocks"), what: "subnet address exhaustion errors"}
 	a.kubeletLog = newScanner(
@@ -106,10 +105,9 @@ func newAnalysis(o Options) *analysis {
 		noAddress, subnet,
 	)
 	a.bootstrap = newScanner(
-		&pattern{rule: RuleHostname, re: reHostname, what: "hostname changes"},
-		&pattern{rule: RuleIptablesFlush, re: reFlush, what: "iptables flushes"},
-		&pattern{rule: RuleDocker, re: reDocker, what: "Docker service commands"},
+		bootstrapPatterns()...,
 	)
+	a.ci.init(lines)
 	for _, s := range []*scanner{a.kubeletLog, a.cniLog, a.bootstrap} {
 		s.lines = lines
 		for _, p := range s.patterns {
@@ -119,6 +117,15 @@ func newAnalysis(o Options) *analysis {
 		}
 	}
 	return a
+}
+
+// bootstrapPatterns are internal/bootstrap's command checks (NK631-NK633) as log patterns.
+func bootstrapPatterns() []*pattern {
+	out := make([]*pattern, len(bootstrap.LineChecks))
+	for i, c := range bootstrap.LineChecks {
+		out[i] = &pattern{rule: c.Rule, re: c.Re, what: c.What}
+	}
+	return out
 }
 
 // zombieLines counts log lines that say the kubelet's own Node is not found.
@@ -155,11 +162,13 @@ var memberKinds = []memberKind{
 		stream: (*analysis).readCNILog},
 	{what: pCloudInitOut + ", " + pUserData, match: is(pCloudInitOut, pUserData), feeds: []string{SectionBootstrap, rules.SectionNodes},
 		stream: (*analysis).readBootstrapLog},
+	{what: pCloudInitLog + ", " + pNodeadmDir + "nodeadm-{config,run,boot-hook}.log", match: isBootLog, feeds: []string{SectionBootstrap, SectionIO},
+		stream: (*analysis).readBootLog},
 	{what: pIOThrottling, match: is(pIOThrottling), feeds: []string{SectionIO},
 		stream: func(a *analysis, _ string, r io.Reader) error { return a.readIO(r) }},
 	{what: pInstanceID, match: is(pInstanceID), feeds: []string{rules.SectionNodes},
 		whole: func(a *analysis, _ string, data []byte) { a.instanceID = strings.TrimSpace(string(data)) }},
-	{what: pProcStat, match: is(pProcStat), feeds: []string{rules.SectionNodes},
+	{what: pProcStat, match: is(pProcStat), feeds: []string{rules.SectionNodes, SectionIO},
 		whole: (*analysis).readProcStat},
 	{what: pKubeletService, match: is(pKubeletService), feeds: []string{rules.SectionKubelet, rules.SectionNodes},
 		whole: func(a *analysis, _ string, data []byte) { a.readFlags(data) }},
@@ -251,20 +260,22 @@ func cniLogAge(name string) string {
 // readBootstrapLog scans cloud-init's output or the user data log, counting the traced ("+ cmd")
 // lines and noting OS and provisioner hints.
 func (a *analysis) readBootstrapLog(name string, r io.Reader) error {
-	return a.bootstrap.scan(name, r, func(_ int, line []byte) {
+	return a.bootstrap.scan(name, r, func(n int, line []byte) {
 		if name == pCloudInitOut && bytes.HasPrefix(line, []byte("+ ")) {
 			a.tracedLines++
 		}
 		a.hintsFrom(line)
+		a.cloudInitLine(name, n, line)
 	})
 }
 
-// readProcStat counts the CPUs of a /proc/stat copy.
-func (a *analysis) readProcStat(_ string, data []byte) {
-	for _, l := range bytes.Split(data, []byte("\n")) {
+// readProcStat counts the CPUs of a /proc/stat copy and notes the boot time it gives.
+func (a *analysis) readProcStat(name string, data []byte) {
+	for i, l := range bytes.Split(data, []byte("\n")) {
 		if reCPU.Match(l) {
 			a.vcpus++
 		}
+		a.boot.noteProcStat(name, i+1, l)
 	}
 }
 
@@ -336,41 +347,16 @@ func (a *analysis) hintsFrom(line []byte) {
 // readFlags picks the kubelet flags that override configuration from `systemctl cat kubelet`.
 func (a *analysis) readFlags(data []byte) {
 	a.hintsFrom(data)
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "#") {
-			continue
-		}
-		for _, m := range reFlag.FindAllStringSubmatch(line, -1) {
-			flag, val := m[1], m[2]
-			a.flagsSeen = true
-			switch flag {
-			case "max-pods":
-				setInt(&a.flags.MaxPods, val)
-			case "registry-qps":
-				setInt(&a.flags.RegistryPullQPS, val)
-			case "registry-burst":
-				setInt(&a.flags.RegistryBurst, val)
-			case "kube-api-qps":
-				setInt(&a.flags.KubeAPIQPS, val)
-			case "kube-api-burst":
-				setInt(&a.flags.KubeAPIBurst, val)
-			case "serialize-image-pulls":
-				if b, err := strconv.ParseBool(val); err == nil {
-					a.flags.SerializeImagePulls = &b
-				}
-			case "container-runtime-endpoint":
-				if strings.Contains(val, "containerd") {
-					a.addRuntimeHint(pKubeletService + ": --container-runtime-endpoint " + val)
-				}
-			}
-		}
+	f := bootstrap.ParseFlags(string(data))
+	if !f.Seen {
+		return
 	}
-}
-
-func setInt(dst **int32, val string) {
-	if n, err := strconv.ParseInt(val, 10, 32); err == nil {
-		v := int32(n)
-		*dst = &v
+	a.flagsSeen = true
+	a.flags = a.flags.Merge(f.Config)
+	for _, ep := range f.RuntimeEndpoints {
+		if strings.Contains(ep, "containerd") {
+			a.addRuntimeHint(pKubeletService + ": --container-runtime-endpoint " + ep)
+		}
 	}
 }
 

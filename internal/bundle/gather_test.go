@@ -17,7 +17,8 @@ func TestMemberKinds(t *testing.T) {
 	paths := []string{pKubeletLog, pKubeletService, pIOThrottling, pInstanceID, pProcStat, pCloudInitOut, pUserData,
 		pIPAMDEnv, pCNIVarsCtrd, pCNIVarsDocker, pCNILogDir + "ipamd.log", pCNILogDir + "plugin.log",
 		"kubelet/config.json", "kubelet/kubelet-config.json", "kubelet/config.json.d/00-nodeadm.conf",
-		"containerd/containerd-version.txt", "containerd/containerd-config.txt"}
+		"containerd/containerd-version.txt", "containerd/containerd-config.txt", pCloudInitLog}
+	paths = append(paths, nodeadmLogs...)
 	for _, k := range memberKinds {
 		if (k.stream == nil) == (k.whole == nil) {
 			t.Errorf("%s: exactly one of stream and whole must be set", k.what)

@@ -43,6 +43,8 @@ func (a *analysis) report(rep *findings.Report) {
 		return
 	}
 	a.reportIO(rep)
+	a.reportBoot(rep)
+	a.reportCloudInit(rep)
 	a.reportConfig(rep)
 }
 

@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"github.com/nodekeeper/nodekeeper/internal/bootstrap"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
 )
@@ -11,7 +12,7 @@ const (
 	SectionKubeletLog = "kubelet-log"
 	SectionCNILog     = "cni-log"
 	SectionIO         = "io"
-	SectionBootstrap  = "bootstrap"
+	SectionBootstrap  = bootstrap.Section
 )
 
 // Sections in display order.
@@ -93,34 +94,40 @@ var (
 		Remediation: "give the root volume more IOPS/throughput (gp3) or move container state (/var/lib/containerd, /var/lib/kubelet) to its own volume; the CNI binary and kubelet run from the root volume",
 		DocURL:      DocEBSIO,
 	}
-	RuleHostname = findings.Rule{
-		Code: "NK631", Name: "user-data-hostname-override", Section: SectionBootstrap, Severity: findings.Warning,
-		Title:       "user data overrides the hostname",
-		Remediation: "let the node keep its EC2 private DNS name; the Node name, its lease and the AWS cloud provider expect it",
+	RuleBootIODelay = findings.Rule{
+		Code: "NK622", Name: "boot-io-delay-ipamd-refused", Section: SectionIO, Severity: findings.Warning,
+		Title:       "the root volume was throttled while the node booted, when ipamd refused connections",
+		Remediation: "the VPC CNI starts from the root volume at boot: give the root volume more IOPS and throughput (gp3) and move container state (/var/lib/containerd, /var/lib/kubelet) to its own volume so image pulls at boot do not starve ipamd; set CLUSTER_ENDPOINT so ipamd does not also wait for kube-proxy",
+		DocURL:      DocEBSIO,
+	}
+	// The user-data rules are internal/bootstrap's, shared with doctor --aws.
+	RuleHostname           = bootstrap.RuleHostname
+	RuleIptablesFlush      = bootstrap.RuleIptablesFlush
+	RuleDocker             = bootstrap.RuleDocker
+	RuleUserDataUntraced   = bootstrap.RuleUserDataUntraced
+	RuleUserDataUnreadable = bootstrap.RuleUserDataUnreadable
+	RuleScriptFailed       = findings.Rule{
+		Code: "NK636", Name: "user-data-script-failed", Section: SectionBootstrap, Severity: findings.Error,
+		Title:       "the user data script failed (cloud-init's scripts-user, bootstrap.sh)",
+		Remediation: "read the script's output before the failure in cloud-init-output.log; with `set -e` (or bootstrap.sh's errexit) nothing after the failing command ran, so the node may not have joined or runs without the settings the script gives; fix the command and replace the node (cloud-init runs user data once per instance)",
 		DocURL:      DocUserData,
 	}
-	RuleIptablesFlush = findings.Rule{
-		Code: "NK632", Name: "user-data-iptables-flush", Section: SectionBootstrap, Severity: findings.Error,
-		Title:       "user data flushes iptables",
-		Remediation: "remove the flush: it deletes the rules kube-proxy and the VPC CNI program at boot (Service routing, SNAT, pod traffic)",
+	RuleCommandNotFound = findings.Rule{
+		Code: "NK637", Name: "user-data-command-not-found", Section: SectionBootstrap, Severity: findings.Warning,
+		Title:       "the user data ran a command or file that is not on the node",
+		Remediation: "install the tool in the AMI or earlier in the script, use its full path, or remove the step; AL2023 has no /etc/eks/bootstrap.sh (see NK639) and no amazon-linux-extras",
 		DocURL:      DocUserData,
 	}
-	RuleDocker = findings.Rule{
-		Code: "NK633", Name: "user-data-docker-on-containerd", Section: SectionBootstrap, Severity: findings.Warning,
-		Title:       "user data manages the Docker service on a node whose runtime is containerd",
-		Remediation: "remove the Docker steps from the bootstrap script; containerd is the runtime and a restarted dockerd only adds iptables rules and load",
-		DocURL:      DocUserData,
+	RuleNodeadmFailed = findings.Rule{
+		Code: "NK638", Name: "nodeadm-failed", Section: SectionBootstrap, Severity: findings.Error,
+		Title:       "nodeadm failed to initialise the node (AL2023)",
+		Remediation: "read nodeadm's error: a NodeConfig it cannot parse or validate, EC2/IMDS calls that fail (a private subnet without an ec2 VPC endpoint, IMDS hop limit), or a missing cluster name, endpoint or CA; the kubelet does not start until nodeadm-config and nodeadm-run succeed",
+		DocURL:      DocNodeadm,
 	}
-	RuleUserDataUntraced = findings.Rule{
-		Code: "NK634", Name: "user-data-not-traced", Section: SectionBootstrap, Severity: findings.Skipped,
-		Title:       "the user data's commands are not in cloud-init-output.log",
-		Remediation: "the user data runs without `set -x`, so the hostname, iptables and Docker checks (NK631-NK633) could not see its commands: pass the user data itself with --user-data FILE (aws ec2 describe-instance-attribute --attribute userData, or the launch template)",
-		DocURL:      DocUserData,
-	}
-	RuleUserDataUnreadable = findings.Rule{
-		Code: "NK635", Name: "user-data-unreadable", Section: SectionBootstrap, Severity: findings.Warning,
-		Title:       "a part of the user data could not be read",
-		Remediation: "check the MIME structure (boundary, Content-Type of each part) and the NodeConfig YAML; nodeadm and cloud-init skip what they cannot parse, so the node may boot without that part",
+	RuleBootstrapRemoved = findings.Rule{
+		Code: "NK639", Name: "bootstrap-sh-on-al2023", Section: SectionBootstrap, Severity: findings.Error,
+		Title:       "the user data calls /etc/eks/bootstrap.sh on an AL2023 AMI, where it only prints an error and exits 1",
+		Remediation: "AL2023 EKS AMIs are initialised by nodeadm: give the node a NodeConfig (application/node.eks.aws MIME part) with the cluster name, endpoint, CA and CIDR instead of bootstrap.sh arguments, and kubelet flags under spec.kubelet",
 		DocURL:      DocNodeadm,
 	}
 	RuleMissing = findings.Rule{
@@ -144,10 +151,15 @@ var Rules = []findings.Rule{
 	RuleNoAddress,
 	RuleSubnetExhausted,
 	RuleIODelay,
+	RuleBootIODelay,
 	RuleHostname,
 	RuleIptablesFlush,
 	RuleDocker,
 	RuleUserDataUntraced,
 	RuleUserDataUnreadable,
+	RuleScriptFailed,
+	RuleCommandNotFound,
+	RuleNodeadmFailed,
+	RuleBootstrapRemoved,
 	RuleMissing,
 }

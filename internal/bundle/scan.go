@@ -78,8 +78,10 @@ type pattern struct {
 	// hits gathers the matches in every file this pattern is run on (the kubelet log and the
 	// CNI logs both show ipamd connection errors, for example).
 	hits *hits
-	// onMatch, when set, sees each matching line (to pick out a node name, say).
-	onMatch func(line []byte)
+	// onMatch, when set, sees each matching line (to pick out a node name, say); onMatchAt sees
+	// where it is too (to place it in time against the boot, boot.go).
+	onMatch   func(line []byte)
+	onMatchAt func(file string, n int, line []byte)
 }
 
 func (p *pattern) matches(line []byte) bool {
@@ -210,16 +212,24 @@ func newScanner(ps ...*pattern) *scanner {
 func (s *scanner) scan(file string, r io.Reader, extra func(n int, line []byte)) error {
 	s.files = append(s.files, file)
 	return s.lines.eachLine(r, func(n int, line []byte) {
-		for _, p := range s.patterns {
-			if p.matches(line) {
-				p.hits.add(file, n, line)
-				if p.onMatch != nil {
-					p.onMatch(line)
-				}
-			}
-		}
+		s.match(file, n, line)
 		if extra != nil {
 			extra(n, line)
 		}
 	})
+}
+
+// match runs the patterns on one line (of a file scan reads, or of one another reader reads).
+func (s *scanner) match(file string, n int, line []byte) {
+	for _, p := range s.patterns {
+		if p.matches(line) {
+			p.hits.add(file, n, line)
+			if p.onMatch != nil {
+				p.onMatch(line)
+			}
+			if p.onMatchAt != nil {
+				p.onMatchAt(file, n, line)
+			}
+		}
+	}
 }

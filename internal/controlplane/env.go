@@ -247,6 +247,9 @@ func (e *Env) configureAPIServer(opts Options) error {
 		"--authorization-mode=Node,RBAC",
 		// EKS enables NodeRestriction: a kubelet may only write its own Node and Lease.
 		"--enable-admission-plugins=NodeRestriction",
+		// As on EKS (and kubeadm): the VPC CNI's stock aws-node DaemonSet runs privileged
+		// containers, and tests create it exactly as its upstream manifest ships it.
+		"--allow-privileged=true",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + saKey,
 		"--service-account-signing-key-file=" + saKey,

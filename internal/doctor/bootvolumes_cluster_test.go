@@ -78,10 +78,7 @@ func TestDoctorBootVolumesAndZombies(t *testing.T) {
 		createNode(ctx, t, admin, n)
 	}
 	ns := "bootvol-team"
-	if err := kubeletsim.EnsureNamespace(ctx, admin, ns); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { removeNamespace(admin, ns) })
+	testNamespace(ctx, t, admin, ns)
 	for _, p := range []kubeletsim.PodSpec{
 		{Namespace: ns, Name: "api-0", Node: busy, ScheduledAt: now.Add(-25 * time.Minute)},
 		{Namespace: ns, Name: "api-1", Node: busy, ScheduledAt: now.Add(-24 * time.Minute)},

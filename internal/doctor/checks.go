@@ -47,10 +47,20 @@ func ChecksFor(o Options) []Check {
 	if !o.SkipPodNetworking {
 		cs = append(cs, karpenterCheck{}, stuckPodsCheck{}, servingCSRCheck{}, eniConfigCheck{}, csiNodeCheck{}, cniNodeCheck{})
 	}
+	cs = append(cs, pullQPSCheck{}, addonAvailabilityCheck{}, addonRestartsCheck{}, cniVersionCheck{}, karpenterLeaseGCCheck{})
+	if !o.SkipCNIMetrics {
+		cs = append(cs, cniMetricsCheck{})
+		if !o.SkipPodNetworking {
+			cs = append(cs, stuckCauseCheck{})
+		}
+	}
 	if o.EC2 != nil {
 		cs = append(cs, ec2Check{})
 		if o.EC2.Metrics != nil {
 			cs = append(cs, bootVolumeCheck{})
+		}
+		if o.EC2.LaunchTemplates != nil {
+			cs = append(cs, launchTemplateCheck{})
 		}
 	}
 	return cs

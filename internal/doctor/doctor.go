@@ -5,7 +5,11 @@
 // Nodes, node leases, the aws-node DaemonSet, Karpenter's settings, each kubelet's configuration
 // through the API server's node proxy (/api/v1/nodes/NAME/proxy/configz, at most one request per
 // node, bounded concurrency), the API server's /metrics, stuck pods and their sandbox events,
-// kubelet-serving CSRs, ENIConfigs, CSINodes and CNINodes, and with --aws what EC2 says. A read
+// kubelet-serving CSRs, ENIConfigs, CSINodes and CNINodes, each aws-node pod's ipamd metrics
+// through the API server's pod proxy (pods/NAME:61678/proxy/metrics, at most one request per
+// node, bounded concurrency), the add-ons (aws-node, kube-proxy, CoreDNS) with their pods, the
+// kubelets' "pull QPS exceeded" events, Karpenter's and nodekeeper's controller Deployments
+// (gather_addons.go), and with --aws what EC2 says. A read
 // that is forbidden (or otherwise cannot be made) leaves its fact missing, with the reason
 // ("needs list on pods"). Then each check (check_*.go, one small type per file) runs over the
 // facts: a check that needs a missing fact is reported as skipped with that reason under its
@@ -44,6 +48,14 @@ type Options struct {
 	// one, in order, never two at once; the last call has the final count. It must return
 	// quickly: the workers wait for it.
 	ConfigzProgress func(done, total int)
+	// CNIMetricsWorkers bounds the aws-node /metrics requests in flight (default DefaultWorkers);
+	// ConfigzTimeout bounds each one too.
+	CNIMetricsWorkers int
+	// CNIMetricsProgress is told how many of the Ready aws-node pods' metrics requests are done,
+	// as ConfigzProgress is for configz.
+	CNIMetricsProgress func(done, total int)
+	// SkipCNIMetrics leaves out the aws-node metrics reads and their checks (for comparisons).
+	SkipCNIMetrics bool
 	// ChunkSize is the LIST page size (default kube.DefaultChunkSize). Pods and Events are read
 	// in pages of at most MaxPodPage and MaxEventPage whatever it is (see gather_podnet.go).
 	ChunkSize int64
@@ -79,6 +91,9 @@ type Options struct {
 func (o *Options) defaults() {
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
+	}
+	if o.CNIMetricsWorkers <= 0 {
+		o.CNIMetricsWorkers = DefaultWorkers
 	}
 	if o.ConfigzTimeout <= 0 {
 		o.ConfigzTimeout = 10 * time.Second
@@ -141,14 +156,28 @@ type Deps struct {
 	// REST sends the raw requests: each kubelet's /configz through the node proxy and /metrics
 	// (nil: those facts are missing, for unit tests that do not need them).
 	REST rest.Interface
+	// Proxy sends the aws-node pods' ipamd /metrics requests through the pod proxy (nil: REST).
+	// The API server treats proxy requests as long-running, outside API priority and fairness
+	// and its in-flight limits (BasicLongRunningRequestCheck in kube-apiserver), so what bounds
+	// them is CNIMetricsWorkers in flight; DepsFrom gives them a side client without the
+	// command's rate limit, so that 2,000 of them do not queue behind it for 20 s.
+	Proxy rest.Interface
 	// Requests, when set, returns how many requests the clients have sent (StatAPIRequests).
 	Requests func() int64
 }
 
 // DepsFrom maps clients built by kube.NewClients onto Deps: the protobuf clientset for the bulk
-// lists, the JSON one for the rest, and its REST client for configz and /metrics.
+// lists, the JSON one for the rest, and its REST client for configz and /metrics; the aws-node
+// metrics go through a side client of the same configuration without its rate limit (Proxy).
 func DepsFrom(c *kube.Clients, requests func() int64) Deps {
-	return Deps{Client: c.JSON, Bulk: c.Kube, Dynamic: c.Dynamic, REST: c.JSON.CoreV1().RESTClient(), Requests: requests}
+	d := Deps{Client: c.JSON, Bulk: c.Kube, Dynamic: c.Dynamic, REST: c.JSON.CoreV1().RESTClient(), Requests: requests}
+	if c.Config != nil {
+		// The side client counts in requests too: it copies the configuration's transport.
+		if side, err := kubernetes.NewForConfig(kube.SideConfig(c.Config, "cni-metrics", kube.RateLimit{})); err == nil {
+			d.Proxy = side.CoreV1().RESTClient()
+		}
+	}
+	return d
 }
 
 // Stat names in the report.
@@ -177,6 +206,9 @@ func Run(ctx context.Context, deps Deps, o Options) (*findings.Report, error) {
 	sections := Sections
 	if o.EC2 != nil {
 		sections = append(append([]findings.SectionSpec(nil), Sections...), sectionEC2)
+		if o.EC2.LaunchTemplates != nil {
+			sections = append(sections, sectionBootstrap)
+		}
 	}
 	rep := findings.NewReport("doctor", o.Target, o.Now(), sections...)
 	RunChecks(rep, f, ChecksFor(o))

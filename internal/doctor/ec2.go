@@ -58,6 +58,11 @@ type EC2Options struct {
 	// BootWindow: the root volumes of Nodes launched less than this ago are checked (default
 	// DefaultBootWindow).
 	BootWindow time.Duration
+	// LaunchTemplates, when set, adds the launch template checks (launchtemplates.go), with the
+	// managed node groups from Nodegroups and the self-managed groups from AutoScaling when set.
+	LaunchTemplates nkaws.LaunchTemplatesAPI
+	Nodegroups      nkaws.NodegroupsAPI
+	AutoScaling     nkaws.AutoScalingAPI
 }
 
 // EC2Inputs is what CheckEC2 reads.

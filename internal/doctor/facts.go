@@ -32,6 +32,14 @@ const (
 	FactEC2Types     Fact = "ec2-instance-types"
 	FactEC2Instances Fact = "ec2-instances"
 	FactEC2Subnets   Fact = "ec2-subnets"
+	// The image pull and add-on facts (gather_addons.go).
+	FactAddons          Fact = "addons"
+	FactAddonPods       Fact = "addon-pods"
+	FactPullEvents      Fact = "pull-events"
+	FactLeaseCollectors Fact = "lease-collectors"
+	// FactLaunchTemplates: the launch template versions in use (launchtemplates.go).
+	FactLaunchTemplates Fact = "launch-templates"
+	FactCNIMetrics      Fact = "cni-metrics"
 )
 
 // Missing is why a fact could not be gathered: the resource asked for and the reason, usually
@@ -72,8 +80,19 @@ type Facts struct {
 	// CSINodes and CNINodes are the node-scoped objects (names and owners only).
 	CSINodes []NodeScoped
 	CNINodes NodeScopedFacts
+	// CNI holds each node's aws-node pod and its ipamd figures (gather_cnimetrics.go).
+	CNI CNIFacts
 	// EC2 is what EC2 says (doctor --aws only).
 	EC2 EC2Facts
+	// Addons are aws-node, kube-proxy and CoreDNS with their restarting pods; PullQPS the image
+	// pulls the kubelets' limiters refused, per node; LeaseCollectors the Karpenter and
+	// nodekeeper controllers found (gather_addons.go).
+	Addons          []AddonFacts
+	PullQPS         map[string]*PullQPSNode
+	LeaseCollectors LeaseCollectorFacts
+	// LaunchTemplates are the launch template versions the Nodes were launched from or their
+	// groups launch from now, sorted by template and version (doctor --aws only).
+	LaunchTemplates []TemplateVersion
 	// Stats are numbers about the reads (requests, pages, objects) for the report.
 	Stats map[string]int64
 	// Missing lists the facts that could not be gathered, with why.
@@ -106,6 +125,8 @@ type AWSNodeFacts struct {
 	Resource string
 	// Found: the DaemonSet exists; Container: it has the aws-node container.
 	Found, Container bool
+	// Selector is the DaemonSet's pod selector ("k8s-app=aws-node"), how its pods are found.
+	Selector string
 	// Env holds the container's literal environment; Unread the variables set from a ConfigMap
 	// or Secret.
 	Env    map[string]string

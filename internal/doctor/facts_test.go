@@ -98,12 +98,7 @@ func TestMissingFactSkipsOnce(t *testing.T) {
 
 func TestCheckUnits(t *testing.T) {
 	cn := map[string]string{"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true", "CLUSTER_ENDPOINT": "https://x"}
-	tests := []struct {
-		name  string
-		check Check
-		facts func() *Facts
-		want  []string
-	}{
+	runCheckCases(t, []checkCase{
 		{"versions: too old and leaking", versionSkewCheck{}, func() *Facts {
 			n := unitNode("a", "m5.large", 29, nil)
 			n.Status.NodeInfo.KubeletVersion = "v1.27.1"
@@ -123,7 +118,7 @@ func TestCheckUnits(t *testing.T) {
 			f := unitFacts()
 			f.AWSNode.Env = map[string]string{}
 			return f
-		}, []string{"NK401:warning"}},
+		}, []string{"NK401:info"}},
 		{"capacity: custom networking without max pods", podCapacityCheck{}, func() *Facts {
 			f := unitFacts(unitNode("a", "t3.small", 11, nil))
 			f.AWSNode.Env = cn
@@ -172,7 +167,19 @@ func TestCheckUnits(t *testing.T) {
 			f.CNINodes = NodeScopedFacts{Served: true, Items: []NodeScoped{{Name: "gone"}}}
 			return f
 		}, []string{"NK732:warning"}},
-	}
+	})
+}
+
+// checkCase is one check run over hand-built facts and the "CODE:severity" list it must report.
+type checkCase struct {
+	name  string
+	check Check
+	facts func() *Facts
+	want  []string
+}
+
+func runCheckCases(t *testing.T, tests []checkCase) {
+	t.Helper()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := findingstest.ReportCodes(runOne(tc.check, tc.facts())); !slices.Equal(got, tc.want) {
@@ -273,10 +280,26 @@ func TestGatherBoundsEventPages(t *testing.T) {
 			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "app", Name: "p"}, Message: big, Count: 1,
 			LastTimestamp: metav1.NewTime(unitNow.Add(-time.Duration(i) * time.Minute))})
 	}
+	f, limits := gatherPageSizes(t, objs...)
+	if limits["pods"] != MaxPodPage || limits["events"] != MaxEventPage {
+		t.Errorf("page sizes %v, want pods %d and events %d", limits, MaxPodPage, MaxEventPage)
+	}
+	sp := f.Pods.Stuck["app/p"]
+	if sp == nil || sp.Cause != CauseIPAMNoAddress || sp.Events != 3 {
+		t.Fatalf("stuck pod %+v", sp)
+	}
+	if r := []rune(sp.Message); len(r) > maxSandboxMessage+1 {
+		t.Errorf("kept message of %d characters", len(r))
+	}
+}
+
+// gatherPageSizes gathers the facts of a fake cluster holding objs with --chunk-size 500 and
+// returns them with the largest page size asked for of pods and of events.
+func gatherPageSizes(t *testing.T, objs ...runtime.Object) (*Facts, map[string]int64) {
+	t.Helper()
 	deps, cs := fakeDeps(objs...)
 	limits := map[string]int64{}
 	for _, res := range []string{"pods", "events"} {
-		res := res
 		cs.PrependReactor("list", res, func(a k8stesting.Action) (bool, runtime.Object, error) {
 			limits[res] = max(limits[res], a.(k8stesting.ListActionImpl).GetListOptions().Limit)
 			return false, nil, nil
@@ -288,16 +311,7 @@ func TestGatherBoundsEventPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if limits["pods"] != MaxPodPage || limits["events"] != MaxEventPage {
-		t.Errorf("page sizes %v, want pods %d and events %d", limits, MaxPodPage, MaxEventPage)
-	}
-	sp := f.Pods.Stuck["app/p"]
-	if sp == nil || sp.Cause != CauseIPAMNoAddress || sp.Events != 3 {
-		t.Fatalf("stuck pod %+v", sp)
-	}
-	if r := []rune(sp.Message); len(r) > maxSandboxMessage+1 {
-		t.Errorf("kept message of %d characters", len(r))
-	}
+	return f, limits
 }
 
 // TestGatherCSRIdentity: the gather keeps who asked, so the check can tell kubelets from others.

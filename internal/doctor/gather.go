@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -46,14 +44,21 @@ func Gather(ctx context.Context, d Deps, o Options) (*Facts, error) {
 		steps = append(steps, g.ec2InstanceTypes)
 	}
 	steps = append(steps, g.leases, g.metrics)
+	steps = append(steps, g.addons, g.pullEvents, g.leaseCollectors)
 	if !o.SkipPodNetworking {
 		steps = append(steps, g.pods, g.csrs, g.csiNodes, g.cniNodes)
+	}
+	if !o.SkipCNIMetrics {
+		steps = append(steps, g.cniMetrics)
 	}
 	if !o.SkipPodNetworking || o.EC2 != nil {
 		steps = append(steps, g.eniConfigs)
 	}
 	if o.EC2 != nil {
 		steps = append(steps, g.ec2, g.bootVolumes)
+		if o.EC2.LaunchTemplates != nil {
+			steps = append(steps, g.launchTemplates) // after ec2: it reads the instances' tags
+		}
 	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
@@ -101,6 +106,9 @@ func (g *gatherer) awsNode(ctx context.Context) error {
 		return fmt.Errorf("reading %s: %w", a.Resource, err)
 	}
 	a.Found = true
+	if sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector); err == nil && !sel.Empty() {
+		a.Selector = sel.String()
+	}
 	c := awsNodeContainer(ds)
 	if c == nil {
 		return nil
@@ -108,11 +116,15 @@ func (g *gatherer) awsNode(ctx context.Context) error {
 	a.Container = true
 	a.Env = map[string]string{}
 	for _, e := range c.Env {
-		if e.ValueFrom != nil {
+		switch {
+		case e.ValueFrom == nil:
+			a.Env[e.Name] = e.Value
+		case e.ValueFrom.ConfigMapKeyRef != nil || e.ValueFrom.SecretKeyRef != nil:
+			// A value doctor could read only with more permissions, and may be a setting.
 			a.Unread = append(a.Unread, e.Name)
-			continue
 		}
-		a.Env[e.Name] = e.Value
+		// fieldRef and resourceFieldRef are the pod's own fields (the stock manifest's
+		// MY_NODE_NAME and MY_POD_NAME): never a CNI setting, so nothing was assumed.
 	}
 	if v, err := eni.VersionFromImage(c.Image); err == nil {
 		a.Version = &v
@@ -121,7 +133,11 @@ func (g *gatherer) awsNode(ctx context.Context) error {
 }
 
 func awsNodeContainer(ds *appsv1.DaemonSet) *corev1.Container {
-	cs := ds.Spec.Template.Spec.Containers
+	return awsNodeContainerIn(ds.Spec.Template.Spec.Containers)
+}
+
+// awsNodeContainerIn finds the VPC CNI's container: named aws-node, else running its image.
+func awsNodeContainerIn(cs []corev1.Container) *corev1.Container {
 	for i := range cs {
 		if cs[i].Name == "aws-node" {
 			return &cs[i]
@@ -148,7 +164,7 @@ func (g *gatherer) configz(ctx context.Context) error {
 		g.f.miss(FactConfigz, "nodes/proxy", "no client for the node proxy")
 		return nil
 	}
-	allowed, reason, err := g.canGetNodesProxy(ctx)
+	allowed, reason, err := g.canI(ctx, authorizationv1.ResourceAttributes{Verb: "get", Resource: "nodes", Subresource: "proxy"})
 	if err != nil {
 		klog.ErrorS(err, "SelfSubjectAccessReview for nodes/proxy failed; trying the requests")
 		allowed = true
@@ -157,51 +173,30 @@ func (g *gatherer) configz(ctx context.Context) error {
 		g.f.miss(FactConfigz, "nodes/proxy", "needs get on nodes/proxy ("+reason+")")
 		return nil
 	}
-	var mu sync.Mutex // guards out, done and the progress calls
-	work := make(chan string)
-	var wg sync.WaitGroup
-	var errs, requests atomic.Int64
-	done, total := 0, 0
+	var ready []string
 	for i := range nodes {
-		if nodeReady(&nodes[i]) {
-			total++
-		}
-	}
-	progress := func() {}
-	if g.o.ConfigzProgress != nil {
-		progress = func() { g.o.ConfigzProgress(done, total) }
-	}
-	progress()
-	for i := 0; i < g.o.Workers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for name := range work {
-				res := g.getConfigz(ctx, name, &requests)
-				if res.Err != "" {
-					errs.Add(1)
-				}
-				mu.Lock()
-				out[name] = res
-				done++
-				progress()
-				mu.Unlock()
-			}
-		}()
-	}
-	for i := range nodes {
-		n := &nodes[i]
-		if !nodeReady(n) {
+		if n := &nodes[i]; nodeReady(n) {
+			ready = append(ready, n.Name)
+		} else {
 			out[n.Name] = ConfigzResult{Err: "node not Ready"}
-			continue
-		}
-		select {
-		case work <- n.Name:
-		case <-ctx.Done():
 		}
 	}
-	close(work)
-	wg.Wait()
+	var errs, requests atomic.Int64
+	results := make([]ConfigzResult, len(ready))
+	eachBounded(ctx, g.o.Workers, len(ready), g.o.ConfigzProgress, func(i int) {
+		results[i] = g.getConfigz(ctx, ready[i], &requests)
+		if results[i].Err != "" {
+			errs.Add(1)
+		}
+	})
+	for i, name := range ready {
+		if results[i].Config == nil && results[i].Err == "" {
+			// Not started: the run was interrupted.
+			results[i].Err = "not read: " + context.Cause(ctx).Error()
+			errs.Add(1)
+		}
+		out[name] = results[i]
+	}
 	g.f.stat(StatConfigzErrors, errs.Load())
 	g.f.stat(StatConfigzRequests, requests.Load())
 	return nil
@@ -237,25 +232,13 @@ const maxConfigzBytes = 1 << 20
 // retries), at most maxConfigzBytes of it, refusing a larger answer where DoRaw would hold all of
 // it in memory. Non-2xx answers become errors as with DoRaw. doctor and plan read it this way.
 func ReadConfigz(ctx context.Context, client rest.Interface, node string) ([]byte, error) {
-	body, err := client.Get().AbsPath("/api/v1/nodes", node, "proxy", "configz").MaxRetries(0).Stream(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer body.Close()
-	raw, err := io.ReadAll(io.LimitReader(body, maxConfigzBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(raw) > maxConfigzBytes {
-		return nil, fmt.Errorf("the /configz answer is larger than %d bytes; a kubelet's is a few KiB", maxConfigzBytes)
-	}
-	return raw, nil
+	return readBounded(ctx, client.Get().AbsPath("/api/v1/nodes", node, "proxy", "configz"), maxConfigzBytes, "the /configz answer (a kubelet's is a few KiB)")
 }
 
-func (g *gatherer) canGetNodesProxy(ctx context.Context) (bool, string, error) {
-	ssar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "nodes", Subresource: "proxy"},
-	}}
+// canI asks the API server whether the caller may do what attrs say (a SelfSubjectAccessReview),
+// with the authorizer's reason when not.
+func (g *gatherer) canI(ctx context.Context, attrs authorizationv1.ResourceAttributes) (bool, string, error) {
+	ssar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs}}
 	res, err := g.d.Client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, ssar, metav1.CreateOptions{})
 	if err != nil {
 		return false, "", err

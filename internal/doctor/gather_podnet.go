@@ -188,15 +188,10 @@ func (g *gatherer) pods(ctx context.Context) error {
 
 	var events, eventPages int64
 	if len(st.stuck) > 0 {
-		opts := metav1.ListOptions{Limit: pageSize(g.o.ChunkSize, MaxEventPage), FieldSelector: fields.OneTermEqualSelector("reason", reasonSandboxFailed).String()}
-		err := kube.List(ctx, reasonSandboxFailed+" events", opts, g.d.Bulk.CoreV1().Events("").List, func(l *corev1.EventList) error {
-			eventPages++
-			for i := range l.Items {
-				st.addEvent(&l.Items[i])
-			}
-			events += int64(len(l.Items))
-			l.Items = nil
-			return nil
+		var err error
+		eventPages, err = g.listEvents(ctx, reasonSandboxFailed, fields.OneTermEqualSelector("reason", reasonSandboxFailed), func(e *corev1.Event) {
+			st.addEvent(e)
+			events++
 		})
 		g.f.stat(StatEventListPages, eventPages)
 		switch {

@@ -16,7 +16,7 @@ import (
 // people: no Go identifier, fmt error or dump in a section title or a rule line. The golden
 // report is read too.
 func TestHeadingsAreForPeople(t *testing.T) {
-	sections := append(append([]findings.SectionSpec(nil), Sections...), sectionEC2)
+	sections := append(append([]findings.SectionSpec(nil), Sections...), sectionEC2, sectionBootstrap)
 	names := map[string]bool{}
 	for _, s := range sections {
 		names[s.Name] = true
@@ -45,9 +45,11 @@ func TestHeadingsAreForPeople(t *testing.T) {
 			}
 		}
 	}
-	data, err := os.ReadFile("testdata/podnet.txt")
-	if err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"testdata/podnet.txt", "testdata/addons.txt"} {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		headings.Check(t, name, headings.Text(string(data)))
 	}
-	headings.Check(t, "testdata/podnet.txt", headings.Text(string(data)))
 }

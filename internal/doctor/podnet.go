@@ -108,26 +108,30 @@ func (s *podNetState) addEvent(e *corev1.Event) {
 	if sp == nil {
 		return
 	}
-	at := e.LastTimestamp.Time
-	if !e.EventTime.IsZero() && e.EventTime.Time.After(at) {
-		at = e.EventTime.Time
-	}
-	if e.Series != nil && e.Series.LastObservedTime.Time.After(at) {
-		at = e.Series.LastObservedTime.Time
-	}
-	n := e.Count
-	if n < 1 {
-		n = 1
-	}
-	if e.Series != nil && e.Series.Count > n {
-		n = e.Series.Count
-	}
+	n, at := occurrences(e)
 	sp.Events += n
 	if sp.Cause == CauseNoEvent || !at.Before(sp.newest) {
 		sp.newest = at
 		sp.Cause = ClassifySandboxMessage(e.Message)
 		sp.Message = clipHead(e.Message, maxSandboxMessage)
 	}
+}
+
+// occurrences is how many times an event happened and when last, wherever the recorder put them:
+// count and lastTimestamp of a core/v1 recorder, eventTime, or an events.k8s.io series.
+func occurrences(e *corev1.Event) (n int32, last time.Time) {
+	last = e.LastTimestamp.Time
+	if !e.EventTime.IsZero() && e.EventTime.Time.After(last) {
+		last = e.EventTime.Time
+	}
+	if e.Series != nil && e.Series.LastObservedTime.Time.After(last) {
+		last = e.Series.LastObservedTime.Time
+	}
+	n = max(e.Count, 1)
+	if e.Series != nil && e.Series.Count > n {
+		n = e.Series.Count
+	}
+	return n, last
 }
 
 // causeRules maps causes to their rules.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
 )
 
@@ -36,6 +37,9 @@ func (c countingRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	if len(parts) > 4 && parts[0] == "api" && parts[2] == "nodes" {
 		key = r.Method + " /api/v1/nodes/NAME/" + strings.Join(parts[4:], "/")
+	}
+	if len(parts) > 6 && parts[0] == "api" && parts[2] == "namespaces" && parts[4] == "pods" {
+		key = r.Method + " /api/v1/namespaces/" + parts[3] + "/pods/NAME/" + strings.Join(parts[6:], "/")
 	}
 	c.c.mu.Lock()
 	c.c.n[key]++
@@ -66,12 +70,17 @@ func (c *requestCounter) get(key string) int {
 
 // BenchmarkDoctorPodNetworking runs doctor on 2,000 Nodes with 20,000 pods (2,000 of them stuck
 // in ContainerCreating) and 50,000 events (10,000 FailedCreatePodSandBox for the stuck pods, the
-// rest the Scheduled/Pulled/Created/Started of the running ones), once without the pod networking
-// section (the doctor before it) and once with it. It reports the wall time of each and the
-// requests by verb and path, and fails if the section's pod and event reads are not a bounded
-// number of LIST pages (MaxPodPage pods and MaxEventPage events each).
+// rest the Scheduled/Pulled/Created/Started of the running ones), and an aws-node pod on every
+// node whose ipamd serves real-format metrics from a network namespace: once without the pod
+// networking section (the doctor before it), once with it (the doctor before the CNI metrics),
+// and once with the CNI metrics too; the last two again at the CLI's default rate limit. It reports the wall
+// time of each and the requests by verb and path, and fails if the section's pod and event reads
+// are not a bounded number of LIST pages (MaxPodPage pods and MaxEventPage events each), if an
+// aws-node pod gets other than exactly one metrics request, or if more metrics requests were in
+// flight at once than CNIMetricsWorkers.
 //
 //	go test ./internal/doctor -run '^$' -bench DoctorPodNetworking -benchtime 1x -timeout 60m
+//	go test ./internal/doctor -run '^$' -bench 'DoctorPodNetworking/with-' -benchtime 1x -timeout 60m  # make bench doctor-cni
 func BenchmarkDoctorPodNetworking(b *testing.B) {
 	const (
 		nodes       = 2000
@@ -145,22 +154,48 @@ func BenchmarkDoctorPodNetworking(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	env.CreateAWSNode(b, "aws-node-podnet-bench", "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.20.1-eksbuild.1",
+	ds := env.CreateAWSNode(b, "aws-node-podnet-bench", "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.20.1-eksbuild.1",
 		map[string]string{"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true", "CLUSTER_ENDPOINT": "https://example.eks.amazonaws.com", "WARM_ENI_TARGET": "1"})
-	b.Logf("setup: %d nodes, %d pods (%d stuck), %d events in %s", nodes, nodes*podsPerNode, len(stuckPods), events, time.Since(setup).Round(time.Second))
+	// Every node's aws-node pod, Ready, its ipamd on a port of its own at the namespace's address.
+	netns := newNetns(b)
+	ipamd := startIPAMD(b, netns, make([]int, nodes), func(int) []byte { return ipamdMetricsBody(b, healthyIPAMD) })
+	eps := ipamd.Endpoints()
+	if err := parallel(nodes, 32, func(i int) error {
+		_, err := newAWSNodePod(ctx, admin, ds, names[i], netns.NSIP, eps[i].Port, true)
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("setup: %d nodes, %d pods (%d stuck), %d events, %d aws-node pods in %s", nodes, nodes*podsPerNode, len(stuckPods), events, nodes, time.Since(setup).Round(time.Second))
 
-	for _, withSection := range []bool{false, true} {
-		name := "without-pod-networking"
-		if withSection {
-			name = "with-pod-networking"
-		}
+	// The first three without a client-side rate limit (the proxy path and the server's work),
+	// the last two at the CLI's default --qps 100 --burst 300 (as users run it, where the
+	// request count sets a floor).
+	for _, run := range []struct {
+		name                   string
+		podNetworking, metrics bool
+		limit                  kube.RateLimit
+	}{
+		{"without-pod-networking", false, false, kube.RateLimit{}},
+		{"with-pod-networking", true, false, kube.RateLimit{}},
+		{"with-cni-metrics", true, true, kube.RateLimit{}},
+		{"with-pod-networking-default-qps", true, false, DefaultRateLimit},
+		{"with-cni-metrics-default-qps", true, true, DefaultRateLimit},
+	} {
+		name, withSection := run.name, run.podNetworking
 		b.Run(name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				counter := &requestCounter{n: map[string]int{}}
 				cfg := env.AdminConfig()
 				cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingRT{rt: rt, c: counter} })
+				hits := ipamd.TotalHits()
+				before := make([]int64, len(eps))
+				for i, ep := range eps {
+					before[i] = ep.Hits()
+				}
+				o := Options{AWSNodeName: ds.Name, SkipPodNetworking: !withSection, SkipCNIMetrics: !run.metrics}
 				start := time.Now()
-				rep, err := runOn(ctx, cfg, Options{AWSNodeName: "aws-node-podnet-bench", SkipPodNetworking: !withSection})
+				rep, err := runLimited(ctx, cfg, run.limit, o)
 				el := time.Since(start)
 				if err != nil {
 					b.Fatal(err)
@@ -171,13 +206,31 @@ func BenchmarkDoctorPodNetworking(b *testing.B) {
 					name, el.Round(time.Millisecond), rep.Stats[StatAPIRequests], len(rep.Findings()), rep.Stats, counter)
 				if withSection {
 					pods, evs := counter.get("GET /api/v1/pods"), counter.get("GET /api/v1/events")
-					// 20,000 pods in two field-selected lists and 10,000 matching events, in
-					// pages of MaxPodPage and MaxEventPage.
-					if pods > 20_000/MaxPodPage+2 || evs > 10_000/MaxEventPage+1 || rep.Stats[StatStuckPods] != int64(len(stuckPods)) {
+					// 20,000 pods and the 2,000 aws-node pods (listed by the CNI metrics read and
+					// again by the add-on section) in field-selected lists, and 10,000 matching
+					// events, in pages of MaxPodPage and MaxEventPage, plus the add-on section's
+					// one page of reason=Failed events (none here).
+					if pods > (nodes*podsPerNode+2*nodes)/MaxPodPage+3 || evs > 10_000/MaxEventPage+2 || rep.Stats[StatStuckPods] != int64(len(stuckPods)) {
 						b.Fatalf("pod list pages %d, event list pages %d, stuck pods %d (want %d)", pods, evs, rep.Stats[StatStuckPods], len(stuckPods))
 					}
 					b.ReportMetric(float64(pods), "pod-list-pages/op")
 					b.ReportMetric(float64(evs), "event-list-pages/op")
+				}
+				metrics := ipamd.TotalHits() - hits
+				b.ReportMetric(float64(metrics), "cni-metrics-requests/op")
+				if !run.metrics {
+					continue
+				}
+				for i, ep := range eps {
+					if n := ep.Hits() - before[i]; n != 1 {
+						b.Fatalf("aws-node pod of %s: %d metrics requests in a run, want 1", names[i], n)
+					}
+				}
+				if metrics != nodes || rep.Stats[StatCNIMetricsRequests] != nodes || rep.Stats[StatCNIMetricsErrors] != 0 {
+					b.Fatalf("metrics requests %d, stats %v", metrics, rep.Stats)
+				}
+				if m, bound := ipamd.MaxInFlight(), int64(DefaultWorkers); m > bound {
+					b.Fatalf("%d metrics requests in flight at once, more than CNIMetricsWorkers %d", m, bound)
 				}
 			}
 		})
@@ -191,4 +244,5 @@ func cleanupPodnetBench(admin kubernetes.Interface) {
 	_ = admin.CoreV1().Events("podnet-bench").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 	_ = admin.CoreV1().Namespaces().Delete(ctx, "podnet-bench", metav1.DeleteOptions{})
 	_ = admin.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "nodekeeper.io/test=podnet-bench"})
+	_ = admin.CoreV1().Pods(metav1.NamespaceSystem).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{LabelSelector: "k8s-app=aws-node-podnet-bench"})
 }

@@ -28,10 +28,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
@@ -180,26 +178,6 @@ func servingCSR(ctx context.Context, t *testing.T, node, user string, groups ...
 
 // podnetReport keeps the pod networking findings of the test's own objects, in a report with a
 // fixed header so that it can be compared with golden files.
-// removeNamespace deletes a test namespace with its pods and events. No kubelet confirms the
-// deletion of a bound pod and no namespace controller runs here: the pods are deleted at once,
-// and the namespace, which would stay Terminating (a second pass, -count=2, could not create
-// content in it), is finalized as that controller would.
-func removeNamespace(admin kubernetes.Interface, ns string) {
-	bg := context.Background()
-	_ = admin.CoreV1().Pods(ns).DeleteCollection(bg, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
-	_ = admin.CoreV1().Events(ns).DeleteCollection(bg, metav1.DeleteOptions{}, metav1.ListOptions{})
-	_ = admin.CoreV1().Namespaces().Delete(bg, ns, metav1.DeleteOptions{})
-	if n, err := admin.CoreV1().Namespaces().Get(bg, ns, metav1.GetOptions{}); err == nil {
-		n.Spec.Finalizers = nil
-		_, _ = admin.CoreV1().Namespaces().Finalize(bg, n, metav1.UpdateOptions{})
-		_ = admin.CoreV1().Namespaces().Delete(bg, ns, metav1.DeleteOptions{})
-	}
-	_ = wait.PollUntilContextTimeout(bg, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	})
-}
-
 func podnetReport(rep *findings.Report, keep func(string) bool) *findings.Report {
 	out := findings.NewReport("doctor", "test-cluster", time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC), findings.SectionSpec{Name: SectionPodNet, Title: "Pod networking"})
 	for _, s := range rep.Sections() {
@@ -278,10 +256,7 @@ func TestDoctorPodNetworking(t *testing.T) {
 		createNode(ctx, t, admin, n)
 	}
 	ns := "podnet-team-a"
-	if err := kubeletsim.EnsureNamespace(ctx, admin, ns); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { removeNamespace(admin, ns) })
+	testNamespace(ctx, t, admin, ns)
 	base := time.Now().Add(time.Hour).Truncate(time.Second)
 	opts := Options{AWSNodeName: "aws-node-podnet", Workers: 4, Now: func() time.Time { return base }, CSRPendingAfter: time.Minute}
 	// Every node runs five pods with VPC addresses and kube-proxy on the host network.

@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"github.com/nodekeeper/nodekeeper/internal/bootstrap"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
 )
@@ -25,6 +26,8 @@ var Sections = []findings.SectionSpec{
 	{Name: SectionAWSNode, Title: "aws-node (Amazon VPC CNI) settings"},
 	{Name: SectionAPF, Title: "API priority and fairness"},
 	{Name: SectionPodNet, Title: "Pod networking"},
+	sectionAddons,
+	sectionCNIMetrics,
 }
 
 // The doctor's own rules. Codes are stable; docs/doctor.md lists them. NK2xx kubelet
@@ -273,9 +276,29 @@ var Rules = []findings.Rule{
 	RuleServingCSRForeign,
 	RuleCSINodeOrphaned,
 	RuleCNINodeOrphaned,
+	RuleCNIMetricsUnavailable,
+	RuleCNIEC2Errors,
+	RuleStuckPoolFull,
+	RuleStuckSubnet,
+	RuleStuckThrottled,
+	RuleStuckIPAMDUnreachable,
+	RuleStuckUnknown,
+	RuleCNIIPAMDErrors,
 	RuleInstanceWithoutNode,
 	RuleNodeInstanceGone,
 	RuleSubnetAddressesLow,
 	RuleSubnetPrefixFragmented,
 	RuleBootVolumeIOBound,
+	// NK75x: image pulls and add-ons (rules_addons.go).
+	RulePullQPSExceeded,
+	RuleAddonUnavailable,
+	RuleAddonRestarts,
+	RuleCNIVersionForCluster,
+	RuleKarpenterLeaseGC,
+	// The user-data rules doctor --aws runs on launch templates (bootstrap's; NK634 is about a
+	// bundle's cloud-init log only).
+	bootstrap.RuleHostname,
+	bootstrap.RuleIptablesFlush,
+	bootstrap.RuleDocker,
+	bootstrap.RuleUserDataUnreadable,
 }

@@ -39,6 +39,17 @@ func ParseVersion(s string) (Version, error) {
 // "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.19.2-eksbuild.1". It fails for
 // images without a version tag (a digest only, "latest").
 func VersionFromImage(image string) (Version, error) {
+	tag, ok := ImageTag(image)
+	if !ok {
+		return Version{}, fmt.Errorf("image %q has no version tag", image)
+	}
+	return ParseVersion(tag)
+}
+
+// ImageTag returns the tag of a container image reference ("v1.19.2-eksbuild.1" of
+// "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.19.2-eksbuild.1@sha256:..."),
+// ignoring a digest and a registry port; ok is false when the reference has no tag.
+func ImageTag(image string) (tag string, ok bool) {
 	ref := image
 	if i := strings.Index(ref, "@"); i >= 0 {
 		ref = ref[:i]
@@ -46,7 +57,7 @@ func VersionFromImage(image string) (Version, error) {
 	slash := strings.LastIndex(ref, "/")
 	colon := strings.LastIndex(ref, ":")
 	if colon <= slash {
-		return Version{}, fmt.Errorf("image %q has no version tag", image)
+		return "", false
 	}
-	return ParseVersion(ref[colon+1:])
+	return ref[colon+1:], true
 }

@@ -94,7 +94,7 @@ func TestCheckCNISettings(t *testing.T) {
 		want    []string
 	}{
 		{name: "managed add-on defaults", env: with("WARM_ENI_TARGET", "1"), want: nil},
-		{name: "seed: no CLUSTER_ENDPOINT", env: map[string]string{"WARM_ENI_TARGET": "1"}, want: []string{"NK401:warning"}},
+		{name: "seed: no CLUSTER_ENDPOINT", env: map[string]string{"WARM_ENI_TARGET": "1"}, want: []string{"NK401:info"}},
 		// The combination that makes aws-node exit, in its variants.
 		{name: "pd without targets", env: with("ENABLE_PREFIX_DELEGATION", "true"), want: []string{"NK402:error"}},
 		{name: "pd with zero prefix target", env: with("ENABLE_PREFIX_DELEGATION", "true", "WARM_PREFIX_TARGET", "0"), want: []string{"NK402:error"}},
@@ -102,7 +102,8 @@ func TestCheckCNISettings(t *testing.T) {
 		{name: "pd with prefix target", env: with("ENABLE_PREFIX_DELEGATION", "true", "WARM_PREFIX_TARGET", "1"), want: nil},
 		{name: "pd with min ip", env: with("ENABLE_PREFIX_DELEGATION", "true", "MINIMUM_IP_TARGET", "20"), want: nil},
 		{name: "pd overridden prefix target", env: with("ENABLE_PREFIX_DELEGATION", "true", "WARM_PREFIX_TARGET", "1", "WARM_IP_TARGET", "5"), want: []string{"NK403:info"}},
-		{name: "prefix target without pd", env: with("WARM_PREFIX_TARGET", "1"), want: []string{"NK403:info"}},
+		{name: "stock prefix target without pd", env: with("WARM_PREFIX_TARGET", "1"), want: nil},
+		{name: "prefix target without pd", env: with("WARM_PREFIX_TARGET", "4"), want: []string{"NK403:info"}},
 		{name: "eni target ignored", env: with("WARM_ENI_TARGET", "1", "MINIMUM_IP_TARGET", "10", "WARM_IP_TARGET", "5"), want: []string{"NK403:info"}},
 		{name: "no warm pool", env: with("WARM_ENI_TARGET", "0"), want: []string{"NK404:warning"}},
 		{name: "small warm ip", env: with("WARM_IP_TARGET", "1"), want: []string{"NK405:warning"}},
@@ -112,7 +113,7 @@ func TestCheckCNISettings(t *testing.T) {
 		{name: "cooldown negative", env: with("IP_COOLDOWN_PERIOD", "-5"), want: []string{"NK407:error"}},
 		{name: "cooldown zero", env: with("IP_COOLDOWN_PERIOD", "0"), want: []string{"NK408:warning"}},
 		{name: "cooldown fine", env: with("IP_COOLDOWN_PERIOD", "10"), want: nil},
-		{name: "ancient cni", env: map[string]string{}, version: v("1.11.4"), want: []string{"NK401:warning", "NK410:error"}},
+		{name: "ancient cni", env: map[string]string{}, version: v("1.11.4"), want: []string{"NK401:info", "NK410:error"}},
 		{name: "old cni", env: base, version: v("1.16.0"), want: []string{"NK410:warning"}},
 		{name: "current cni", env: base, version: v("1.20.1"), want: nil},
 		{name: "unread", env: base, unread: []string{"WARM_IP_TARGET"}, want: []string{"NK412:info"}},

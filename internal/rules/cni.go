@@ -21,6 +21,12 @@ var (
 // every few pods.
 const warmIPLow = 5
 
+// stockWarmPrefixTarget is the WARM_PREFIX_TARGET every upstream manifest and the managed add-on
+// set whether or not prefix delegation is on (config/master/aws-k8s-cni.yaml in
+// amazon-vpc-cni-k8s): without prefix delegation it is the default doing nothing, not a
+// setting someone expects to work, so it is not reported as ignored.
+const stockWarmPrefixTarget = 1
+
 // CNIInput is what the aws-node checks look at.
 type CNIInput struct {
 	// Resource names the source ("daemonset/kube-system/aws-node", "ipamd/ipamd-env-settings.json").
@@ -96,7 +102,7 @@ func CheckCNISettings(in CNIInput) []findings.Finding {
 		if s.WarmPrefixTarget.Positive() && ipTargets {
 			out = append(out, RuleTargetIgnored.New(res, "WARM_PREFIX_TARGET=%d is overridden by WARM_IP_TARGET/MINIMUM_IP_TARGET", s.WarmPrefixTarget.Value))
 		}
-	} else if s.WarmPrefixTarget.Positive() {
+	} else if s.WarmPrefixTarget.Positive() && s.WarmPrefixTarget.Value != stockWarmPrefixTarget {
 		out = append(out, RuleTargetIgnored.New(res, "WARM_PREFIX_TARGET=%d has no effect without ENABLE_PREFIX_DELEGATION=true", s.WarmPrefixTarget.Value))
 	}
 	if ipTargets && s.WarmENITarget.Set {

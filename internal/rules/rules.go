@@ -68,7 +68,11 @@ var (
 		DocURL:      DocKubeletConfig,
 	}
 	RuleClusterEndpoint = findings.Rule{
-		Code: "NK401", Name: "cluster-endpoint-unset", Section: SectionAWSNode, Severity: findings.Warning,
+		// Info, not a warning: AWS calls the variable optional ("might improve the initialization
+		// time", seed 002) and every upstream manifest leaves it unset, so a warning would fire on
+		// every self-managed VPC CNI. A node whose ipamd did not come up is reported from what was
+		// measured there (doctor NK746, whose fix names CLUSTER_ENDPOINT).
+		Code: "NK401", Name: "cluster-endpoint-unset", Section: SectionAWSNode, Severity: findings.Info,
 		Title:       "CLUSTER_ENDPOINT unset: ipamd reaches the API server through kube-proxy's service rules",
 		Remediation: "set CLUSTER_ENDPOINT on aws-node to the cluster endpoint (VPC CNI 1.12.1+; the managed add-on sets it) so ipamd starts before kube-proxy has programmed iptables; enable private endpoint access",
 		DocURL:      DocCNIVars,

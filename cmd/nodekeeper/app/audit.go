@@ -35,6 +35,9 @@ type auditOptions struct {
 	workers    int
 	top        int
 	eventsPerL int
+	churnN     int
+	grace      time.Duration
+	renew      time.Duration
 	failOn     string
 	cw         cloudWatchFlags
 	progress   progressFlag
@@ -61,6 +64,14 @@ func newAuditCommand(g *globalOptions) *cobra.Command {
     last seen, rate, source IPs and instance identity (the EC2 instance ID on EKS);
   - access denied: requests answered 401 or 403, by user (groups summarised), verb,
     resource and object, with counts and first and last time;
+  - lease churn: actors that delete node leases which are created again within a minute,
+    more than --churn-threshold times (a cleanup script run from a CronJob, a lease garbage
+    collector such as Karpenter's), with their count and the etcd writes it cost;
+  - heartbeats: each kubelet's lease renewal intervals, gaps and 429s against
+    --node-monitor-grace-period, naming the nodes that went without a renewal for the grace
+    period (marked NotReady) or came within one --lease-renew-interval of it, and the API
+    priority level that throttled them (inferred from the default FlowSchemas: audit events
+    do not name it);
   - throttling: 429 responses and APF queue waits by user, user agent, verb and resource,
     over time; top talkers by requests and by latency.
 
@@ -118,6 +129,9 @@ func (o *auditOptions) AddFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.maxLine, "max-line-size", 16<<20, "lines and export records longer than this many bytes are skipped and counted as too-long")
 	f.IntVar(&o.workers, "workers", 0, "parsing goroutines (0: one per CPU)")
 	f.IntVar(&o.eventsPerL, "events-per-lease", 40, "lifecycle events kept per lease (the first and the last half)")
+	f.IntVar(&o.churnN, "churn-threshold", analyze.DefaultChurnThreshold, "name an actor as lease churn when more than this many of its node lease deletions were undone (the lease created again) within a minute")
+	f.DurationVar(&o.grace, "node-monitor-grace-period", analyze.DefaultNodeMonitorGracePeriod, "kube-controller-manager's --node-monitor-grace-period: a node whose lease went this long without a renewal was marked NotReady (40s before Kubernetes 1.32)")
+	f.DurationVar(&o.renew, "lease-renew-interval", analyze.DefaultLeaseRenewInterval, "the kubelets' lease renew interval (a quarter of nodeLeaseDurationSeconds): a gap within one interval of the grace period is named as near NotReady")
 	addFailOnFlag(f, &o.failOn, "none")
 	o.cw.AddFlags(f)
 	o.progress.AddFlags(f)
@@ -142,6 +156,9 @@ func (o *auditOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.audit.Workers = o.workers
 	o.audit.Top = o.top
 	o.audit.EventsPerLease = o.eventsPerL
+	o.audit.ChurnThreshold = o.churnN
+	o.audit.NodeMonitorGracePeriod = o.grace
+	o.audit.LeaseRenewInterval = o.renew
 	return nil
 }
 
@@ -158,6 +175,16 @@ func (o *auditOptions) Validate() error {
 		intFlag("top", int64(o.top)), intFlag("workers", int64(o.workers)),
 		durationFlag("zombie-min-duration", o.zombieMin), durationFlag("reorder-window", o.window)); err != nil {
 		return err
+	}
+	// 0 would fall back to the defaults in the analysis: refused rather than silently replaced.
+	if o.churnN < 1 {
+		return fmt.Errorf("--churn-threshold must be at least 1 (got %d): an actor is named for more than that many churns, and one delete undone is what a one-off manual delete looks like", o.churnN)
+	}
+	if o.grace <= 0 || o.renew <= 0 {
+		return fmt.Errorf("--node-monitor-grace-period and --lease-renew-interval must be positive (got %s and %s)", o.grace, o.renew)
+	}
+	if o.renew >= o.grace {
+		return fmt.Errorf("--lease-renew-interval %s must be shorter than --node-monitor-grace-period %s", o.renew, o.grace)
 	}
 	if !o.audit.Since.IsZero() && !o.audit.Until.IsZero() && o.audit.Until.Before(o.audit.Since) {
 		return fmt.Errorf("--until %s is before --since %s", o.until, o.since)
@@ -215,8 +242,9 @@ func (o *auditOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if max := auditSeverity(rep); findings.ExitCodeAt(max, o.failOnSeverity) != findings.ExitOK {
-		return cli.WithExitCode(cli.ExitFindings, fmt.Errorf("audit: findings at --fail-on %s or above (highest: %s): %d zombie kubelets, %d leaked leases, %d throttled requests, %d denied requests",
-			o.failOn, max, len(rep.Zombies), len(rep.Leaks), rep.Throttling.Throttled, rep.AccessDenied.Unauthorized+rep.AccessDenied.Forbidden))
+		return cli.WithExitCode(cli.ExitFindings, fmt.Errorf("audit: findings at --fail-on %s or above (highest: %s): %d zombie kubelets, %d leaked leases, %d nodes over the grace period, %d near it, %d lease churn actors, %d throttled requests, %d denied requests",
+			o.failOn, max, len(rep.Zombies), len(rep.Leaks), rep.Heartbeats.OverGrace, rep.Heartbeats.NearGrace, len(rep.LeaseChurn.Actors),
+			rep.Throttling.Throttled, rep.AccessDenied.Unauthorized+rep.AccessDenied.Forbidden))
 	}
 	return nil
 }
@@ -227,13 +255,16 @@ func auditProgress(m *progress.Meter) read.ProgressFunc {
 	return func(p read.Progress) { m.Set(p.Bytes, fmt.Sprintf("%d events", p.Events)) }
 }
 
-// auditSeverity grades a report for --fail-on: zombie kubelets and leaked leases are errors (they
-// are what nodekeeper exists to catch); throttled and denied requests are warnings.
+// auditSeverity grades a report for --fail-on: zombie kubelets, leaked leases and nodes that went
+// the grace period without a renewal are errors (they are what nodekeeper exists to catch, and
+// a node marked NotReady has its pods evicted); lease churn, nodes near the grace period,
+// throttled and denied requests are warnings.
 func auditSeverity(rep *analyze.Report) findings.Severity {
 	switch {
-	case len(rep.Zombies) > 0 || len(rep.Leaks) > 0:
+	case len(rep.Zombies) > 0 || len(rep.Leaks) > 0 || rep.Heartbeats.OverGrace > 0:
 		return findings.Error
-	case rep.Throttling.Throttled > 0 || rep.AccessDenied.Unauthorized+rep.AccessDenied.Forbidden > 0:
+	case len(rep.LeaseChurn.Actors) > 0 || rep.Heartbeats.NearGrace > 0 ||
+		rep.Throttling.Throttled > 0 || rep.AccessDenied.Unauthorized+rep.AccessDenied.Forbidden > 0:
 		return findings.Warning
 	}
 	return findings.OK

@@ -42,8 +42,10 @@ func newBundleCommand(g *globalOptions) *cobra.Command {
 		Long: `bundle reads an EKS logs collector bundle (eks-log-collector.sh output) in place, without
 extracting it, and reports: "pull QPS exceeded", lease and node status errors in the kubelet log;
 ipamd that is unreachable (127.0.0.1:50051, ipamd.sock) or cannot reach the API server; EC2 API
-throttling; processes delayed by block IO; user data that overrides the hostname, flushes iptables
-or manages Docker on a containerd node; the kubelet configuration (registryPullQPS, maxPods against
+throttling; processes delayed by block IO, and whether that was while the node booted, when ipamd
+refused connections; user data that overrides the hostname, flushes iptables or manages Docker on a
+containerd node; the user data's own errors in cloud-init's and nodeadm's logs (a failed script, a
+command not found, nodeadm's errors, bootstrap.sh on AL2023); the kubelet configuration (registryPullQPS, maxPods against
 the instance type's VPC CNI addresses) and the aws-node settings.
 
 The input is the collector's .tar.gz, the directory it unpacks to, or a kubelet journal

@@ -30,7 +30,7 @@ type doctorOptions struct {
 	doctor                             doctor.Options
 	customNetworking, prefixDelegation bool
 	minCNI, awsNode                    string
-	workers, reservedENIs              int
+	workers, cniWorkers, reservedENIs  int
 	client                             *kube.Options
 	configzTimeout, leaseGrace         time.Duration
 	aws                                doctorAWSFlags
@@ -64,6 +64,11 @@ func newDoctorCommand(g *globalOptions) *cobra.Command {
               VPC addresses with the max-pods fix for their OS and provisioner; missing or
               incomplete ENIConfigs; Karpenter reservedENIs with custom networking; unapproved
               kubelet-serving certificate requests; CSINodes and CNINodes without their Node
+  cni-metrics each aws-node pod's ipamd metrics read through the API server
+              (pods/NAME:61678/proxy/metrics): EC2 API errors by code, ipamd errors and the
+              address pool per node, and for each node with stuck pods the cause measured there
+              (pool full at maxPods, subnet out of addresses, EC2 throttling, aws-node not
+              ready, or unknown)
   ec2         with --aws (read-only, docs/aws.md): running instances of the cluster without a
               Node (with its Auto Scaling group, who deleted its Node with --audit-log, and
               the command that removes it), Nodes whose instance is terminated or missing,
@@ -97,7 +102,8 @@ func (o *doctorOptions) AddFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.workers, "workers", doctor.DefaultWorkers, "configz requests in flight")
 	f.IntVar(&o.workers, "concurrency", doctor.DefaultWorkers, "configz requests in flight")
 	_ = f.MarkDeprecated("concurrency", "use --workers")
-	f.DurationVar(&o.configzTimeout, "configz-timeout", 10*time.Second, "timeout of one configz request")
+	f.IntVar(&o.cniWorkers, "cni-metrics-workers", doctor.DefaultWorkers, "aws-node (ipamd) /metrics requests in flight")
+	f.DurationVar(&o.configzTimeout, "configz-timeout", 10*time.Second, "timeout of one configz or aws-node /metrics request")
 	o.client.AddFlags(f) // --qps and --burst pace the configz requests too, one per node
 	f.DurationVar(&o.doctor.StuckAfter, "stuck-after", doctor.DefaultStuckAfter, "how long a pod may wait in ContainerCreating before it counts as stuck")
 	f.DurationVar(&o.doctor.CSRPendingAfter, "csr-pending-after", doctor.DefaultCSRPendingAfter, "how long a kubelet-serving certificate request may stay unapproved")
@@ -135,7 +141,7 @@ func (o *doctorOptions) Complete(cmd *cobra.Command, _ []string) error {
 		return fmt.Errorf("--aws-node %q: want NAMESPACE/NAME", o.awsNode)
 	}
 	o.doctor.AWSNodeNamespace, o.doctor.AWSNodeName = ns, name
-	o.doctor.Workers, o.doctor.ChunkSize = o.workers, o.client.ChunkSize
+	o.doctor.Workers, o.doctor.CNIMetricsWorkers, o.doctor.ChunkSize = o.workers, o.cniWorkers, o.client.ChunkSize
 	o.doctor.ConfigzTimeout, o.doctor.Lease, o.doctor.ReservedENIs = o.configzTimeout, lease.Options{GracePeriod: o.leaseGrace}, o.reservedENIs
 	return o.aws.validate(f)
 }
@@ -144,6 +150,9 @@ func (o *doctorOptions) Complete(cmd *cobra.Command, _ []string) error {
 func (o *doctorOptions) Validate() error {
 	if o.workers < 1 {
 		return fmt.Errorf("--workers must be at least 1")
+	}
+	if o.cniWorkers < 1 {
+		return fmt.Errorf("--cni-metrics-workers must be at least 1")
 	}
 	if err := refuseNegative(durationFlag("configz-timeout", o.configzTimeout)); err != nil {
 		return err
@@ -172,20 +181,31 @@ func (o *doctorOptions) Run(ctx context.Context) error {
 		return err
 	}
 	o.doctor.Target = cfg.Host
-	var meter *progress.Meter // made by the first progress call, when progress is shown
-	if o.progress.show {
-		o.doctor.ConfigzProgress = func(done, total int) {
+	// One meter per phase of per-node reads, each made by its first progress call when progress
+	// is shown, and finished when its last node is done: the other checks go on without a line
+	// to redraw.
+	var meters []*progress.Meter
+	phase := func(what string) func(done, total int) {
+		var meter *progress.Meter
+		return func(done, total int) {
 			if meter == nil {
 				meter = o.progress.meter(o.g.streams.ErrOut, progress.Options{Unit: "nodes", Total: int64(total)})
+				meters = append(meters, meter)
 			}
-			meter.Set(int64(done), "kubelet configz read")
+			meter.Set(int64(done), what)
 			if done == total {
-				meter.Finish() // the other checks go on without a line to redraw
+				meter.Finish()
 			}
 		}
 	}
+	if o.progress.show {
+		o.doctor.ConfigzProgress = phase("kubelet configz read")
+		o.doctor.CNIMetricsProgress = phase("aws-node metrics read")
+	}
 	rep, err := doctor.Run(ctx, doctor.DepsFrom(clients, requests), o.doctor)
-	meter.Finish() // interrupted part way: end the line before anything else is printed
+	for _, m := range meters {
+		m.Finish() // interrupted part way: end the line before anything else is printed
+	}
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ type doctorAWSFlags struct {
 }
 
 func (d *doctorAWSFlags) AddFlags(f *pflag.FlagSet) {
-	f.BoolVar(&d.enabled, "aws", false, "also check EC2 (read-only): running instances of the cluster without a Node, Nodes whose instance is gone, free addresses of the nodes' and ENIConfigs' subnets against their warm pools, and the capacity of instance types the built-in table does not know; the EKS cluster is --eks-cluster or the kubeconfig context's")
+	f.BoolVar(&d.enabled, "aws", false, "also check EC2 (read-only): running instances of the cluster without a Node, Nodes whose instance is gone, free addresses of the nodes' and ENIConfigs' subnets against their warm pools, the capacity of instance types the built-in table does not know, and the user data of the launch template versions the Nodes were launched from (NK631-NK635, max pods above the addresses, once per version); the EKS cluster is --eks-cluster or the kubeconfig context's")
 	f.DurationVar(&d.registerGrace, "register-grace", 10*time.Minute, "with --aws: an instance launched less than this ago may still be registering and is not reported")
 	f.DurationVar(&d.bootWindow, "boot-window", doctor.DefaultBootWindow, "with --aws: check the root volumes of Nodes launched less than this ago against their IOPS and throughput limits (CloudWatch GetMetricData, EC2 DescribeVolumes), and name those whose boot was IO-bound with the pods stuck on them")
 	f.StringArrayVar(&d.auditLogs, "audit-log", nil, "with --aws: kube-apiserver audit log FILE or directory (as `nodekeeper audit` reads them; repeatable): name who deleted the Node of each instance running without one, and when")
@@ -67,6 +67,7 @@ func (d *doctorAWSFlags) apply(ctx context.Context, o *doctor.Options, stderr io
 		return err
 	}
 	o.EC2 = &doctor.EC2Options{API: clients.EC2, Cluster: cluster, RegisterGrace: d.registerGrace, Region: clients.Region,
-		Metrics: clients.CloudWatch, BootWindow: d.bootWindow, AuditLog: len(d.auditLogs) > 0, NodeDeletions: deletions}
+		Metrics: clients.CloudWatch, BootWindow: d.bootWindow, AuditLog: len(d.auditLogs) > 0, NodeDeletions: deletions,
+		LaunchTemplates: clients.LaunchTemplates, Nodegroups: clients.Nodegroups, AutoScaling: clients.AutoScaling}
 	return nil
 }

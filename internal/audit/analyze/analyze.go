@@ -30,6 +30,16 @@ type Options struct {
 	ZombieMinDuration time.Duration
 	// EventsPerLease bounds the events kept per lease (half first, half last); 0 means 40.
 	EventsPerLease int
+	// ChurnThreshold names an actor as lease churn when it deleted node leases that were created
+	// again within ChurnWindow more than this many times; 0 means DefaultChurnThreshold.
+	ChurnThreshold int
+	// NodeMonitorGracePeriod is kube-controller-manager's --node-monitor-grace-period, and
+	// LeaseRenewInterval the kubelets' lease renew interval (a quarter of
+	// nodeLeaseDurationSeconds): a node whose renewals stopped for the grace period less one
+	// interval came within one renewal of NotReady. 0 means DefaultNodeMonitorGracePeriod and
+	// DefaultLeaseRenewInterval.
+	NodeMonitorGracePeriod time.Duration
+	LeaseRenewInterval     time.Duration
 }
 
 // NodeLeaseNamespace holds the kubelets' node leases (the lifecycles and leaks followed).
@@ -39,6 +49,15 @@ const NodeLeaseNamespace = "kube-node-lease"
 // gzip stream, an unreadable file) do not stop the others: they are listed in Report.Errors
 // and returned joined, after everything readable was counted.
 func Analyze(inputs []read.Input, opts Options) (*Report, error) {
+	if len(inputs) >= 1<<16 {
+		// A record's position packs the input index into 16 bits.
+		return nil, fmt.Errorf("%d inputs: at most %d can be read at once", len(inputs), 1<<16-1)
+	}
+	return analyzeWithin(inputs, opts, defaultLimits, read.DefaultMaxStrings)
+}
+
+// setDefaults puts the default in place of every option left 0.
+func (opts *Options) setDefaults() error {
 	if opts.Top <= 0 {
 		opts.Top = 10
 	}
@@ -48,19 +67,31 @@ func Analyze(inputs []read.Input, opts Options) (*Report, error) {
 	if opts.EventsPerLease <= 0 {
 		opts.EventsPerLease = 40
 	}
-	if len(inputs) >= 1<<16 {
-		// A record's position packs the input index into 16 bits.
-		return nil, fmt.Errorf("%d inputs: at most %d can be read at once", len(inputs), 1<<16-1)
+	if opts.ChurnThreshold <= 0 {
+		opts.ChurnThreshold = DefaultChurnThreshold
 	}
-	return analyzeWithin(inputs, opts, defaultLimits, read.DefaultMaxStrings)
+	if opts.NodeMonitorGracePeriod <= 0 {
+		opts.NodeMonitorGracePeriod = DefaultNodeMonitorGracePeriod
+	}
+	if opts.LeaseRenewInterval <= 0 {
+		opts.LeaseRenewInterval = DefaultLeaseRenewInterval
+	}
+	if opts.LeaseRenewInterval >= opts.NodeMonitorGracePeriod {
+		return fmt.Errorf("the lease renew interval (%s) must be shorter than the node monitor grace period (%s)",
+			opts.LeaseRenewInterval, opts.NodeMonitorGracePeriod)
+	}
+	return nil
 }
 
 // analyzeWithin is Analyze with explicit memory bounds (tests use small ones).
 func analyzeWithin(inputs []read.Input, opts Options, lim limits, maxStrings int) (*Report, error) {
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
+	}
 	in := read.NewInterner(maxStrings)
 	p := read.NewPipeline(inputs, opts.ReadOptions, in)
 	a := newAnalyzer(in, opts, p)
-	a.lim, a.ringLeft = lim, lim.ringEvents
+	a.lim, a.ringLeft, a.churn.limit = lim, lim.ringEvents, lim.churners
 	p.Run(a.process)
 	return a.report()
 }
@@ -95,9 +126,11 @@ type limits struct {
 	leaks      int // leaks listed
 	talkers    int // (user, user agent, verb, resource) entries; past it, space-saving
 	throtUsers int // users with a 429 time series
+	churners   int // actors whose lease churn is counted
 }
 
-var defaultLimits = limits{leases: 50_000, ringEvents: 100_000, nodes: 100_000, leaks: 50_000, talkers: 20_000, throtUsers: 10_000}
+var defaultLimits = limits{leases: 50_000, ringEvents: 100_000, nodes: 100_000, leaks: 50_000, talkers: 20_000, throtUsers: 10_000,
+	churners: MaxChurnActors}
 
 type lcEvent struct {
 	rec  read.Record
@@ -183,6 +216,7 @@ type nodeState struct {
 	del       *nodeDeletion
 	missing   bool // the kubelet's GET of its own Node answered 404 with no deletion seen
 	ep        *episode
+	hb        *heartbeat // its kubelet's lease renewals, once it made one or was throttled
 }
 
 type leaseState struct {
@@ -190,6 +224,8 @@ type leaseState struct {
 	ring                            eventRing
 	creates, deletes, updateCreates int64
 	leaks                           []*leakState
+	pendDel                         *pendingDelete // the latest delete, until the lease is created again
+	churners                        []uint32       // actors whose deletes of it were churn
 }
 
 type leakState struct {
@@ -228,9 +264,12 @@ type analyzer struct {
 	denied    deniedTable
 	series    tseries
 	userThrot map[uint32]*tseries
+	churn     churnTable
+	hb        heartbeats
 
 	// IDs of interned strings the hot path compares against.
 	idNodeLeaseNS, idLeasesRes, idNodesRes uint32
+	idNodesStatusRes                       uint32
 	fNode, fLease, fLeaseNS, fUser         uint32
 	fNodeSet, fLeaseSet, fUserSet          bool
 }
@@ -244,6 +283,8 @@ func newAnalyzer(in *read.Interner, opts Options, p *read.Pipeline) *analyzer {
 	a.idNodeLeaseNS = in.Intern([]byte(NodeLeaseNamespace))
 	a.idLeasesRes = in.Intern([]byte("leases"))
 	a.idNodesRes = in.Intern([]byte("nodes"))
+	a.idNodesStatusRes = in.Intern([]byte("nodes/status"))
+	a.hb.grace, a.hb.renew = int64(opts.NodeMonitorGracePeriod), int64(opts.LeaseRenewInterval)
 	if opts.Node != "" {
 		a.fNode, a.fNodeSet = in.Intern([]byte(opts.Node)), true
 	}
@@ -276,6 +317,7 @@ func (a *analyzer) process(r *read.Record) {
 	// The window is that of short requests: a watch that ends in the log began long before it.
 	if r.Verb != read.VerbWatch {
 		a.from, a.to = min(a.from, r.Recv), max(a.to, r.Recv)
+		a.hb.see(r)
 	} else {
 		a.wfrom, a.wto = min(a.wfrom, r.Recv), max(a.wto, r.Recv)
 	}
@@ -298,7 +340,11 @@ func (a *analyzer) process(r *read.Record) {
 		a.leaseEvent(r)
 	}
 	if r.NodeOf != 0 {
-		a.nodeRequest(r)
+		// One lookup for both: past the node table's bound each record counts once.
+		if n := a.node(r.NodeOf); n != nil {
+			a.heartbeat(r, n)
+			a.nodeRequest(r, n)
+		}
 	}
 }
 
@@ -447,6 +493,7 @@ func (a *analyzer) nodeEvent(r *read.Record) {
 		}
 		a.totals.NodeDeletions++
 		a.endEpisode(n, r, "Node deleted again")
+		n.heartbeatGone()
 		d := &nodeDeletion{ev: mkEvent(r)}
 		a.deletions = append(a.deletions, d)
 		n.seen, n.deleted, n.missing = true, true, false
@@ -532,6 +579,9 @@ func (a *analyzer) leaseEvent(r *read.Record) {
 		ls.deletes++
 		a.totals.LeaseDeletions++
 		a.resolveLeaks(ls, r, LeakDeleted, "lease deleted")
+		if isNodeLease && a.leaseMatch(r.NS, r.Name) && a.userMatch(r.User) {
+			a.churn.deleted(ls, r)
+		}
 		if isNodeLease {
 			if n := a.nodes[r.Name]; n != nil && n.deleted && n.del != nil && n.del.leaseDeleted == nil {
 				n.del.leaseDeleted = &followUp{rec: *r}
@@ -546,6 +596,9 @@ func (a *analyzer) leaseEvent(r *read.Record) {
 	a.totals.LeaseCreations++
 	if !isNodeLease {
 		return
+	}
+	if a.churn.created(ls, r) {
+		a.bounds.ChurnLeaseActorsNotKept++
 	}
 	n := a.nodes[r.Name]
 	if n != nil && (n.deleted || n.missing) && r.Verb == read.VerbCreate && r.NodeOf == r.Name && a.kubeletMinor(r.UA) >= 29 {
@@ -598,11 +651,7 @@ func (a *analyzer) resolveLeaks(ls *leaseState, r *read.Record, status, how stri
 }
 
 // nodeRequest follows the requests of kubelet identities (system:node:<name>).
-func (a *analyzer) nodeRequest(r *read.Record) {
-	n := a.node(r.NodeOf)
-	if n == nil {
-		return
-	}
+func (a *analyzer) nodeRequest(r *read.Record, n *nodeState) {
 	selfGet404 := r.Flags&read.FlagNode != 0 && r.Name == r.NodeOf && r.Verb == read.VerbGet && r.Code == 404
 	switch {
 	case n.deleted && r.Recv >= n.deletedAt:

@@ -61,16 +61,7 @@ func (a *analyzer) report() (*Report, error) {
 		return &FollowUp{Time: ts(f.rec.Recv), After: time.Duration(f.rec.Recv - since), Actor: actor(&f.rec, f.rec.Aux),
 			Code: int(f.rec.Code), How: f.how}
 	}
-	userOK := func(u uint32) bool { return !a.fUserSet || u == a.fUser }
-	nodeOK := func(name uint32) bool {
-		return (!a.fNodeSet || name == a.fNode) && (!a.fLeaseSet || name == a.fLease)
-	}
-	leaseOK := func(ns, name uint32) bool {
-		if a.fNodeSet && (name != a.fNode || ns != a.idNodeLeaseNS) {
-			return false
-		}
-		return !a.fLeaseSet || (name == a.fLease && (a.fLeaseNS == 0 || ns == a.fLeaseNS))
-	}
+	userOK, nodeOK, leaseOK := a.userMatch, a.nodeMatch, a.leaseMatch
 
 	for _, d := range a.deletions {
 		if !nodeOK(d.ev.rec.Name) || !userOK(d.ev.rec.User) {
@@ -176,6 +167,8 @@ func (a *analyzer) report() (*Report, error) {
 		rep.Zombies = append(rep.Zombies, z)
 	}
 
+	rep.LeaseChurn = a.churn.build(s, a.opts.ChurnThreshold)
+	rep.Heartbeats = a.buildHeartbeats(s)
 	a.buildTalkers(rep, s)
 	rep.AccessDenied = a.denied.build(s, a.opts.Top)
 	rep.Bounds = a.bounds
@@ -200,6 +193,20 @@ func (a *analyzer) report() (*Report, error) {
 		return rep, errors.Join(errs...)
 	}
 	return rep, nil
+}
+
+// userMatch, nodeMatch and leaseMatch apply the report filters to a user, a node and a lease.
+func (a *analyzer) userMatch(u uint32) bool { return !a.fUserSet || u == a.fUser }
+
+func (a *analyzer) nodeMatch(name uint32) bool {
+	return (!a.fNodeSet || name == a.fNode) && (!a.fLeaseSet || name == a.fLease)
+}
+
+func (a *analyzer) leaseMatch(ns, name uint32) bool {
+	if a.fNodeSet && (name != a.fNode || ns != a.idNodeLeaseNS) {
+		return false
+	}
+	return !a.fLeaseSet || (name == a.fLease && (a.fLeaseNS == 0 || ns == a.fLeaseNS))
 }
 
 func nonNil[T any](s []T) []T {

@@ -27,6 +27,11 @@ type Report struct {
 	// Zombies lists kubelets that kept calling the API server after their Node was deleted.
 	Zombies    []Zombie   `json:"zombies"`
 	Throttling Throttling `json:"throttling"`
+	// LeaseChurn names the actors whose deletions of node leases were undone within a minute,
+	// again and again.
+	LeaseChurn LeaseChurn `json:"leaseChurn"`
+	// Heartbeats is the kubelets' lease renewals against the node monitor grace period.
+	Heartbeats Heartbeats `json:"heartbeats"`
 	// AccessDenied lists who was denied what (401 and 403 responses).
 	AccessDenied AccessDenied `json:"accessDenied"`
 	// TopByRequests and TopByLatency rank (user, user agent, verb, resource) by request count
@@ -60,6 +65,9 @@ type Bounds struct {
 	// (the other columns count from the moment the entry was taken), and Throttling.ByUser
 	// sums such entries.
 	TalkerEvictions int64 `json:"talkerEvictions,omitempty"`
+	// ChurnLeaseActorsNotKept counts churns whose actor a lease could not remember (more than
+	// eight actors churned it): that actor's Leases may count the lease twice.
+	ChurnLeaseActorsNotKept int64 `json:"churnLeaseActorsNotKept,omitempty"`
 }
 
 // Exact reports whether no bound was reached.

@@ -5,6 +5,11 @@
 // modern zombie kubelet, a legacy zombie that re-creates its lease), so that a test can check
 // an analysis against ground truth, and a benchmark can read gigabytes of realistic input.
 //
+// It can also play lease churn (the seed's cleanup one-liner run from a CronJob against the
+// leases a pre-1.29 zombie kubelet keeps re-creating, and a one-off manual delete) and kubelets
+// whose lease renewals APF answers 429 for a while (heartbeat gaps near and over the node
+// monitor grace period).
+//
 // Events are written in stageTimestamp order, the way the API server's log backend writes
 // them, with byte-level templates (the generator must outrun the reader it feeds).
 package gen
@@ -32,7 +37,24 @@ type Config struct {
 	Deletions int
 	// ThrottledClient adds a client hammering the API server and answered 429 in bursts.
 	ThrottledClient bool
+	// CleanupCronJob runs the seed's cleanup one-liner (list the leases of kube-node-lease, delete
+	// the ownerless ones) every this often, as CleanupUser: it deletes the leases the legacy
+	// zombie kubelets re-create within a renewal. 0: never.
+	CleanupCronJob time.Duration
+	// ManualLeaseDelete has kubernetes-admin delete the lease of one healthy node once, a minute
+	// in; its kubelet creates it again at its next renewal.
+	ManualLeaseDelete bool
+	// HeartbeatTrouble has APF answer 429 to the lease renewals of three healthy kubelets for a
+	// while, two minutes in: long enough for one to miss the 50 s grace period, for one to come
+	// within a renewal of it (a gap of about 41 s), and for one to be throttled only once.
+	HeartbeatTrouble bool
 }
+
+// CleanupUser is the service account the CronJob of Config.CleanupCronJob runs as.
+const CleanupUser = "system:serviceaccount:kube-system:lease-cleanup"
+
+// AdminUser is the user that deletes Nodes, and the lease of Config.ManualLeaseDelete.
+const AdminUser = "kubernetes-admin"
 
 // Truth is what the generator played, to compare an analysis with.
 type Truth struct {
@@ -41,8 +63,14 @@ type Truth struct {
 	Deleted       []string // every node whose Node object was deleted
 	Zombies       []string // kubelets still calling after their Node was deleted
 	Leaked        []string // leases re-created by a legacy zombie kubelet and left ownerless
-	Throttled     int64    // 429 answers
+	Throttled     int64    // 429 answers (the throttled client's and the troubled kubelets')
 	ThrottledUser string
+	// Churns counts, by actor, the node leases it deleted that were created again within a
+	// minute.
+	Churns map[string]int64
+	// Heartbeat trouble: the kubelets whose longest gap reached the grace period, came within a
+	// renewal of it, and were only throttled.
+	OverGrace, NearGrace, ThrottledOnly []string
 }
 
 type node struct {
@@ -52,6 +80,12 @@ type node struct {
 	state              int
 	deletedAt          int64
 	legacyLease        bool // the legacy zombie has re-created its lease
+	// leaseGone: a healthy node's lease was deleted; its kubelet creates it at its next renewal.
+	leaseGone     bool
+	leaseDelBy    string // who deleted the lease last, and when
+	leaseDelAt    int64
+	throttleFor   int64 // HeartbeatTrouble: renewals are answered 429 for this long...
+	throttleUntil int64 // ...from the first renewal after trouble starts to this time
 }
 
 const (
@@ -139,6 +173,25 @@ func (g *generator) run() (Truth, error) {
 			}
 		}
 	}
+	g.truth.Churns = map[string]int64{}
+	trouble := int64(1<<62 - 1)
+	if g.cfg.HeartbeatTrouble && len(g.nodes) >= 3 {
+		trouble = start + int64(2*time.Minute)
+		// Renewals fail from the first one after trouble starts (about one interval after the
+		// last success) until throttleFor later; the first retry after that succeeds.
+		for i, d := range []time.Duration{45 * time.Second, 31 * time.Second, 2 * time.Second} {
+			g.nodes[i].throttleFor = int64(d)
+		}
+		g.truth.OverGrace, g.truth.NearGrace, g.truth.ThrottledOnly = []string{g.nodes[0].name}, []string{g.nodes[1].name}, []string{g.nodes[2].name}
+	}
+	nextCron := int64(1<<62 - 1)
+	if g.cfg.CleanupCronJob > 0 {
+		nextCron = start + int64(g.cfg.CleanupCronJob)
+	}
+	manualAt := int64(1<<62 - 1)
+	if g.cfg.ManualLeaseDelete && len(g.nodes) > 3 {
+		manualAt = start + int64(time.Minute)
+	}
 	nextCtrl := start
 	nextOther := start
 	nextBurst := start + int64(20*time.Second)
@@ -149,8 +202,19 @@ func (g *generator) run() (Truth, error) {
 			g.deleteNode(plans[0].n, plans[0].kind)
 			plans = plans[1:]
 		}
+		for nextCron <= step {
+			g.cleanup(nextCron)
+			nextCron += int64(g.cfg.CleanupCronJob)
+		}
+		if manualAt <= step {
+			g.deleteLease(g.nodes[3], manualAt, AdminUser)
+			manualAt = 1<<62 - 1
+		}
 		for _, n := range g.nodes {
 			for n.next <= step+int64(100*time.Millisecond) {
+				if n.throttleFor > 0 && n.next >= trouble && n.throttleUntil == 0 {
+					n.throttleUntil = n.next + n.throttleFor
+				}
 				g.kubelet(n, n.next)
 				n.next += int64(10*time.Second) + g.rng.Int64N(int64(400*time.Millisecond)) - int64(200*time.Millisecond)
 			}
@@ -232,13 +296,16 @@ func (g *generator) deleteNode(n *node, kind int) {
 		ua: "kubectl/v1.30.2 (linux/amd64) kubernetes/39683505", res: "nodes", name: n.name, code: 200,
 		uri: "/api/v1/nodes/" + n.name, level: "RequestResponse"})
 	// The garbage collector removes the lease its ownerReference ties to the Node.
-	g.emit(ev{t: t + 30e6, lat: 18e6, verb: "delete", user: "system:serviceaccount:kube-system:generic-garbage-collector",
+	g.emit(ev{t: t + 30e6, lat: 18e6, verb: "delete", user: gcUser,
 		groups: `["system:serviceaccounts","system:serviceaccounts:kube-system","system:authenticated"]`, ip: "172.16.49.75",
 		ua:  "kube-controller-manager/v1.30.4 (linux/amd64) kubernetes/07600c7/system:serviceaccount:kube-system:generic-garbage-collector",
 		res: "leases", ns: "kube-node-lease", name: n.name, group: "coordination.k8s.io", code: 200,
 		uri: "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/" + n.name})
 	n.state, n.deletedAt = kind, t
+	n.leaseDelBy, n.leaseDelAt = gcUser, t+48e6 // a legacy zombie creates it again: churn too
 }
+
+const gcUser = "system:serviceaccount:kube-system:generic-garbage-collector"
 
 // kubelet plays one heartbeat of a kubelet.
 func (g *generator) kubelet(n *node, t int64) {
@@ -258,6 +325,36 @@ func (g *generator) kubelet(n *node, t int64) {
 		base.verb, base.code, base.lat = "get", 404, 2e6
 		g.emit(base)
 	case alive:
+		if t < n.throttleUntil {
+			// APF answers 429 with Retry-After: 1, and client-go retries after a second; the
+			// kubelet gives up for this interval after five tries.
+			for k := int64(0); k < 5; k++ {
+				at := t + k*int64(time.Second)
+				if at >= n.throttleUntil {
+					t, base.t = at, at
+					break
+				}
+				th := base
+				th.t, th.verb, th.code, th.lat = at, "update", 429, 1e6
+				g.emit(th)
+				g.truth.Throttled++
+				if k == 4 {
+					return
+				}
+			}
+		}
+		if n.leaseGone {
+			// The lease controller's GET answers 404: it creates the lease again, with its owner.
+			base.verb, base.code, base.lat = "get", 404, 2e6
+			g.emit(base)
+			cr := base
+			cr.t += 3e6
+			cr.verb, cr.code, cr.lat = "create", 201, 5e6
+			cr.uri = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases?timeout=10s"
+			g.emit(cr)
+			g.recreated(n, cr.t)
+			return
+		}
 		base.verb, base.code, base.lat = "update", 200, 3e6+g.rng.Int64N(6e6)
 		base.uid, base.rv = n.uid, true
 		g.emit(base)
@@ -288,11 +385,58 @@ func (g *generator) kubelet(n *node, t int64) {
 			up.verb, up.code, up.lat = "update", 201, 5e6
 			g.emit(up)
 			n.legacyLease = true
+			g.recreated(n, up.t)
 			return
 		}
 		base.ua = "kubelet/v1.27.9 (linux/amd64) kubernetes/d15213f"
 		base.verb, base.code, base.lat, base.rv = "update", 200, 4e6, true
 		g.emit(base)
+	}
+}
+
+// recreated counts a churn when n's lease comes back within a minute of its deletion.
+func (g *generator) recreated(n *node, t int64) {
+	n.leaseGone = false
+	if n.leaseDelBy != "" && t-n.leaseDelAt <= int64(time.Minute) {
+		g.truth.Churns[n.leaseDelBy]++
+	}
+	n.leaseDelBy = ""
+}
+
+// deleteLease plays a DELETE of n's lease by user (the lease exists).
+func (g *generator) deleteLease(n *node, t int64, user string) {
+	e := ev{t: t, lat: 12e6, verb: "delete", user: user, res: "leases", ns: "kube-node-lease", name: n.name,
+		group: "coordination.k8s.io", code: 200, uri: "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/" + n.name}
+	switch user {
+	case AdminUser:
+		e.groups, e.ip, e.ua = `["system:masters","system:authenticated"]`, "198.51.100.7", "kubectl/v1.30.2 (linux/amd64) kubernetes/39683505"
+		e.extra = `{"arn":["arn:aws:iam::111122223333:user/ops"],"sessionName":[""]}`
+	default:
+		e.groups, e.ip, e.ua = `["system:serviceaccounts","system:serviceaccounts:kube-system","system:authenticated"]`, "10.20.7.31",
+			"kubectl/v1.30.2 (linux/amd64) kubernetes/39683505"
+	}
+	g.emit(e)
+	n.leaseDelBy, n.leaseDelAt = user, t+e.lat
+	switch n.state {
+	case alive:
+		n.leaseGone = true
+	case zombieLegacy:
+		n.legacyLease = false
+	}
+}
+
+// cleanup plays one run of the seed's one-liner: list the leases of kube-node-lease, then
+// delete those without an ownerReference (the ones legacy zombie kubelets re-created).
+func (g *generator) cleanup(t int64) {
+	g.emit(ev{t: t, lat: 40e6, verb: "list", user: CleanupUser, groups: `["system:serviceaccounts","system:serviceaccounts:kube-system","system:authenticated"]`,
+		ip: "10.20.7.31", ua: "kubectl/v1.30.2 (linux/amd64) kubernetes/39683505", res: "leases", ns: "kube-node-lease",
+		group: "coordination.k8s.io", code: 200, uri: "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"})
+	at := t + int64(300*time.Millisecond)
+	for _, n := range g.nodes {
+		if n.state == zombieLegacy && n.legacyLease {
+			g.deleteLease(n, at, CleanupUser)
+			at += int64(50 * time.Millisecond)
+		}
 	}
 }
 

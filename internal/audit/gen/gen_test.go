@@ -3,6 +3,7 @@ package gen
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -86,5 +87,74 @@ func TestGenerateBySize(t *testing.T) {
 	}
 	if int64(b.Len()) < 3<<20 || int64(b.Len()) > 3<<20+(1<<20) || len(tr.Deleted) != 0 {
 		t.Fatalf("%d bytes, truth %+v", b.Len(), tr)
+	}
+}
+
+// The churn and the heartbeat trouble in the truth are what the log holds, counted here from the
+// log alone with encoding/json: deletes of a node lease followed by its re-creation within a
+// minute, by actor; the longest gap between two successful lease writes of each kubelet.
+func TestGenerateChurnAndHeartbeatTrouble(t *testing.T) {
+	var b bytes.Buffer
+	tr, err := Generate(&b, Config{Nodes: 20, Duration: 5 * time.Minute, Seed: 4, CleanupCronJob: 40 * time.Second,
+		ManualLeaseDelete: true, HeartbeatTrouble: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type event struct {
+		line
+		ObjectRef struct {
+			Resource, Namespace, Name string
+		} `json:"objectRef"`
+	}
+	churns := map[string]int64{}
+	deleted := map[string]event{} // lease → its pending delete
+	lastOK := map[string]time.Time{}
+	maxGap := map[string]time.Duration{}
+	throttled := map[string]int{}
+	for _, l := range bytes.Split(bytes.TrimSuffix(b.Bytes(), []byte("\n")), []byte("\n")) {
+		var ev event
+		if err := json.Unmarshal(l, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.ObjectRef.Resource != "leases" || ev.ObjectRef.Namespace != "kube-node-lease" {
+			continue
+		}
+		name, code := ev.ObjectRef.Name, ev.ResponseStatus.Code
+		switch {
+		case ev.Verb == "delete" && code == 200:
+			deleted[name] = ev
+		case (ev.Verb == "create" || ev.Verb == "update") && code == 201:
+			if d, ok := deleted[name]; ok && ev.Received.Sub(d.StageTime) <= time.Minute {
+				churns[d.User.Username]++
+			}
+			delete(deleted, name)
+		}
+		if ev.User.Username != "system:node:"+name {
+			continue
+		}
+		if code == 429 {
+			throttled[name]++
+		}
+		if (ev.Verb == "update" || ev.Verb == "create") && code >= 200 && code < 300 {
+			if last, ok := lastOK[name]; ok {
+				maxGap[name] = max(maxGap[name], ev.Received.Sub(last))
+			}
+			lastOK[name] = ev.Received
+		}
+	}
+	if fmt.Sprint(churns) != fmt.Sprint(tr.Churns) || churns[CleanupUser] <= 5 || churns[AdminUser] != 1 {
+		t.Errorf("churns in the log %v, truth %v: want the CronJob over 5, one manual delete", churns, tr.Churns)
+	}
+	for _, tc := range []struct {
+		nodes  []string
+		lo, hi time.Duration
+	}{{tr.OverGrace, 50 * time.Second, time.Hour}, {tr.NearGrace, 40 * time.Second, 50 * time.Second}, {tr.ThrottledOnly, 0, 40 * time.Second}} {
+		if len(tc.nodes) != 1 {
+			t.Fatalf("truth %+v", tr)
+		}
+		n := tc.nodes[0]
+		if g := maxGap[n]; g < tc.lo || g >= tc.hi || throttled[n] == 0 {
+			t.Errorf("%s: longest gap %s with %d 429s, want a gap in [%s, %s) and 429s", n, g, throttled[n], tc.lo, tc.hi)
+		}
 	}
 }

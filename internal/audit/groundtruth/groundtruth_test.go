@@ -46,6 +46,8 @@ func TestMain(m *testing.M) {
 
 const (
 	admin          = "ops-admin"
+	cleanupUser    = "lease-cleanup-cronjob"
+	cleanupRuns    = 6
 	throttledUser  = "report-exporter"
 	renewEvery     = 2 * time.Second
 	zombieFor      = 14 * time.Second
@@ -113,6 +115,9 @@ func TestAuditLogGroundTruth(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("legacy kubelet never re-created its lease: %v", err)
 	}
+	// Lease churn: a cleanup job deletes the legacy zombie's ownerless lease, the kubelet
+	// re-creates it at its next renewal, again and again.
+	churnLeaseOf(ctx, t, kubernetes.NewForConfigOrDie(env.UserConfig(cleanupUser, "system:masters")), names["legacy"])
 	time.Sleep(zombieFor)
 	// kubelet restart: it registers its Node again and creates an owned lease.
 	if err := kubelets["restart"].Restart(ctx); err != nil {
@@ -193,7 +198,7 @@ func TestAuditLogGroundTruth(t *testing.T) {
 	if z := zombies[names["modern"]]; !hasCall(z, "get", "leases", 404) || !hasCall(z, "get", "nodes", 404) || z.LeaseRecreations != 0 {
 		t.Errorf("modern zombie's signature: %+v", z.Calls)
 	}
-	if z := zombies[names["legacy"]]; !hasCall(z, "update", "leases", 201) || z.LeaseRecreations != 1 {
+	if z := zombies[names["legacy"]]; !hasCall(z, "update", "leases", 201) || z.LeaseRecreations != 1+cleanupRuns {
 		t.Errorf("legacy zombie's signature: %+v (recreations %d)", z.Calls, z.LeaseRecreations)
 	}
 	if z := zombies[names["restart"]]; z.Status != "ended" || z.Ended == nil || z.Ended.Actor.User != "system:node:"+names["restart"] {
@@ -267,8 +272,37 @@ func TestAuditLogGroundTruth(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(denied) {
 		t.Errorf("denials of %s: report %v, client saw %v (all: %+v)", deniedUser, got, denied, rep.AccessDenied)
 	}
+	// Lease churn: the cleanup job is named with every round it played; the admin's two
+	// deletes of a lease alone and the garbage collector's after the Node deletions stay under
+	// the threshold.
+	if c := rep.LeaseChurn; len(c.Actors) != 1 || c.Actors[0].User != cleanupUser || c.Actors[0].Churns != cleanupRuns ||
+		c.Actors[0].ExtraWrites != 2*cleanupRuns || c.Actors[0].Leases != 1 || c.Actors[0].RecreatedByKubelet != cleanupRuns {
+		t.Errorf("lease churn: %+v", c)
+	}
+	// Heartbeats: every kubelet renewed every 2 s; none went near the default grace period.
+	if h := rep.Heartbeats; h.Kubelets != int64(len(names)) || h.IntervalP50 > 3*time.Second || h.OverGrace+h.NearGrace != 0 {
+		t.Errorf("heartbeats: %+v", h)
+	}
 	t.Logf("%d events, %d node deletions, %d leaks (%d leaked), %d zombies, %d throttled", rep.Totals.Events,
 		len(rep.NodeDeletions), len(rep.Leaks), len(leaked), len(rep.Zombies), n429)
+}
+
+// churnLeaseOf deletes the lease of a legacy zombie kubelet cleanupRuns times, each time once
+// the kubelet has created it again (ownerless, by an update answered 201).
+func churnLeaseOf(ctx context.Context, t *testing.T, cs kubernetes.Interface, name string) {
+	leases := cs.CoordinationV1().Leases(kubeletsim.NodeLeaseNamespace)
+	for i := 0; i < cleanupRuns; i++ {
+		if err := leases.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatalf("cleanup run %d: %v", i+1, err)
+		}
+		// Within the minute that makes a churn, or the case tests nothing.
+		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 50*time.Second, true, func(ctx context.Context) (bool, error) {
+			_, err := leases.Get(ctx, name, metav1.GetOptions{})
+			return err == nil, nil
+		}); err != nil {
+			t.Fatalf("cleanup run %d: the legacy kubelet did not re-create its lease: %v", i+1, err)
+		}
+	}
 }
 
 const deniedUser = "tenant-without-rbac"

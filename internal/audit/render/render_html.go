@@ -115,6 +115,16 @@ func buildLanes(r *analyze.Report) laneSet {
 			Title: fmt.Sprintf("zombie kubelet: %d requests %s → %s from %s %s", z.Requests, fmtTime(z.FirstSeen),
 				fmtTime(z.LastSeen), strings.Join(z.SourceIPs, ","), strings.Join(z.Identities, ","))})
 	}
+	for _, h := range r.Heartbeats.Nodes {
+		if h.Status != analyze.HeartbeatOverGrace && h.Status != analyze.HeartbeatNearGrace {
+			continue
+		}
+		l := get("node/"+h.Node, "node "+h.Node, 100)
+		x0, x1 := x(h.MaxGapFrom), x(h.MaxGapTo)
+		l.Spans = append(l.Spans, span{X: x0, W: math.Max(2, x1-x0), Class: "hb-" + h.Status,
+			Title: fmt.Sprintf("%s: no lease renewal for %s, %s → %s, %d requests answered 429", h.Status, fmtDur(h.MaxGap),
+				fmtTime(h.MaxGapFrom), fmtTime(h.MaxGapTo), h.ThrottledInGap)})
+	}
 	for _, lk := range r.Leaks {
 		l := get("lease/"+lk.Namespace+"/"+lk.Name, leaseLabel(lk.Namespace, lk.Name), 50)
 		end := to
@@ -332,6 +342,7 @@ th{background:#f4f4f4} td.n{text-align:right;font-variant-numeric:tabular-nums}
 .card b{display:block;font-size:22px} .card.alert b{color:#b00}
 svg text{font:11px system-ui,sans-serif;fill:#333}
 .zombie{fill:#f5b041;opacity:.75} .leak{fill:#8e44ad;opacity:.35}
+.hb-over-grace{fill:#c0392b;opacity:.5} .hb-near-grace{fill:#e67e22;opacity:.45}
 .del{fill:#c0392b} .create{fill:#27ae60} .upcreate{fill:#e67e22} .fail{fill:#7f8c8d}
 .grid{stroke:#eee} .axis{stroke:#999}
 code{font-size:12px}
@@ -345,6 +356,8 @@ td.ident{max-width:190px;word-break:break-all} td.calls{min-width:170px}
 <div class="card{{if .R.NodeDeletions}} alert{{end}}"><b>{{len .R.NodeDeletions}}</b>node deletions</div>
 <div class="card{{if .R.Zombies}} alert{{end}}"><b>{{len .R.Zombies}}</b>zombie kubelets</div>
 <div class="card{{if .R.Leaks}} alert{{end}}"><b>{{len .R.Leaks}}</b>lease leaks</div>
+<div class="card{{if .R.LeaseChurn.Actors}} alert{{end}}"><b>{{len .R.LeaseChurn.Actors}}</b>lease churn actors</div>
+<div class="card{{if add (.R.Heartbeats.OverGrace) (.R.Heartbeats.NearGrace)}} alert{{end}}"><b>{{add .R.Heartbeats.OverGrace .R.Heartbeats.NearGrace}}</b>nodes at or near NotReady</div>
 <div class="card{{if .R.Throttling.Throttled}} alert{{end}}"><b>{{.R.Throttling.Throttled}}</b>429 responses</div>
 <div class="card{{if .R.AccessDenied.Forbidden}} alert{{end}}"><b>{{add64 .R.AccessDenied.Forbidden .R.AccessDenied.Unauthorized}}</b>denied (401/403)</div>
 <div class="card"><b>{{.R.Totals.Bad}}</b>unusable lines</div>
@@ -361,7 +374,7 @@ td.ident{max-width:190px;word-break:break-all} td.calls{min-width:170px}
 {{range .Marks}}{{if eq .Shape "diamond"}}<polygon class="{{.Class}}" points="{{diamond .X $y}}"><title>{{.Title}}</title></polygon>{{else}}<circle class="{{.Class}}" cx="{{.X}}" cy="{{mid $y}}" r="5"><title>{{.Title}}</title></circle>{{end}}{{end}}
 </g>{{end}}
 </svg>
-<div class="muted">◆ red: Node deleted · ◆ green: Node back · ● green: lease created · ● orange: lease created by update (201) · ● red: lease deleted · ● grey: failed · amber bar: zombie kubelet calling · purple bar: leaked lease{{if .Lanes.Hidden}} · {{.Lanes.Hidden}} more not drawn{{end}}</div>
+<div class="muted">◆ red: Node deleted · ◆ green: Node back · ● green: lease created · ● orange: lease created by update (201) · ● red: lease deleted · ● grey: failed · amber bar: zombie kubelet calling · purple bar: leaked lease · red bar: no lease renewal for the grace period (NotReady) · orange bar: within one renewal of it{{if .Lanes.Hidden}} · {{.Lanes.Hidden}} more not drawn{{end}}</div>
 {{else}}<p class="muted">No node or lease lifecycle events.</p>{{end}}
 
 <h2>Who deleted nodes</h2>
@@ -385,6 +398,24 @@ td.ident{max-width:190px;word-break:break-all} td.calls{min-width:170px}
 {{range .R.Leaks}}<tr><td>{{.Namespace}}/{{.Name}}</td><td>{{.Cause}}</td><td>{{t .Created.Time}}</td><td>{{.Created.Actor.User}}</td><td>{{.Created.Action}} {{.Created.Code}}</td>
 <td>{{with .NodeDeletion}}{{.Actor.User}} at {{t .Time}}{{else}}-{{end}}</td><td class="{{if eq .Status "leaked"}}bad{{end}}">{{.Status}}{{with .StatusEvent}} (+{{dur .After}} {{.Actor.User}}){{end}}</td></tr>{{end}}</table>
 {{else}}<p class="ok">No lease was created while its Node was gone or without an owner.</p>{{end}}
+
+<h2>Lease churn</h2>
+{{with .R.LeaseChurn}}<p>{{.Churns}} deletions of node leases were undone within {{dur .Window}} (created again), costing {{.ExtraWrites}} etcd writes; actors with more than {{.Threshold}} are named.</p>
+{{if .Actors}}<table><tr><th>actor</th><th>user agent</th><th>source IP</th><th>churns</th><th>leases</th><th>extra etcd writes</th><th>re-created by its kubelet</th><th>first</th><th>last</th></tr>
+{{range .Actors}}<tr><td class="bad">{{.User}}</td><td>{{.UserAgent}}</td><td>{{.SourceIP}}</td><td class="n">{{.Churns}}</td><td class="n">{{.Leases}}</td><td class="n">{{.ExtraWrites}}</td><td class="n">{{.RecreatedByKubelet}}</td><td>{{t .First}}</td><td>{{t .Last}}</td></tr>{{end}}</table>
+{{else}}<p class="ok">No actor deleted node leases that came back more than {{.Threshold}} times.</p>{{end}}
+{{if .OthersActors}}<div class="muted">{{.OthersActors}} more actors at or under the threshold: {{.OthersChurns}} churns</div>{{end}}
+{{if .Untracked}}<div class="muted">{{.Untracked}} churns by actors not tracked</div>{{end}}{{end}}
+
+<h2>Heartbeats</h2>
+{{with .R.Heartbeats}}<p>{{.Kubelets}} kubelets renewed their lease {{.Renewals}} times; {{if .Intervals}}interval p50 ≤ {{dur .IntervalP50}}, p99 ≤ {{dur .IntervalP99}}, max {{dur .IntervalMax}}{{else}}no interval measured{{end}}; node-monitor-grace-period {{dur .GracePeriod}}, renew interval {{dur .RenewInterval}}.
+{{.Throttled}} kubelet requests answered 429{{if .PriorityLevels}}, by priority level: {{range $i, $p := .PriorityLevels}}{{if $i}}, {{end}}{{$p.PriorityLevel}} (flow schema {{$p.FlowSchema}}) {{$p.Throttled}}{{end}} <span class="muted">({{.PriorityLevelSource}})</span>{{end}}.</p>
+{{if .LogSilences}}<p class="muted">The log itself was silent for the grace period less one renew interval or more {{.LogSilences}} times: {{.Unjudged}} renewal intervals across those are not judged (a file not given, or the API server down).</p>{{end}}
+{{if .Nodes}}<table><tr><th>node</th><th>status</th><th>longest gap</th><th>from</th><th>to</th><th>near-grace gaps</th><th>over-grace gaps</th><th>renewals</th><th>mean interval</th><th>429s</th><th>429s in gap</th><th>priority level</th><th>lease errors</th><th>APF wait max</th></tr>
+{{range .Nodes}}<tr><td>{{.Node}}</td><td class="{{if eq .Status "over-grace"}}bad{{else}}warn{{end}}">{{.Status}}</td><td class="n">{{dur .MaxGap}}</td><td>{{t .MaxGapFrom}}</td><td>{{t .MaxGapTo}}{{if .MaxGapOpen}} <span class="muted">(end of log)</span>{{end}}</td>
+<td class="n">{{.NearGraceGaps}}</td><td class="n">{{.OverGraceGaps}}</td><td class="n">{{.Renewals}}</td><td class="n">{{dur .MeanInterval}}</td><td class="n">{{.Throttled}}</td><td class="n">{{.ThrottledInGap}}</td>
+<td>{{range $i, $p := .PriorityLevels}}{{if $i}}, {{end}}{{$p.PriorityLevel}} ({{$p.Throttled}}){{end}}</td><td class="n">{{.LeaseErrors}}</td><td class="n">{{dur .APFWaitMax}}</td></tr>{{end}}</table>
+{{else}}<p class="ok">No kubelet came within one renewal of the node monitor grace period, and none was throttled.</p>{{end}}{{end}}
 
 <h2>Throttling over time</h2>
 {{if .Chart.Empty}}<p class="muted">No requests.</p>{{else}}

@@ -282,6 +282,9 @@ func WriteText(w io.Writer, r *analyze.Report) error {
 		}
 	}
 
+	writeChurn(t, r.LeaseChurn)
+	writeHeartbeats(t, r.Heartbeats)
+
 	shown, hidden := 0, 0
 	for _, l := range r.Leases {
 		if interestingLease(l, r.Filters) {
@@ -359,6 +362,7 @@ func WriteText(w io.Writer, r *analyze.Report) error {
 			{b.NodeEventsNotTracked, "  %d events of nodes not tracked (in the totals, not in deletions or zombies)\n"},
 			{b.LeaksNotListed, "  %d more leaks not listed\n"},
 			{b.TalkerEvictions, "  talker tables are approximate (%d entries replaced): REQUESTS are upper bounds, see requestsError in -o json\n"},
+			{b.ChurnLeaseActorsNotKept, "  %d lease churns by a ninth actor of one lease: the LEASES column of lease churn may count that lease twice\n"},
 		})
 	}
 	for _, e := range r.Errors {

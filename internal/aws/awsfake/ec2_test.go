@@ -72,12 +72,7 @@ func TestDescribeSelectsAndPages(t *testing.T) {
 		}
 		return ids, "", nil
 	}
-	tests := []struct {
-		name     string
-		call     func() ([]string, string, error)
-		want     []string
-		wantCode string
-	}{
+	runSelectCases(t, []selectCase{
 		{"every instance over two pages", func() ([]string, string, error) { return instances(&ec2.DescribeInstancesInput{}) }, []string{"i-1", "i-2", "i-3"}, ""},
 		{"instances by ID", func() ([]string, string, error) {
 			return instances(&ec2.DescribeInstancesInput{InstanceIds: []string{"i-3", "i-1"}})
@@ -100,8 +95,20 @@ func TestDescribeSelectsAndPages(t *testing.T) {
 		{"an unknown subnet ID fails the call", func() ([]string, string, error) {
 			return subnets(&ec2.DescribeSubnetsInput{SubnetIds: []string{"subnet-1", "subnet-9"}})
 		}, nil, "InvalidSubnetID.NotFound"},
-	}
-	for _, tt := range tests {
+	})
+}
+
+// selectCase is one call of a fake's read: the IDs or names it returns, or its error code.
+type selectCase struct {
+	name     string
+	call     func() ([]string, string, error)
+	want     []string
+	wantCode string
+}
+
+func runSelectCases(t *testing.T, cases []selectCase) {
+	t.Helper()
+	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
 			got, code, err := tt.call()
 			if code != tt.wantCode {

@@ -1,8 +1,8 @@
-// Package awsfake is a stateful in-memory AWS for tests: EC2 instances, subnets, instance
-// types and EBS volumes; CloudWatch metric samples answered by GetMetricData's statistics;
-// CloudWatch Logs log groups with timestamped events, Logs Insights queries that honour
+// Package awsfake is a stateful in-memory AWS for tests: EC2 instances, subnets, instance types,
+// EBS volumes and launch template versions; Auto Scaling groups; CloudWatch metric samples
+// answered by GetMetricData's statistics; CloudWatch Logs log groups with timestamped events, Logs Insights queries that honour
 // the time range, the row limit and the concurrency limit, and FilterLogEvents with pagination;
-// EKS clusters. It implements the interfaces of internal/aws, so that every test of the AWS
+// EKS clusters and managed node groups. It implements the interfaces of internal/aws, so that every test of the AWS
 // paths shares one model of AWS instead of mocking calls one by one.
 //
 // Query text is not a general Logs Insights engine: the fake understands the commands nodekeeper
@@ -16,10 +16,12 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/aws/smithy-go"
 
+	asgtypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
 )
@@ -44,6 +46,12 @@ type Cloud struct {
 	InstanceTypes []ec2types.InstanceTypeInfo
 	Volumes       []ec2types.Volume // EBS volumes (volumes.go)
 	Clusters      map[string]ekstypes.Cluster
+	// Nodegroups are EKS managed node groups, of the cluster their ClusterName names;
+	// LaunchTemplateVersions every version of every launch template (launchtemplates.go);
+	// AutoScalingGroups the Auto Scaling groups.
+	Nodegroups             []ekstypes.Nodegroup
+	LaunchTemplateVersions []ec2types.LaunchTemplateVersion
+	AutoScalingGroups      []asgtypes.AutoScalingGroup
 
 	// Filters maps the text of an Insights filter command (after "filter ") or a
 	// FilterLogEvents filter pattern to the predicate it stands for.
@@ -109,6 +117,19 @@ func (c *Cloud) Calls(permission string) int {
 	return c.calls[permission]
 }
 
+// CalledPermissions lists, sorted, the IAM actions of every operation called so far (allowed
+// or denied): what the code under test really asked AWS for.
+func (c *Cloud) CalledPermissions() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, 0, len(c.calls))
+	for p := range c.calls {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // MaxConcurrent is the most Insights queries that were running at once.
 func (c *Cloud) MaxConcurrent() int {
 	c.mu.Lock()
@@ -131,8 +152,11 @@ func (c *Cloud) call(permission string) error {
 	c.calls[permission]++
 	if c.Deny[permission] {
 		code := "AccessDeniedException"
-		if permission[:4] == "ec2:" {
+		switch {
+		case strings.HasPrefix(permission, "ec2:"):
 			code = "UnauthorizedOperation"
+		case strings.HasPrefix(permission, "autoscaling:"):
+			code = "AccessDenied" // the Query protocol's code, as IAM answers Auto Scaling
 		}
 		return &smithy.GenericAPIError{Code: code, Message: fmt.Sprintf("User: arn:aws:sts::111122223333:assumed-role/readonly/test is not authorized to perform: %s", permission)}
 	}

@@ -1,6 +1,7 @@
-// Package kubeletstub serves the kubelet's /configz endpoint over HTTPS from inside a network
-// namespace, so that tests exercise the real node proxy of a real kube-apiserver
-// (/api/v1/nodes/NAME/proxy/configz). The API server refuses to proxy to loopback addresses; a
+// Package kubeletstub serves the kubelet's /configz endpoint over HTTPS, and aws-node's ipamd
+// /metrics over HTTP, from inside a network namespace, so that tests exercise the real node and
+// pod proxies of a real kube-apiserver (/api/v1/nodes/NAME/proxy/configz,
+// /api/v1/namespaces/NS/pods/NAME:PORT/proxy/metrics). The API server refuses to proxy to loopback addresses; a
 // namespace joined to this machine by a veth pair gives the simulated kubelets an ordinary private
 // address that both the API server (in the host namespace) and the stub (inside) can use.
 //
@@ -220,7 +221,11 @@ func linkExists(name string) bool {
 }
 
 // Listen opens count TCP listeners on NSIP inside the namespace (ports chosen by the kernel).
-func (n *Netns) Listen(count int) ([]net.Listener, error) {
+func (n *Netns) Listen(count int) ([]net.Listener, error) { return n.ListenPorts(make([]int, count)) }
+
+// ListenPorts opens one TCP listener on NSIP inside the namespace per port given (0: a port
+// chosen by the kernel), so that a stub can answer on a well-known port such as ipamd's 61678.
+func (n *Netns) ListenPorts(ports []int) ([]net.Listener, error) {
 	type result struct {
 		ls  []net.Listener
 		err error
@@ -251,8 +256,8 @@ func (n *Netns) Listen(count int) ([]net.Listener, error) {
 			return
 		}
 		var r result
-		for i := 0; i < count; i++ {
-			l, err := net.Listen("tcp4", net.JoinHostPort(n.NSIP, "0"))
+		for i, port := range ports {
+			l, err := net.Listen("tcp4", net.JoinHostPort(n.NSIP, strconv.Itoa(port)))
 			if err != nil {
 				r.err = fmt.Errorf("kubeletstub: listener %d in %s: %w", i, n.Name, err)
 				break

@@ -31,11 +31,14 @@ type Endpoint struct {
 	clients map[string]int
 }
 
-// Hits is the number of /configz requests this endpoint answered.
+// Hits is the number of requests for the served path this endpoint answered.
 func (e *Endpoint) Hits() int64 { return e.hits.Load() }
 
 // SetConfigz sets the answer body (see ConfigzBody) and a 200 status.
-func (e *Endpoint) SetConfigz(body []byte) {
+func (e *Endpoint) SetConfigz(body []byte) { e.SetBody(body) }
+
+// SetBody sets the answer body (a /configz or /metrics answer) and a 200 status.
+func (e *Endpoint) SetBody(body []byte) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.body, e.status = body, http.StatusOK
@@ -74,19 +77,43 @@ type Server struct {
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 	other     atomic.Int64
+	// inFlight and maxInFlight count the requests being answered, now and at most at once.
+	inFlight, maxInFlight atomic.Int64
+	// path is the one path answered (/configz, /metrics), contentType its answer's type.
+	path, contentType string
 }
 
-// Start opens count endpoints in ns; body(i) is endpoint i's initial /configz answer.
+// Start opens count kubelet endpoints in ns, serving /configz over HTTPS; body(i) is endpoint
+// i's initial /configz answer.
 func Start(ns *Netns, count int, body func(i int) []byte) (*Server, error) {
 	cert, err := selfSigned(ns.NSIP)
 	if err != nil {
 		return nil, err
 	}
-	ls, err := ns.Listen(count)
+	// The kubelet requires a client certificate; so does the stub, which proves the requests
+	// came through the API server's kubelet client identity and not from anywhere else.
+	tlsConfig := &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAnyClientCert, MinVersion: tls.VersionTLS12}
+	return start(ns, make([]int, count), "/configz", "application/json", tlsConfig, body)
+}
+
+// IPAMDMetricsPort is where aws-node's ipamd serves /metrics (containerPort "metrics" of the
+// upstream manifest, config/master/aws-k8s-cni.yaml in amazon-vpc-cni-k8s).
+const IPAMDMetricsPort = 61678
+
+// StartIPAMD opens one endpoint per port in ns (0: a port chosen by the kernel) serving ipamd's
+// /metrics as aws-node does: plain HTTP, the Prometheus text format, no client authentication.
+// The API server reaches it through the pod proxy (pods/NAME:PORT/proxy/metrics): aws-node is
+// hostNetwork, so its pod IP is the node's, here the namespace's address.
+func StartIPAMD(ns *Netns, ports []int, body func(i int) []byte) (*Server, error) {
+	return start(ns, ports, "/metrics", "text/plain; version=0.0.4; charset=utf-8", nil, body)
+}
+
+func start(ns *Netns, ports []int, path, contentType string, tlsConfig *tls.Config, body func(i int) []byte) (*Server, error) {
+	ls, err := ns.ListenPorts(ports)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{ns: ns, byPort: map[int]*Endpoint{}}
+	s := &Server{ns: ns, byPort: map[int]*Endpoint{}, path: path, contentType: contentType}
 	for i, l := range ls {
 		e := &Endpoint{Port: l.Addr().(*net.TCPAddr).Port, body: body(i), status: http.StatusOK, clients: map[string]int{}}
 		s.endpoints = append(s.endpoints, e)
@@ -95,18 +122,18 @@ func Start(ns *Netns, count int, body func(i int) []byte) (*Server, error) {
 	s.srv = &http.Server{
 		Handler:           http.HandlerFunc(s.serve),
 		ReadHeaderTimeout: 10 * time.Second,
-		// The kubelet requires a client certificate; so does the stub, which proves the requests
-		// came through the API server's kubelet client identity and not from anywhere else.
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAnyClientCert, MinVersion: tls.VersionTLS12},
+		TLSConfig:         tlsConfig,
 		// Handshake failures are expected in tests (clients without certificates).
 		ErrorLog: log.New(io.Discard, "", 0),
 	}
 	for _, l := range ls {
-		tl := tls.NewListener(l, s.srv.TLSConfig)
+		if tlsConfig != nil {
+			l = tls.NewListener(l, tlsConfig)
+		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			_ = s.srv.Serve(tl)
+			_ = s.srv.Serve(l)
 		}()
 	}
 	return s, nil
@@ -119,12 +146,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if tcp != nil {
 		e = s.byPort[tcp.Port]
 	}
-	if e == nil || r.URL.Path != "/configz" {
+	if e == nil || r.URL.Path != s.path {
 		s.other.Add(1)
 		http.NotFound(w, r)
 		return
 	}
 	e.hits.Add(1)
+	n := s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+	for m := s.maxInFlight.Load(); n > m && !s.maxInFlight.CompareAndSwap(m, n); m = s.maxInFlight.Load() {
+	}
 	e.mu.Lock()
 	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
 		e.clients[r.TLS.PeerCertificates[0].Subject.CommonName]++
@@ -135,14 +166,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, http.StatusText(status), status)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", s.contentType)
 	_, _ = w.Write(body)
 }
 
 // Endpoints returns the endpoints in creation order.
 func (s *Server) Endpoints() []*Endpoint { return s.endpoints }
 
-// TotalHits sums the /configz requests over every endpoint.
+// TotalHits sums the requests for the served path over every endpoint.
 func (s *Server) TotalHits() int64 {
 	var n int64
 	for _, e := range s.endpoints {
@@ -151,7 +182,12 @@ func (s *Server) TotalHits() int64 {
 	return n
 }
 
-// OtherRequests counts requests for anything but /configz.
+// MaxInFlight is the most requests for the served path that were being answered at once: a
+// client's concurrency bound can be checked against it (an upper bound, whatever the machine's
+// speed).
+func (s *Server) MaxInFlight() int64 { return s.maxInFlight.Load() }
+
+// OtherRequests counts requests for anything but the served path.
 func (s *Server) OtherRequests() int64 { return s.other.Load() }
 
 // Close stops serving and closes every listener.

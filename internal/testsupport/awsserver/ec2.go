@@ -31,16 +31,25 @@ func (ec2Service) name() string { return EC2 }
 // ec2Params are the parameters each action understands besides Action, Version and DryRun:
 // the plain ones and the flattened lists (Name.N...). A parameter outside them is refused with
 // UnknownParameter, as EC2 does, so that a request the SDK builds differently fails the tests.
-var ec2Params = map[string]struct{ plain, lists []string }{
+var ec2Params = map[string]queryParams{
 	"DescribeInstances":     {plain: []string{"MaxResults", "NextToken"}, lists: []string{"Filter", "InstanceId"}},
 	"DescribeSubnets":       {plain: []string{"MaxResults", "NextToken"}, lists: []string{"Filter", "SubnetId"}},
 	"DescribeInstanceTypes": {plain: []string{"MaxResults", "NextToken"}, lists: []string{"Filter", "InstanceType"}},
 	"DescribeVolumes":       {plain: []string{"MaxResults", "NextToken"}, lists: []string{"Filter", "VolumeId"}},
+	"DescribeLaunchTemplateVersions": {plain: []string{"MaxResults", "NextToken", "LaunchTemplateId", "LaunchTemplateName", "MinVersion", "MaxVersion", "ResolveAlias"},
+		lists: []string{"Filter", "LaunchTemplateVersion"}},
 }
 
-func (ec2Service) decode(r *http.Request) (string, any, error) {
+// queryParams are the parameters of one action of a Query protocol: the plain ones and the
+// flattened lists (Name.N..., Name.member.N...).
+type queryParams struct{ plain, lists []string }
+
+// decodeQueryForm reads a Query protocol request (EC2's, Auto Scaling's): a POSTed form whose
+// Action is one of actions, of the API version given, with only the parameters that action
+// understands (and DryRun).
+func decodeQueryForm(r *http.Request, version string, actions map[string]queryParams) (string, url.Values, error) {
 	if r.Method != http.MethodPost {
-		return "", nil, apiError("InvalidAction", "EC2 takes a POST of a form, not %s %s", r.Method, r.URL.Path)
+		return "", nil, apiError("InvalidAction", "the Query protocol takes a POST of a form, not %s %s", r.Method, r.URL.Path)
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -51,12 +60,12 @@ func (ec2Service) decode(r *http.Request) (string, any, error) {
 		return "", nil, apiError("InvalidRequest", "the body is not a form: %v", err)
 	}
 	op := form.Get("Action")
-	params, ok := ec2Params[op]
+	params, ok := actions[op]
 	if !ok {
 		return op, nil, apiError("InvalidAction", "The action %s is not valid for this web service.", op)
 	}
-	if v := form.Get("Version"); v != "2016-11-15" {
-		return op, nil, apiError("InvalidParameterValue", "Version %q is not 2016-11-15", v)
+	if v := form.Get("Version"); v != version {
+		return op, nil, apiError("InvalidParameterValue", "Version %q is not %s", v, version)
 	}
 	for key := range form {
 		head, _, _ := strings.Cut(key, ".")
@@ -70,6 +79,14 @@ func (ec2Service) decode(r *http.Request) (string, any, error) {
 		if !known {
 			return op, nil, apiError("UnknownParameter", "The parameter %s is not recognized", key)
 		}
+	}
+	return op, form, nil
+}
+
+func (ec2Service) decode(r *http.Request) (string, any, error) {
+	op, form, err := decodeQueryForm(r, "2016-11-15", ec2Params)
+	if err != nil {
+		return op, nil, err
 	}
 	if form.Get("DryRun") == "true" {
 		return op, nil, apiError("DryRunOperation", "Request would have succeeded, but DryRun flag is set.")
@@ -87,6 +104,12 @@ func (ec2Service) decode(r *http.Request) (string, any, error) {
 		return op, &ec2.DescribeSubnetsInput{SubnetIds: formList(form, "SubnetId"), Filters: filters, MaxResults: maxResults, NextToken: token}, nil
 	case "DescribeVolumes":
 		return op, &ec2.DescribeVolumesInput{VolumeIds: formList(form, "VolumeId"), Filters: filters, MaxResults: maxResults, NextToken: token}, nil
+	case "DescribeLaunchTemplateVersions":
+		if len(filters) > 0 || form.Has("MinVersion") || form.Has("MaxVersion") {
+			return op, nil, apiError("InvalidParameterValue", "awsserver: DescribeLaunchTemplateVersions takes a template and versions only")
+		}
+		return op, &ec2.DescribeLaunchTemplateVersionsInput{LaunchTemplateId: formString(form, "LaunchTemplateId"), LaunchTemplateName: formString(form, "LaunchTemplateName"),
+			Versions: formList(form, "LaunchTemplateVersion"), MaxResults: maxResults, NextToken: token}, nil
 	default: // DescribeInstanceTypes
 		var types []ec2types.InstanceType
 		for _, t := range formList(form, "InstanceType") {
@@ -152,6 +175,8 @@ func (ec2Service) call(ctx context.Context, cloud *awsfake.Cloud, op string, in 
 		return cloud.DescribeInstanceTypes(ctx, in)
 	case *ec2.DescribeVolumesInput:
 		return cloud.DescribeVolumes(ctx, in)
+	case *ec2.DescribeLaunchTemplateVersionsInput:
+		return cloud.DescribeLaunchTemplateVersions(ctx, in)
 	}
 	return nil, apiError("InvalidAction", "The action %s is not valid for this web service.", op)
 }
@@ -225,6 +250,11 @@ func (ec2Service) writeOutput(w http.ResponseWriter, reqID, op string, out any) 
 		resp = r
 	case *ec2.DescribeVolumesOutput:
 		resp = describeVolumesResponse(reqID, out)
+	case *ec2.DescribeLaunchTemplateVersionsOutput:
+		r := describeLaunchTemplateVersionsResponse{RequestID: reqID, NextToken: out.NextToken}
+		r.XMLName.Space = ec2Namespace
+		r.Versions = mapSet(out.LaunchTemplateVersions, toXMLLaunchTemplateVersion)
+		resp = r
 	default:
 		ec2Service{}.writeError(w, reqID, "InternalError", fmt.Sprintf("awsserver: no encoder for %T of %s", out, op))
 		return
@@ -254,6 +284,13 @@ type describeInstanceTypesResponse struct {
 	RequestID     string                   `xml:"requestId"`
 	InstanceTypes *xmlSet[xmlInstanceType] `xml:"instanceTypeSet"`
 	NextToken     *string                  `xml:"nextToken"`
+}
+
+type describeLaunchTemplateVersionsResponse struct {
+	XMLName   xml.Name                          `xml:"DescribeLaunchTemplateVersionsResponse"`
+	RequestID string                            `xml:"requestId"`
+	Versions  *xmlSet[xmlLaunchTemplateVersion] `xml:"launchTemplateVersionSet"`
+	NextToken *string                           `xml:"nextToken"`
 }
 
 type xmlTag struct {
@@ -440,6 +477,36 @@ func toXMLInstanceType(t ec2types.InstanceTypeInfo) xmlInstanceType {
 		x.NetworkInfo.NetworkCards = mapSet(n.NetworkCards, func(c ec2types.NetworkCardInfo) xmlNetworkCard {
 			return xmlNetworkCard{c.NetworkCardIndex, c.NetworkPerformance, c.MaximumNetworkInterfaces}
 		})
+	}
+	return x
+}
+
+// xmlLaunchTemplateVersion carries what nodekeeper reads of a launch template version (ID,
+// number, user data, instance type) and the identity, default and image neighbours of those, as
+// the EC2 API reference's DescribeLaunchTemplateVersions response shows them.
+type xmlLaunchTemplateVersion struct {
+	LaunchTemplateID   *string                `xml:"launchTemplateId"`
+	LaunchTemplateName *string                `xml:"launchTemplateName"`
+	VersionNumber      *int64                 `xml:"versionNumber"`
+	VersionDescription *string                `xml:"versionDescription"`
+	CreateTime         *string                `xml:"createTime"`
+	CreatedBy          *string                `xml:"createdBy"`
+	DefaultVersion     *bool                  `xml:"defaultVersion"`
+	Data               *xmlLaunchTemplateData `xml:"launchTemplateData"`
+}
+
+type xmlLaunchTemplateData struct {
+	ImageID      *string `xml:"imageId"`
+	InstanceType string  `xml:"instanceType,omitempty"`
+	KeyName      *string `xml:"keyName"`
+	UserData     *string `xml:"userData"`
+}
+
+func toXMLLaunchTemplateVersion(v ec2types.LaunchTemplateVersion) xmlLaunchTemplateVersion {
+	x := xmlLaunchTemplateVersion{LaunchTemplateID: v.LaunchTemplateId, LaunchTemplateName: v.LaunchTemplateName, VersionNumber: v.VersionNumber,
+		VersionDescription: v.VersionDescription, CreateTime: ec2Time(v.CreateTime), CreatedBy: v.CreatedBy, DefaultVersion: v.DefaultVersion}
+	if d := v.LaunchTemplateData; d != nil {
+		x.Data = &xmlLaunchTemplateData{ImageID: d.ImageId, InstanceType: string(d.InstanceType), KeyName: d.KeyName, UserData: d.UserData}
 	}
 	return x
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
@@ -13,7 +15,9 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
 )
 
-// EKS's REST-JSON: the operation is the method and path (DescribeCluster: GET /clusters/NAME),
+// EKS's REST-JSON: the operation is the method and path (DescribeCluster: GET /clusters/NAME,
+// ListNodegroups: GET /clusters/NAME/node-groups, DescribeNodegroup: GET
+// /clusters/NAME/node-groups/NODEGROUP),
 // the output a JSON object, an error an X-Amzn-ErrorType header naming the code and a JSON
 // body {"message": ...}.
 
@@ -21,21 +25,53 @@ type eksService struct{}
 
 func (eksService) name() string { return EKS }
 
+// decode routes GET /clusters/NAME (DescribeCluster), GET /clusters/NAME/node-groups
+// (ListNodegroups, with maxResults and nextToken in the query) and
+// GET /clusters/NAME/node-groups/NODEGROUP (DescribeNodegroup).
 func (eksService) decode(r *http.Request) (string, any, error) {
 	rest := strings.TrimPrefix(r.URL.EscapedPath(), "/clusters/")
-	if r.Method != http.MethodGet || rest == "" || strings.Contains(rest, "/") {
-		return "", nil, apiError("InvalidRequestException", "awsserver serves GET /clusters/NAME only, not %s %s", r.Method, r.URL.Path)
+	segs := strings.Split(rest, "/")
+	if r.Method != http.MethodGet || rest == "" || len(segs) > 3 || (len(segs) > 1 && segs[1] != "node-groups") {
+		return "", nil, apiError("InvalidRequestException", "awsserver serves GET /clusters/NAME[/node-groups[/NODEGROUP]] only, not %s %s", r.Method, r.URL.Path)
 	}
-	name, err := url.PathUnescape(rest)
-	if err != nil {
-		return "DescribeCluster", nil, apiError("InvalidParameterException", "cluster name: %v", err)
+	names := make([]string, len(segs))
+	for i, seg := range segs {
+		name, err := url.PathUnescape(seg)
+		if err != nil {
+			return "", nil, apiError("InvalidParameterException", "path: %v", err)
+		}
+		names[i] = name
 	}
-	return "DescribeCluster", &eks.DescribeClusterInput{Name: &name}, nil
+	switch len(segs) {
+	case 1:
+		return "DescribeCluster", &eks.DescribeClusterInput{Name: &names[0]}, nil
+	case 3:
+		return "DescribeNodegroup", &eks.DescribeNodegroupInput{ClusterName: &names[0], NodegroupName: &names[2]}, nil
+	}
+	in := &eks.ListNodegroupsInput{ClusterName: &names[0]}
+	q := r.URL.Query()
+	if v := q.Get("nextToken"); v != "" {
+		in.NextToken = &v
+	}
+	if v := q.Get("maxResults"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil {
+			return "ListNodegroups", nil, apiError("InvalidParameterException", "maxResults %q", v)
+		}
+		m := int32(n)
+		in.MaxResults = &m
+	}
+	return "ListNodegroups", in, nil
 }
 
 func (eksService) call(ctx context.Context, cloud *awsfake.Cloud, op string, in any) (any, error) {
-	if in, ok := in.(*eks.DescribeClusterInput); ok {
+	switch in := in.(type) {
+	case *eks.DescribeClusterInput:
 		return cloud.DescribeCluster(ctx, in)
+	case *eks.ListNodegroupsInput:
+		return cloud.ListNodegroups(ctx, in)
+	case *eks.DescribeNodegroupInput:
+		return cloud.DescribeNodegroup(ctx, in)
 	}
 	return nil, apiError("InvalidRequestException", "awsserver does not serve %s", op)
 }
@@ -86,11 +122,7 @@ func toJSONCluster(c *ekstypes.Cluster) *jsonCluster {
 		return nil
 	}
 	j := &jsonCluster{Name: c.Name, Arn: c.Arn, Version: c.Version, Endpoint: c.Endpoint, RoleArn: c.RoleArn,
-		Status: string(c.Status), PlatformVersion: c.PlatformVersion, Tags: c.Tags}
-	if c.CreatedAt != nil {
-		secs := float64(c.CreatedAt.UnixMilli()) / 1000
-		j.CreatedAt = &secs
-	}
+		Status: string(c.Status), PlatformVersion: c.PlatformVersion, Tags: c.Tags, CreatedAt: epochSeconds(c.CreatedAt)}
 	if c.Logging != nil {
 		j.Logging = &jsonLogging{ClusterLogging: []jsonLogSetup{}}
 		for _, l := range c.Logging.ClusterLogging {
@@ -113,14 +145,84 @@ func toJSONCluster(c *ekstypes.Cluster) *jsonCluster {
 }
 
 func (eksService) writeOutput(w http.ResponseWriter, reqID, op string, out any) {
-	o, ok := out.(*eks.DescribeClusterOutput)
-	if !ok {
+	var body any
+	switch o := out.(type) {
+	case *eks.DescribeClusterOutput:
+		body = struct {
+			Cluster *jsonCluster `json:"cluster,omitempty"`
+		}{toJSONCluster(o.Cluster)}
+	case *eks.ListNodegroupsOutput:
+		body = struct {
+			Nodegroups []string `json:"nodegroups"`
+			NextToken  *string  `json:"nextToken,omitempty"`
+		}{append([]string{}, o.Nodegroups...), o.NextToken}
+	case *eks.DescribeNodegroupOutput:
+		body = struct {
+			Nodegroup *jsonNodegroup `json:"nodegroup,omitempty"`
+		}{toJSONNodegroup(o.Nodegroup)}
+	default:
 		eksService{}.writeError(w, reqID, "ServerException", fmt.Sprintf("awsserver: no encoder for %T of %s", out, op))
 		return
 	}
-	writeJSON(w, "application/json", reqID, http.StatusOK, struct {
-		Cluster *jsonCluster `json:"cluster,omitempty"`
-	}{toJSONCluster(o.Cluster)})
+	writeJSON(w, "application/json", reqID, http.StatusOK, body)
+}
+
+// jsonNodegroup carries what nodekeeper reads of a managed node group (name, cluster, launch
+// template) and the identity, scaling, instance and status neighbours of those, as the EKS API
+// reference's DescribeNodegroup response shows them.
+type jsonNodegroup struct {
+	NodegroupName  *string             `json:"nodegroupName,omitempty"`
+	NodegroupArn   *string             `json:"nodegroupArn,omitempty"`
+	ClusterName    *string             `json:"clusterName,omitempty"`
+	Version        *string             `json:"version,omitempty"`
+	ReleaseVersion *string             `json:"releaseVersion,omitempty"`
+	CreatedAt      *float64            `json:"createdAt,omitempty"` // epoch seconds
+	Status         string              `json:"status,omitempty"`
+	CapacityType   string              `json:"capacityType,omitempty"`
+	ScalingConfig  *jsonScalingConfig  `json:"scalingConfig,omitempty"`
+	InstanceTypes  []string            `json:"instanceTypes,omitempty"`
+	Subnets        []string            `json:"subnets,omitempty"`
+	AmiType        string              `json:"amiType,omitempty"`
+	NodeRole       *string             `json:"nodeRole,omitempty"`
+	Labels         map[string]string   `json:"labels,omitempty"`
+	LaunchTemplate *jsonLaunchTemplate `json:"launchTemplate,omitempty"`
+	Tags           map[string]string   `json:"tags,omitempty"`
+}
+
+type jsonScalingConfig struct {
+	MinSize     *int32 `json:"minSize,omitempty"`
+	MaxSize     *int32 `json:"maxSize,omitempty"`
+	DesiredSize *int32 `json:"desiredSize,omitempty"`
+}
+
+type jsonLaunchTemplate struct {
+	Name    *string `json:"name,omitempty"`
+	Version *string `json:"version,omitempty"`
+	ID      *string `json:"id,omitempty"`
+}
+
+func epochSeconds(t *time.Time) *float64 {
+	if t == nil {
+		return nil
+	}
+	secs := float64(t.UnixMilli()) / 1000
+	return &secs
+}
+
+func toJSONNodegroup(n *ekstypes.Nodegroup) *jsonNodegroup {
+	if n == nil {
+		return nil
+	}
+	j := &jsonNodegroup{NodegroupName: n.NodegroupName, NodegroupArn: n.NodegroupArn, ClusterName: n.ClusterName, Version: n.Version,
+		ReleaseVersion: n.ReleaseVersion, CreatedAt: epochSeconds(n.CreatedAt), Status: string(n.Status), CapacityType: string(n.CapacityType),
+		InstanceTypes: n.InstanceTypes, Subnets: n.Subnets, AmiType: string(n.AmiType), NodeRole: n.NodeRole, Labels: n.Labels, Tags: n.Tags}
+	if s := n.ScalingConfig; s != nil {
+		j.ScalingConfig = &jsonScalingConfig{s.MinSize, s.MaxSize, s.DesiredSize}
+	}
+	if lt := n.LaunchTemplate; lt != nil {
+		j.LaunchTemplate = &jsonLaunchTemplate{lt.Name, lt.Version, lt.Id}
+	}
+	return j
 }
 
 // eksStatus is the HTTP status EKS answers an error code with.

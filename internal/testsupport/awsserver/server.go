@@ -9,14 +9,19 @@
 //     MaxResults and NextToken;
 //   - CloudWatch Logs' JSON 1.1 (X-Amz-Target: Logs_20140328.OPERATION), errors as
 //     {"__type":"CODE","message":".."}: StartQuery, GetQueryResults, StopQuery, FilterLogEvents;
-//   - EKS's REST-JSON: GET /clusters/{name} (DescribeCluster), errors with an X-Amzn-ErrorType
-//     header and a JSON body;
+//   - EKS's REST-JSON: GET /clusters/{name} (DescribeCluster), GET /clusters/{name}/node-groups
+//     (ListNodegroups) and GET /clusters/{name}/node-groups/{nodegroup} (DescribeNodegroup),
+//     errors with an X-Amzn-ErrorType header and a JSON body;
+//   - Auto Scaling's Query protocol (awsQuery): a form like EC2's with Version=2011-01-01,
+//     answered with XML in an ACTIONResult element, errors as <ErrorResponse><Error>..;
+//     DescribeAutoScalingGroups;
 //   - CloudWatch's Smithy RPC v2 CBOR (Smithy-Protocol: rpc-v2-cbor): GetMetricData
 //     (cloudwatch.go).
 //
-// Requests are routed by their shape: a Smithy-Protocol header is CloudWatch, an X-Amz-Target
-// header is CloudWatch Logs, a path under
-// /clusters/ is EKS, anything else is EC2. A request without a SigV4 Authorization header is
+// EC2's Query protocol serves DescribeLaunchTemplateVersions and DescribeVolumes too. Requests
+// are routed by their shape: a Smithy-Protocol header is CloudWatch, an X-Amz-Target header is
+// CloudWatch Logs, a path under /clusters/ is EKS, a form signed for the autoscaling service is
+// Auto Scaling, anything else is EC2. A request without a SigV4 Authorization header is
 // refused, as AWS does. The request is decoded into the SDK's input type and handed to the
 // Cloud, whose answer (or error: awsfake's AccessDenied, UnauthorizedOperation, NotFound...) is
 // encoded the way the service does, so that error naming (internal/aws.Explain) and the SDK's
@@ -63,6 +68,8 @@ const (
 	EKS  = "eks"
 	// CloudWatch is metrics (Smithy RPC v2 CBOR, cloudwatch.go).
 	CloudWatch = "cloudwatch"
+	// AutoScaling is Auto Scaling's service name (its SigV4 signing name too).
+	AutoScaling = "autoscaling"
 )
 
 // Call is one request the server answered.
@@ -207,6 +214,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		svc = logsService{}
 	case strings.HasPrefix(r.URL.Path, "/clusters/"):
 		svc = eksService{}
+	case signedService(r) == AutoScaling:
+		svc = asgService{}
 	default:
 		svc = ec2Service{}
 	}
@@ -264,7 +273,13 @@ func (s *Server) nextRequestID() string {
 
 // signedRegion is the region of a SigV4 Authorization header's credential scope
 // (Credential=AKID/DATE/REGION/SERVICE/aws4_request).
-func signedRegion(r *http.Request) string {
+func signedRegion(r *http.Request) string { return credentialScope(r, 2) }
+
+// signedService is the service of the credential scope: what tells Auto Scaling's forms from
+// EC2's.
+func signedService(r *http.Request) string { return credentialScope(r, 3) }
+
+func credentialScope(r *http.Request, part int) string {
 	_, cred, ok := strings.Cut(r.Header.Get("Authorization"), "Credential=")
 	if !ok {
 		return ""
@@ -274,7 +289,7 @@ func signedRegion(r *http.Request) string {
 	if len(parts) < 5 {
 		return ""
 	}
-	return parts[2]
+	return parts[part]
 }
 
 func apiError(code, format string, args ...any) error {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
+	asgtypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	logtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs/types"
@@ -113,6 +115,37 @@ func newCloud() *awsfake.Cloud {
 		ResourcesVpcConfig: &ekstypes.VpcConfigResponse{SubnetIds: []string{"subnet-0a1b", "subnet-0c2d"}, SecurityGroupIds: []string{"sg-1"},
 			ClusterSecurityGroupId: s("sg-2"), VpcId: s("vpc-1"), EndpointPublicAccess: true},
 		KubernetesNetworkConfig: &ekstypes.KubernetesNetworkConfigResponse{ServiceIpv4Cidr: s("172.20.0.0/16"), IpFamily: ekstypes.IpFamilyIpv4}}
+	c.Nodegroups = []ekstypes.Nodegroup{
+		{NodegroupName: s("ng-a"), NodegroupArn: s("arn:aws:eks:eu-west-1:111122223333:nodegroup/prod/ng-a/1"), ClusterName: s("prod"),
+			Version: s("1.31"), ReleaseVersion: s("1.31.3-20250103"), CreatedAt: awssdk.Time(t0.Add(-2 * time.Hour)), Status: ekstypes.NodegroupStatusActive,
+			CapacityType: ekstypes.CapacityTypesOnDemand, ScalingConfig: &ekstypes.NodegroupScalingConfig{MinSize: i32(1), MaxSize: i32(5), DesiredSize: i32(3)},
+			InstanceTypes: []string{"m5.large"}, Subnets: []string{"subnet-0a1b"}, AmiType: ekstypes.AMITypesAl2023X8664Standard,
+			NodeRole: s("arn:aws:iam::111122223333:role/node"), Labels: map[string]string{"team": "a"}, Tags: map[string]string{"env": "prod"},
+			LaunchTemplate: &ekstypes.LaunchTemplateSpecification{Name: s("workers"), Version: s("2"), Id: s("lt-0abc")}},
+		{NodegroupName: s("ng-b"), ClusterName: s("prod")},
+		{NodegroupName: s("ng-c"), ClusterName: s("prod")},
+		{NodegroupName: s("ng-other"), ClusterName: s("staging")},
+	}
+	for v := int64(1); v <= 3; v++ {
+		c.LaunchTemplateVersions = append(c.LaunchTemplateVersions, ec2types.LaunchTemplateVersion{LaunchTemplateId: s("lt-0abc"),
+			LaunchTemplateName: s("workers"), VersionNumber: awssdk.Int64(v), VersionDescription: s("v" + string(rune('0'+v))),
+			CreateTime: awssdk.Time(t0.Add(time.Duration(v) * time.Hour)), CreatedBy: s("arn:aws:iam::111122223333:user/ops"), DefaultVersion: awssdk.Bool(v == 2),
+			LaunchTemplateData: &ec2types.ResponseLaunchTemplateData{ImageId: s("ami-0abcdef1234567890"), InstanceType: "m5.large", KeyName: s("ops"),
+				UserData: awsfake.UserData("#!/bin/bash\n/etc/eks/bootstrap.sh prod\n", v == 3)}})
+	}
+	c.AutoScalingGroups = []asgtypes.AutoScalingGroup{
+		{AutoScalingGroupName: s("asg-a"), AutoScalingGroupARN: s("arn:aws:autoscaling:eu-west-1:111122223333:autoScalingGroup:1:autoScalingGroupName/asg-a"),
+			LaunchTemplate: &asgtypes.LaunchTemplateSpecification{LaunchTemplateId: s("lt-0abc"), LaunchTemplateName: s("workers"), Version: s("$Latest")},
+			MinSize:        i32(1), MaxSize: i32(5), DesiredCapacity: i32(2), AvailabilityZones: []string{"eu-west-1a", "eu-west-1b"}, HealthCheckType: s("EC2"),
+			CreatedTime: awssdk.Time(t0.Add(-48 * time.Hour)), VPCZoneIdentifier: s("subnet-0a1b,subnet-0c2d"),
+			Instances: []asgtypes.Instance{{InstanceId: s("i-0aaa"), InstanceType: s("m5.large"), AvailabilityZone: s("eu-west-1a"),
+				LifecycleState: asgtypes.LifecycleStateInService, HealthStatus: s("Healthy"), ProtectedFromScaleIn: awssdk.Bool(false),
+				LaunchTemplate: &asgtypes.LaunchTemplateSpecification{LaunchTemplateId: s("lt-0abc"), LaunchTemplateName: s("workers"), Version: s("3")}}},
+			Tags: []asgtypes.TagDescription{{ResourceId: s("asg-a"), ResourceType: s("auto-scaling-group"), Key: s("team"), Value: s("a"), PropagateAtLaunch: awssdk.Bool(true)}}},
+		{AutoScalingGroupName: s("asg-mixed"), MixedInstancesPolicy: &asgtypes.MixedInstancesPolicy{LaunchTemplate: &asgtypes.LaunchTemplate{
+			LaunchTemplateSpecification: &asgtypes.LaunchTemplateSpecification{LaunchTemplateId: s("lt-0abc"), Version: s("$Default")}}}},
+		{AutoScalingGroupName: s("asg-c")},
+	}
 	c.Filters[`@message like /"kind":"Event"/`] = func(m string) bool { return strings.Contains(m, `"kind":"Event"`) }
 	c.Filters[`{ $.kind = "Event" }`] = func(m string) bool { return strings.Contains(m, `"kind":"Event"`) }
 	for i := range 5 {
@@ -214,6 +247,38 @@ var steps = []step{
 				q("ops_a", "vol-0aaa", "VolumeReadOps", "Sum"), q("queue_b", "vol-0bbb", "VolumeQueueLength", "Maximum"),
 				q("burst_a", "vol-0aaa", "BurstBalance", "Minimum")}, t0.Add(time.Minute), t0.Add(time.Hour))
 		}},
+	{"ListNodegroups", nkaws.PermListNodegroups, []string{"eks:ListNodegroups", "eks:ListNodegroups"},
+		func(ctx context.Context, c *nkaws.Clients) (any, error) {
+			return nkaws.ListNodegroups(ctx, c.Nodegroups, "prod")
+		}},
+	{"DescribeNodegroup", nkaws.PermDescribeNodegroup, []string{"eks:DescribeNodegroup"},
+		func(ctx context.Context, c *nkaws.Clients) (any, error) {
+			return nkaws.DescribeNodegroup(ctx, c.Nodegroups, "prod", "ng-a")
+		}},
+	{"DescribeLaunchTemplateVersions", nkaws.PermDescribeLaunchTemplateVersions, []string{"ec2:DescribeLaunchTemplateVersions", "ec2:DescribeLaunchTemplateVersions"},
+		func(ctx context.Context, c *nkaws.Clients) (any, error) {
+			return nkaws.DescribeLaunchTemplateVersions(ctx, c.LaunchTemplates, &ec2.DescribeLaunchTemplateVersionsInput{
+				LaunchTemplateId: awssdk.String("lt-0abc"), Versions: []string{"1", "$Default", "$Latest"}})
+		}},
+	{"DescribeAutoScalingGroups", nkaws.PermDescribeAutoScalingGroups, []string{"autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeAutoScalingGroups"},
+		func(ctx context.Context, c *nkaws.Clients) (any, error) {
+			// With their instances, so that every field the encoder carries crosses the wire.
+			var out []asgtypes.AutoScalingGroup
+			p := autoscaling.NewDescribeAutoScalingGroupsPaginator(c.AutoScaling, &autoscaling.DescribeAutoScalingGroupsInput{
+				AutoScalingGroupNames: []string{"asg-a", "asg-mixed", "asg-c", "asg-none"}})
+			for p.HasMorePages() {
+				page, err := p.NextPage(ctx)
+				if err != nil {
+					return nil, nkaws.Explain(nkaws.PermDescribeAutoScalingGroups, err)
+				}
+				out = append(out, page.AutoScalingGroups...)
+			}
+			return out, nil
+		}},
+	{"DescribeAutoScalingGroupsWithoutInstances", nkaws.PermDescribeAutoScalingGroups, []string{"autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeAutoScalingGroups"},
+		func(ctx context.Context, c *nkaws.Clients) (any, error) {
+			return nkaws.DescribeAutoScalingGroups(ctx, c.AutoScaling, []string{"asg-a", "asg-mixed", "asg-c"})
+		}},
 }
 
 // TestServesWhatTheCloudAnswers: through the real SDK clients built by Load, each operation
@@ -224,7 +289,7 @@ func TestServesWhatTheCloudAnswers(t *testing.T) {
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
 			direct := newCloud()
-			want, err := st.run(ctx, &nkaws.Clients{EC2: direct, Logs: direct, EKS: direct, CloudWatch: direct})
+			want, err := st.run(ctx, &nkaws.Clients{EC2: direct, Logs: direct, EKS: direct, LaunchTemplates: direct, Nodegroups: direct, AutoScaling: direct, CloudWatch: direct})
 			if err != nil {
 				t.Fatalf("direct: %v", err)
 			}
@@ -282,8 +347,11 @@ func TestDeniedOverTheWire(t *testing.T) {
 			}
 			calls := srv.Calls()
 			wantCode := "AccessDeniedException"
-			if strings.HasPrefix(st.permission, "ec2:") {
+			switch {
+			case strings.HasPrefix(st.permission, "ec2:"):
 				wantCode = "UnauthorizedOperation"
+			case strings.HasPrefix(st.permission, "autoscaling:"):
+				wantCode = "AccessDenied"
 			}
 			if len(calls) != 1 || calls[0].ErrorCode != wantCode {
 				t.Errorf("calls %+v, want one answered %s", calls, wantCode)
@@ -304,7 +372,10 @@ func TestThrottlingOverTheWire(t *testing.T) {
 		{steps[2], "DescribeSubnets", "RequestLimitExceeded"},
 		{steps[4], "FilterLogEvents", "ThrottlingException"},
 		{steps[6], "DescribeCluster", "ThrottlingException"},
-		{steps[8], "GetMetricData", "Throttling"},
+		{stepNamed("ListNodegroups"), "ListNodegroups", "ThrottlingException"},
+		{stepNamed("DescribeLaunchTemplateVersions"), "DescribeLaunchTemplateVersions", "RequestLimitExceeded"},
+		{stepNamed("DescribeAutoScalingGroups"), "DescribeAutoScalingGroups", "Throttling"},
+		{stepNamed("GetMetricData"), "GetMetricData", "Throttling"},
 	} {
 		t.Run(tc.op, func(t *testing.T) {
 			srv := awsserver.Start(t, newCloud())
@@ -327,6 +398,11 @@ func TestThrottlingOverTheWire(t *testing.T) {
 			}
 		})
 	}
+}
+
+func stepNamed(name string) step {
+	i := slices.IndexFunc(steps, func(s step) bool { return s.name == name })
+	return steps[i]
 }
 
 // TestRefusesWhatAWSRefuses: an unsigned request, and a parameter EC2 does not know.

@@ -1,0 +1,138 @@
+package doctor
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
+)
+
+// TestCNIMetricsChecks runs the per-node ipamd check and the measured cause of stuck pods over
+// hand-built facts: one m5.large node (maxPods 110, ipamd's maximum 27) per case.
+func TestCNIMetricsChecks(t *testing.T) {
+	figures := func(f ipamdFigures) *IPAMDMetrics {
+		m, err := ParseIPAMDMetrics(ipamdMetricsBody(t, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	ready := func(f ipamdFigures) *CNINode {
+		return &CNINode{Pod: "kube-system/aws-node-x", Ready: true, Metrics: figures(f)}
+	}
+	full := ipamdFigures{total: 27, assigned: 27, maxIPs: 27, enis: 3, maxENIs: 3, noAddress: 9}
+	errs := func(code string, n int) map[[2]string]int {
+		return map[[2]string]int{{"AssignPrivateIpAddresses", code}: n}
+	}
+	grown := func(codes map[[2]string]int) ipamdFigures {
+		f := healthyIPAMD
+		f.ec2Errors = codes
+		return f
+	}
+	tests := []struct {
+		name    string
+		cni     *CNINode // nil: no aws-node pod on the node
+		stuck   bool
+		labels  map[string]string
+		noCNI   bool
+		want    []string
+		message string // a part of the NK74x message
+	}{
+		{name: "healthy, nothing stuck", cni: ready(healthyIPAMD), want: nil},
+		{name: "healthy figures, pods stuck", cni: ready(healthyIPAMD), stuck: true, want: []string{"NK747:warning"}, message: "13 warm addresses"},
+		{name: "pool full at maxPods", cni: ready(full), stuck: true, want: []string{"NK743:error", "NK748:info"}, message: "all 27 addresses"},
+		{name: "subnet exhausted", cni: ready(grown(errs("InsufficientFreeAddressesInSubnet", 3))), stuck: true, want: []string{"NK742:info", "NK744:error"}, message: "3 times"},
+		{name: "throttled", cni: ready(grown(errs("RequestLimitExceeded", 1))), stuck: true, want: []string{"NK742:info", "NK745:error"}, message: "throttled ipamd's calls once"},
+		{name: "unauthorized, nothing stuck", cni: ready(grown(errs("UnauthorizedOperation", 2))), want: []string{"NK742:warning"}},
+		{name: "unauthorized, pods stuck: no cause of the list", cni: ready(grown(errs("UnauthorizedOperation", 2))), stuck: true, want: []string{"NK742:warning", "NK747:warning"}, message: "UnauthorizedOperation 2"},
+		{name: "aws-node not ready", cni: &CNINode{Pod: "kube-system/aws-node-x"}, stuck: true, want: []string{"NK746:error"}, message: "not ready"},
+		{name: "aws-node missing", stuck: true, want: []string{"NK746:error"}, message: "no aws-node pod"},
+		{name: "aws-node missing, nothing stuck", want: nil},
+		{name: "metrics unreadable", cni: &CNINode{Pod: "kube-system/aws-node-x", Ready: true, Err: "HTTP 503: unavailable"}, stuck: true, want: []string{"NK741:skipped", "NK747:warning"}, message: "HTTP 503"},
+		{name: "ipamd starting", cni: ready(ipamdFigures{starting: true}), stuck: true, want: []string{"NK747:warning"}, message: "not published"},
+		{name: "fargate node", stuck: true, labels: map[string]string{"eks.amazonaws.com/compute-type": "fargate"}, want: nil},
+		{name: "no aws-node DaemonSet", stuck: true, noCNI: true, want: nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := unitFacts(unitNode("a", "m5.large", 110, tc.labels))
+			if tc.noCNI {
+				f.AWSNode = AWSNodeFacts{Resource: "daemonset/kube-system/aws-node"}
+			}
+			f.CNI = CNIFacts{Nodes: map[string]*CNINode{}}
+			if tc.cni != nil {
+				f.CNI.Nodes["a"] = tc.cni
+			}
+			f.Pods = PodFacts{Stuck: map[string]*StuckPod{}}
+			if tc.stuck {
+				f.Pods.Stuck["team/api-1"] = &StuckPod{Namespace: "team", Name: "api-1", Node: "a", Since: unitNow.Add(-10 * time.Minute), Cause: CauseIPAMNoAddress}
+			}
+			var fs []findings.Finding
+			for _, c := range []Check{cniMetricsCheck{}, stuckCauseCheck{}} {
+				fs = append(fs, c.Run(f).Findings...)
+			}
+			if got := findingstest.Codes(fs); !slices.Equal(got, tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+			if tc.message == "" {
+				return
+			}
+			for _, fd := range fs {
+				if strings.Contains(fd.Message+strings.Join(fd.Evidence, "\n"), tc.message) {
+					return
+				}
+			}
+			t.Fatalf("no finding says %q: %+v", tc.message, fs)
+		})
+	}
+}
+
+// TestAddAWSNodePod: during a rolling update a node has two aws-node pods; the Ready one is read,
+// and its metrics port is the aws-node container's port named "metrics" (61678 when none is).
+func TestAddAWSNodePod(t *testing.T) {
+	pod := func(name string, ready bool, port int32) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: name},
+			Spec:       corev1.PodSpec{NodeName: "a", Containers: []corev1.Container{{Name: "aws-node"}}},
+			Status:     corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1", Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}},
+		}
+		if ready {
+			p.Status.Conditions[0].Status = corev1.ConditionTrue
+		}
+		if port != 0 {
+			p.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "metrics", ContainerPort: port}}
+		}
+		return p
+	}
+	tests := []struct {
+		name      string
+		pods      []*corev1.Pod
+		wantPod   string
+		wantReady bool
+		wantPort  int
+	}{
+		{"one, stock port", []*corev1.Pod{pod("aws-node-a", true, 0)}, "kube-system/aws-node-a", true, DefaultIPAMDMetricsPort},
+		{"named port", []*corev1.Pod{pod("aws-node-a", true, 9101)}, "kube-system/aws-node-a", true, 9101},
+		{"ready after not ready", []*corev1.Pod{pod("aws-node-a", false, 0), pod("aws-node-b", true, 0)}, "kube-system/aws-node-b", true, DefaultIPAMDMetricsPort},
+		{"ready before not ready", []*corev1.Pod{pod("aws-node-b", true, 0), pod("aws-node-a", false, 0)}, "kube-system/aws-node-b", true, DefaultIPAMDMetricsPort},
+		{"neither ready: the later name", []*corev1.Pod{pod("aws-node-b", false, 0), pod("aws-node-a", false, 0)}, "kube-system/aws-node-b", false, DefaultIPAMDMetricsPort},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &gatherer{f: &Facts{CNI: CNIFacts{Nodes: map[string]*CNINode{}}}}
+			for _, p := range tc.pods {
+				g.addAWSNodePod(p)
+			}
+			c := g.f.CNI.Nodes["a"]
+			if c == nil || c.Pod != tc.wantPod || c.Ready != tc.wantReady || c.port != tc.wantPort {
+				t.Fatalf("got %+v, want %s ready=%v port %d", c, tc.wantPod, tc.wantReady, tc.wantPort)
+			}
+		})
+	}
+}

@@ -1,0 +1,318 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/nodekeeper/nodekeeper/internal/kube"
+	"github.com/nodekeeper/nodekeeper/internal/textsafe"
+)
+
+// The VPC CNI's own figures per node: ipamd, in the aws-node container, serves Prometheus metrics
+// on port 61678 (containerPort "metrics"). aws-node is hostNetwork, so the API server's pod proxy
+// (pods/NAME:PORT/proxy/metrics) reaches it at the node's address, as it reaches the kubelet
+// through the node proxy for configz: one request per Ready aws-node pod, no retries, a bounded
+// answer, at most CNIMetricsWorkers in flight (Deps.Proxy says why that, and not the rate limit,
+// bounds them). The metric names are ipamd's, declared in
+// utils/prometheusmetrics/prometheusmetrics.go of amazon-vpc-cni-k8s (the same in v1.19.0 through
+// v1.23.0) and set in pkg/ipamd/ipamd.go, pkg/ipamd/datastore/data_store.go and
+// pkg/awsutils/awsutils.go:
+//
+//	awscni_total_ip_addresses      gauge   addresses in the node's pool (warm + assigned)
+//	awscni_assigned_ip_addresses   gauge   addresses assigned to pods
+//	awscni_ip_max                  gauge   the most addresses the instance can hold
+//	awscni_eni_allocated           gauge   ENIs attached
+//	awscni_eni_max                 gauge   the most ENIs, unmanaged ones excepted
+//	awscni_no_available_ip_addresses counter pod address requests ipamd had no address for
+//	awscni_aws_api_error_count{api,error} counter EC2/IMDS calls that failed, by API and error code
+//	awscni_ipamd_error_count{fn}   counter ipamd's own failures, by function
+const (
+	metricTotalIPs    = "awscni_total_ip_addresses"
+	metricAssignedIPs = "awscni_assigned_ip_addresses"
+	metricMaxIPs      = "awscni_ip_max"
+	metricENIs        = "awscni_eni_allocated"
+	metricMaxENIs     = "awscni_eni_max"
+	metricNoAddress   = "awscni_no_available_ip_addresses"
+	metricAPIErrors   = "awscni_aws_api_error_count"
+	metricIPAMDErrors = "awscni_ipamd_error_count"
+
+	// DefaultIPAMDMetricsPort is ipamd's metrics port when the pod does not name one.
+	DefaultIPAMDMetricsPort = 61678
+	// maxCNIMetricsBytes bounds one /metrics answer: ipamd's is tens of KiB (Go runtime metrics
+	// and a series per ENI and CIDR); thousands are read at once.
+	maxCNIMetricsBytes = 2 << 20
+	// maxCNILabels bounds the distinct error codes and functions kept per node: the labels are
+	// written by whatever answers on the proxy path.
+	maxCNILabels = 16
+)
+
+// Stats of the CNI metrics reads.
+const (
+	StatAWSNodePods        = "awsNodePods"
+	StatCNIMetricsRequests = "cniMetricsRequests"
+	StatCNIMetricsErrors   = "cniMetricsErrors"
+)
+
+// CNIFacts are the aws-node pods and what their ipamd said, by node name.
+type CNIFacts struct {
+	Nodes map[string]*CNINode
+}
+
+// CNINode is one node's aws-node pod and its ipamd figures.
+type CNINode struct {
+	// Pod is "namespace/name" of the node's aws-node pod; Ready its Ready condition.
+	Pod   string
+	Ready bool
+	// Metrics are ipamd's figures (nil: not read, Err says why).
+	Metrics *IPAMDMetrics
+	Err     string
+	ip      string
+	port    int
+}
+
+// IPAMDMetrics are the figures of one ipamd.
+type IPAMDMetrics struct {
+	// Pool: HasPool is false when ipamd has not published its pool gauges (still starting).
+	HasPool                       bool
+	TotalIPs, AssignedIPs, MaxIPs int
+	ENIs, MaxENIs                 int
+	NoAddress                     int
+	// EC2Errors counts awscni_aws_api_error_count by error code (summed over the APIs);
+	// IPAMDErrors counts awscni_ipamd_error_count by function.
+	EC2Errors, IPAMDErrors map[string]int
+}
+
+// Warm is the addresses in the pool no pod holds.
+func (m *IPAMDMetrics) Warm() int { return max(m.TotalIPs-m.AssignedIPs, 0) }
+
+// PoolText describes the pool for evidence lines.
+func (m *IPAMDMetrics) PoolText() string {
+	if !m.HasPool {
+		return "ipamd has not published its address pool yet"
+	}
+	return fmt.Sprintf("address pool %d (%d assigned, %d warm) of at most %d; ENIs %d of at most %d",
+		m.TotalIPs, m.AssignedIPs, m.Warm(), m.MaxIPs, m.ENIs, m.MaxENIs)
+}
+
+// cniMetrics finds the aws-node pods (the DaemonSet's selector) and reads each Ready one's ipamd
+// metrics through the pod proxy.
+func (g *gatherer) cniMetrics(ctx context.Context) error {
+	a := g.f.AWSNode
+	ns := g.o.AWSNodeNamespace
+	g.f.CNI = CNIFacts{Nodes: map[string]*CNINode{}}
+	switch {
+	case !g.f.Has(FactAWSNode):
+		g.f.miss(FactCNIMetrics, a.Resource, g.f.Missing[FactAWSNode].Reason)
+		return nil
+	case !a.Found || a.Selector == "":
+		return nil // no VPC CNI: nothing to read, nothing to judge
+	}
+	err := kube.List(ctx, "aws-node pods", metav1.ListOptions{Limit: pageSize(g.o.ChunkSize, MaxPodPage), LabelSelector: a.Selector},
+		g.d.Bulk.CoreV1().Pods(ns).List, func(l *corev1.PodList) error {
+			for i := range l.Items {
+				g.addAWSNodePod(&l.Items[i])
+			}
+			l.Items = nil
+			return nil
+		})
+	switch {
+	case apierrors.IsForbidden(err):
+		g.f.miss(FactCNIMetrics, "pods", "needs list on pods in "+ns)
+		return nil
+	case err != nil:
+		return fmt.Errorf("listing the aws-node pods: %w", err)
+	}
+	g.f.stat(StatAWSNodePods, int64(len(g.f.CNI.Nodes)))
+	var ready []*CNINode
+	for _, name := range sortedKeys(g.f.CNI.Nodes) {
+		if c := g.f.CNI.Nodes[name]; c.Ready && c.ip != "" {
+			ready = append(ready, c)
+		} else if c.Ready {
+			c.Err = "the aws-node pod has no IP"
+		}
+	}
+	if len(ready) == 0 {
+		return nil
+	}
+	proxy := g.d.Proxy
+	if proxy == nil {
+		proxy = g.d.REST
+	}
+	if proxy == nil {
+		g.f.miss(FactCNIMetrics, "pods/proxy", "no client for the pod proxy")
+		return nil
+	}
+	allowed, reason, err := g.canI(ctx, authorizationv1.ResourceAttributes{Verb: "get", Resource: "pods", Subresource: "proxy", Namespace: ns})
+	if err != nil {
+		klog.ErrorS(err, "SelfSubjectAccessReview for pods/proxy failed; trying the requests")
+		allowed = true
+	}
+	if !allowed {
+		g.f.miss(FactCNIMetrics, "pods/proxy", "needs get on pods/proxy in "+ns+" ("+reason+")")
+		return nil
+	}
+	var errs, requests atomic.Int64
+	eachBounded(ctx, g.o.CNIMetricsWorkers, len(ready), g.o.CNIMetricsProgress, func(i int) {
+		c := ready[i]
+		requests.Add(1)
+		c.Metrics, c.Err = g.readIPAMD(ctx, proxy, ns, c)
+	})
+	for _, c := range ready {
+		if c.Metrics == nil && c.Err == "" {
+			c.Err = "not read: " + context.Cause(ctx).Error()
+		}
+		if c.Err != "" {
+			errs.Add(1)
+		}
+	}
+	g.f.stat(StatCNIMetricsRequests, requests.Load())
+	g.f.stat(StatCNIMetricsErrors, errs.Load())
+	return nil
+}
+
+// addAWSNodePod keeps what the checks need of one aws-node pod. A node with two (a rolling
+// update) keeps the Ready one, else the later name.
+func (g *gatherer) addAWSNodePod(p *corev1.Pod) {
+	if p.Spec.NodeName == "" || p.DeletionTimestamp != nil {
+		return
+	}
+	c := &CNINode{Pod: p.Namespace + "/" + p.Name, Ready: podReady(p), ip: p.Status.PodIP, port: DefaultIPAMDMetricsPort}
+	if ctr := awsNodeContainerIn(p.Spec.Containers); ctr != nil {
+		for _, cp := range ctr.Ports {
+			if cp.Name == "metrics" && cp.ContainerPort > 0 {
+				c.port = int(cp.ContainerPort)
+			}
+		}
+	}
+	if old := g.f.CNI.Nodes[p.Spec.NodeName]; old != nil && (old.Ready && !c.Ready || old.Ready == c.Ready && old.Pod > c.Pod) {
+		return
+	}
+	g.f.CNI.Nodes[p.Spec.NodeName] = c
+}
+
+func podReady(p *corev1.Pod) bool {
+	if p.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// readIPAMD reads one ipamd's metrics through the pod proxy, once, bounded.
+func (g *gatherer) readIPAMD(ctx context.Context, proxy rest.Interface, ns string, c *CNINode) (*IPAMDMetrics, string) {
+	if ctx.Err() != nil {
+		return nil, ctx.Err().Error()
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.o.ConfigzTimeout)
+	defer cancel()
+	_, name, _ := strings.Cut(c.Pod, "/")
+	raw, err := readBounded(ctx, proxy.Get().AbsPath("/api/v1/namespaces", ns, "pods", name+":"+strconv.Itoa(c.port), "proxy", "metrics"), maxCNIMetricsBytes, "an ipamd /metrics answer")
+	switch {
+	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "pods/proxy"):
+		return nil, "forbidden: needs get on pods/proxy in " + ns
+	case err != nil:
+		return nil, ConfigzFailure(err)
+	}
+	m, err := ParseIPAMDMetrics(raw)
+	if err != nil {
+		return nil, textsafe.ClipRaw(err.Error(), 200)
+	}
+	return m, ""
+}
+
+// readBounded sends r once (no retries) and reads at most limit bytes of the answer, refusing a
+// larger one where DoRaw would hold all of it in memory. Non-2xx answers become errors as with
+// DoRaw.
+func readBounded(ctx context.Context, r *rest.Request, limit int64, what string) ([]byte, error) {
+	body, err := r.MaxRetries(0).Stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	raw, err := io.ReadAll(io.LimitReader(body, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(raw)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes", what, limit)
+	}
+	return raw, nil
+}
+
+// ParseIPAMDMetrics reads ipamd's figures from its /metrics answer (Prometheus text format,
+// prometheus/common's parser). Series it does not know are ignored; a malformed line is an
+// error; at most maxCNILabels error codes and functions are kept (the rest are summed under
+// "other").
+func ParseIPAMDMetrics(raw []byte) (*IPAMDMetrics, error) {
+	samples, err := ParseMetrics(raw, "awscni_")
+	if err != nil {
+		return nil, err
+	}
+	if len(samples) == 0 {
+		// ipamd always publishes its counters, from 0: this answer is not ipamd's.
+		return nil, fmt.Errorf("the answer holds no awscni_ metrics: not ipamd's /metrics")
+	}
+	m := &IPAMDMetrics{EC2Errors: map[string]int{}, IPAMDErrors: map[string]int{}}
+	seen := 0
+	for _, s := range samples {
+		v := int(s.Value)
+		switch s.Name {
+		case metricTotalIPs:
+			m.TotalIPs, seen = v, seen|1
+		case metricAssignedIPs:
+			m.AssignedIPs, seen = v, seen|2
+		case metricMaxIPs:
+			m.MaxIPs, seen = v, seen|4
+		case metricENIs:
+			m.ENIs = v
+		case metricMaxENIs:
+			m.MaxENIs = v
+		case metricNoAddress:
+			m.NoAddress = v
+		case metricAPIErrors:
+			addBounded(m.EC2Errors, s.Labels["error"], v)
+		case metricIPAMDErrors:
+			addBounded(m.IPAMDErrors, s.Labels["fn"], v)
+		}
+	}
+	m.HasPool = seen == 7
+	return m, nil
+}
+
+func addBounded(m map[string]int, key string, v int) {
+	if v <= 0 {
+		return
+	}
+	key = textsafe.ClipRaw(key, 64)
+	if _, ok := m[key]; !ok && len(m) >= maxCNILabels {
+		key = "other"
+	}
+	m[key] += v
+}
+
+// countsText writes "A 3, B 1" in descending count order (then by name).
+func countsText(m map[string]int) string {
+	keys := sortedKeys(m)
+	sort.SliceStable(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] })
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
