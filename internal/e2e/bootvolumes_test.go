@@ -10,6 +10,7 @@ import (
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -45,6 +46,7 @@ func TestDoctorAWSBootVolumesAndZombie(t *testing.T) {
 	}
 	running := &ec2types.InstanceState{Name: ec2types.InstanceStateNameRunning}
 	cloud := awsfake.New()
+	cloud.Clusters[eksClusterName] = ekstypes.Cluster{Name: awssdk.String(eksClusterName), Arn: awssdk.String(eksARN), Status: ekstypes.ClusterStatusActive}
 	cloud.Instances = []ec2types.Instance{
 		{InstanceId: awssdk.String(bootedID), PrivateDnsName: awssdk.String(booted), InstanceType: ec2types.InstanceTypeM5Large, State: running,
 			LaunchTime: &launched, Tags: tags(), RootDeviceName: awssdk.String("/dev/xvda"),
