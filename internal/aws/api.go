@@ -13,6 +13,7 @@ type EC2API interface {
 	DescribeInstances(context.Context, *ec2.DescribeInstancesInput, ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error)
 	DescribeSubnets(context.Context, *ec2.DescribeSubnetsInput, ...func(*ec2.Options)) (*ec2.DescribeSubnetsOutput, error)
 	DescribeInstanceTypes(context.Context, *ec2.DescribeInstanceTypesInput, ...func(*ec2.Options)) (*ec2.DescribeInstanceTypesOutput, error)
+	DescribeVolumes(context.Context, *ec2.DescribeVolumesInput, ...func(*ec2.Options)) (*ec2.DescribeVolumesOutput, error)
 }
 
 // LogsAPI is the part of CloudWatch Logs nodekeeper reads: Logs Insights queries, and
@@ -35,6 +36,8 @@ type Clients struct {
 	EC2  EC2API
 	Logs LogsAPI
 	EKS  EKSAPI
+	// CloudWatch reads metrics (metrics.go).
+	CloudWatch CloudWatchAPI
 	// LaunchTemplates (EC2), Nodegroups (EKS) and AutoScaling are what doctor --aws reads to
 	// find the launch template version each node was launched from.
 	LaunchTemplates LaunchTemplatesAPI

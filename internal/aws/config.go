@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
@@ -60,12 +61,14 @@ func NewClients(cfg awssdk.Config, endpoint string) *Clients {
 		ec2Opts  []func(*ec2.Options)
 		logsOpts []func(*cloudwatchlogs.Options)
 		eksOpts  []func(*eks.Options)
+		cwOpts   []func(*cloudwatch.Options)
 		asgOpts  []func(*autoscaling.Options)
 	)
 	if endpoint != "" {
 		ec2Opts = append(ec2Opts, func(o *ec2.Options) { o.BaseEndpoint = awssdk.String(endpoint) })
 		logsOpts = append(logsOpts, func(o *cloudwatchlogs.Options) { o.BaseEndpoint = awssdk.String(endpoint) })
 		eksOpts = append(eksOpts, func(o *eks.Options) { o.BaseEndpoint = awssdk.String(endpoint) })
+		cwOpts = append(cwOpts, func(o *cloudwatch.Options) { o.BaseEndpoint = awssdk.String(endpoint) })
 		asgOpts = append(asgOpts, func(o *autoscaling.Options) { o.BaseEndpoint = awssdk.String(endpoint) })
 	}
 	ec2Client, eksClient := ec2.NewFromConfig(cfg, ec2Opts...), eks.NewFromConfig(cfg, eksOpts...)
@@ -76,6 +79,7 @@ func NewClients(cfg awssdk.Config, endpoint string) *Clients {
 		LaunchTemplates: ec2Client,
 		Nodegroups:      eksClient,
 		AutoScaling:     autoscaling.NewFromConfig(cfg, asgOpts...),
+		CloudWatch:      cloudwatch.NewFromConfig(cfg, cwOpts...),
 		Region:          cfg.Region,
 		Throttles:       tc,
 	}

@@ -24,6 +24,9 @@ const (
 	PermListNodegroups                 = "eks:ListNodegroups"
 	PermDescribeNodegroup              = "eks:DescribeNodegroup"
 	PermDescribeAutoScalingGroups      = "autoscaling:DescribeAutoScalingGroups"
+
+	PermDescribeVolumes = "ec2:DescribeVolumes"
+	PermGetMetricData   = "cloudwatch:GetMetricData"
 )
 
 // deniedCodes are the error codes AWS services answer when IAM does not allow a call: EC2 says

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,12 +12,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	logtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs/types"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/smithy-go/encoding/cbor"
 
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
 )
@@ -28,6 +32,7 @@ import (
 
 type seenRequest struct {
 	method, path, target, action, auth string
+	smithy                             string // Smithy-Protocol header (CloudWatch: rpc-v2-cbor)
 	form, query                        url.Values
 	json                               map[string]any
 }
@@ -64,7 +69,11 @@ func (w *wireServer) serve(rw http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	req := seenRequest{method: r.Method, path: r.URL.Path, target: r.Header.Get("X-Amz-Target"), auth: r.Header.Get("Authorization"), query: r.URL.Query()}
 	var op string
+	req.smithy = r.Header.Get("Smithy-Protocol")
 	switch {
+	case req.smithy != "":
+		op = r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]
+		req.json = cborStrings(body)
 	case req.target != "":
 		op = req.target[strings.LastIndexByte(req.target, '.')+1:]
 		_ = json.Unmarshal(body, &req.json)
@@ -94,7 +103,10 @@ func (w *wireServer) serve(rw http.ResponseWriter, r *http.Request) {
 	for k, v := range resp.headers {
 		rw.Header().Set(k, v)
 	}
-	if req.target != "" {
+	if req.smithy != "" {
+		rw.Header().Set("Smithy-Protocol", "rpc-v2-cbor")
+		rw.Header().Set("Content-Type", "application/cbor")
+	} else if req.target != "" {
 		rw.Header().Set("Content-Type", "application/x-amz-json-1.1")
 	} else if req.action != "" {
 		rw.Header().Set("Content-Type", "text/xml;charset=UTF-8")
@@ -113,7 +125,31 @@ const ec2Denied = `<?xml version="1.0" encoding="UTF-8"?>
 
 const logsDenied = `{"__type":"AccessDeniedException","message":"User: arn:aws:sts::111122223333:assumed-role/ro/x is not authorized to perform: logs:X"}`
 
+// cborBody is a CBOR document as CloudWatch's RPC v2 CBOR protocol sends it.
+func cborBody(v cbor.Value) string { return string(cbor.Encode(v)) }
+
+// cborEpoch is a timestamp as RPC v2 CBOR carries it: tag 1, epoch seconds.
+func cborEpoch(sec int64) cbor.Value { return &cbor.Tag{ID: 1, Value: cbor.Float64(float64(sec))} }
+
+// cborStrings decodes a CBOR request body's top-level string members (for the token check).
+func cborStrings(body []byte) map[string]any {
+	v, err := cbor.Decode(body)
+	if err != nil {
+		return nil
+	}
+	m, _ := v.(cbor.Map)
+	out := map[string]any{}
+	for k, v := range m {
+		if s, ok := v.(cbor.String); ok {
+			out[k] = string(s)
+		}
+	}
+	return out
+}
+
 var (
+	cloudWatchDeniedResp = wireResponse{status: 403, headers: map[string]string{"X-Amzn-Query-Error": "AccessDenied;Sender"},
+		body: cborBody(cbor.Map{"__type": cbor.String("com.amazonaws.cloudwatch#AccessDeniedException"), "message": cbor.String("User: arn:aws:sts::111122223333:assumed-role/ro/x is not authorized to perform: cloudwatch:GetMetricData")})}
 	ec2DeniedResp  = wireResponse{status: 403, body: ec2Denied}
 	logsDeniedResp = wireResponse{status: 400, body: logsDenied}
 	eksDeniedResp  = wireResponse{status: 403, body: `{"message":"User is not authorized to perform: eks:DescribeCluster"}`, headers: map[string]string{"X-Amzn-Errortype": "AccessDeniedException:http://internal.amazon.com/coral/com.amazon.coral.service/"}}
@@ -280,6 +316,96 @@ var wireCases = []wireCase{
 		},
 	},
 	{
+		// The example response of the EC2 API reference's DescribeVolumes, with a gp3 volume.
+		op: "DescribeVolumes", permission: nkaws.PermDescribeVolumes, tokenKey: "NextToken", deny: ec2DeniedResp,
+		pages: []wireResponse{
+			{body: `<DescribeVolumesResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">
+   <requestId>59dbff89-35bd-4eac-99ed-be587EXAMPLE</requestId>
+   <volumeSet>
+      <item>
+         <volumeId>vol-1234567890abcdef0</volumeId>
+         <size>80</size>
+         <snapshotId/>
+         <availabilityZone>us-east-1a</availabilityZone>
+         <status>in-use</status>
+         <createTime>2024-04-05T05:00:00.000Z</createTime>
+         <attachmentSet>
+            <item>
+               <volumeId>vol-1234567890abcdef0</volumeId>
+               <instanceId>i-1234567890abcdef0</instanceId>
+               <device>/dev/xvda</device>
+               <status>attached</status>
+               <attachTime>2024-04-05T05:00:01.000Z</attachTime>
+               <deleteOnTermination>true</deleteOnTermination>
+            </item>
+         </attachmentSet>
+         <volumeType>gp3</volumeType>
+         <iops>3000</iops>
+         <throughput>125</throughput>
+         <encrypted>true</encrypted>
+         <multiAttachEnabled>false</multiAttachEnabled>
+      </item>
+   </volumeSet>
+   <nextToken>volumes-2</nextToken>
+</DescribeVolumesResponse>`},
+			{body: `<DescribeVolumesResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">
+   <requestId>59dbff89-35bd-4eac-99ed-be587EXAMPLE2</requestId>
+   <volumeSet><item><volumeId>vol-0fedcba9876543210</volumeId><size>20</size><status>in-use</status>
+      <volumeType>gp2</volumeType><iops>100</iops></item></volumeSet>
+</DescribeVolumesResponse>`},
+		},
+		call: func(ctx context.Context, c *nkaws.Clients) (string, error) {
+			vols, err := nkaws.DescribeVolumes(ctx, c.EC2, &ec2.DescribeVolumesInput{})
+			var out []string
+			for _, v := range vols {
+				s := *v.VolumeId + "/" + string(v.VolumeType) + "/" + itoa(int64(*v.Size)) + "GiB/" + itoa(int64(*v.Iops)) + "iops"
+				if v.Throughput != nil {
+					s += "/" + itoa(int64(*v.Throughput)) + "MiBps"
+				}
+				for _, a := range v.Attachments {
+					s += "/" + *a.InstanceId + ":" + *a.Device
+				}
+				out = append(out, s)
+			}
+			return strings.Join(out, ","), err
+		},
+	},
+	{
+		// GetMetricData in Smithy RPC v2 CBOR, the protocol of the SDK's cloudwatch client; the
+		// bodies carry the members of the API reference's example response.
+		op: "GetMetricData", permission: nkaws.PermGetMetricData, tokenKey: "NextToken", deny: cloudWatchDeniedResp,
+		pages: []wireResponse{
+			{body: cborBody(cbor.Map{"MetricDataResults": cbor.List{cbor.Map{"Id": cbor.String("ops"), "Label": cbor.String("VolumeReadOps"),
+				"StatusCode": cbor.String("Complete"), "Timestamps": cbor.List{cborEpoch(1712296800), cborEpoch(1712296860)},
+				"Values": cbor.List{cbor.Float64(180000), cbor.Float64(6000)}}}, "Messages": cbor.List{}, "NextToken": cbor.String("metrics-page-2")})},
+			{body: cborBody(cbor.Map{"MetricDataResults": cbor.List{cbor.Map{"Id": cbor.String("burst"), "Label": cbor.String("BurstBalance"),
+				"StatusCode": cbor.String("PartialData"), "Timestamps": cbor.List{cborEpoch(1712296800)}, "Values": cbor.List{cbor.Float64(0)}}}})},
+		},
+		call: func(ctx context.Context, c *nkaws.Clients) (string, error) {
+			q := func(id, metric, stat string) cwtypes.MetricDataQuery {
+				return cwtypes.MetricDataQuery{Id: awssdk.String(id), MetricStat: &cwtypes.MetricStat{Period: awssdk.Int32(60), Stat: awssdk.String(stat),
+					Metric: &cwtypes.Metric{Namespace: awssdk.String("AWS/EBS"), MetricName: awssdk.String(metric),
+						Dimensions: []cwtypes.Dimension{{Name: awssdk.String("VolumeId"), Value: awssdk.String("vol-1234567890abcdef0")}}}}}
+			}
+			series, err := nkaws.GetMetricData(ctx, c.CloudWatch, []cwtypes.MetricDataQuery{q("ops", "VolumeReadOps", "Sum"), q("burst", "BurstBalance", "Minimum")},
+				time.Unix(1712296800, 0), time.Unix(1712300400, 0))
+			var out []string
+			for _, id := range []string{"ops", "burst"} {
+				if s := series[id]; s != nil {
+					for _, ts := range []int64{1712296800, 1712296860} {
+						if v, ok := s.Points[time.Unix(ts, 0).UTC()]; ok {
+							out = append(out, fmt.Sprintf("%s@%d=%g", id, ts, v))
+						}
+					}
+					if s.Partial {
+						out = append(out, id+" partial")
+					}
+				}
+			}
+			return strings.Join(out, ","), err
+		},
+	},
+	{
 		op: "DescribeCluster", permission: nkaws.PermDescribeCluster, deny: eksDeniedResp,
 		pages: []wireResponse{{body: `{"cluster":{"name":"prod","arn":"arn:aws:eks:us-east-1:111122223333:cluster/prod","version":"1.29","status":"ACTIVE","tags":{"team":"infra"},"logging":{"clusterLogging":[{"enabled":true,"types":["api","audit"]}]}}}`}},
 		call: func(ctx context.Context, c *nkaws.Clients) (string, error) {
@@ -410,6 +536,8 @@ func TestWire(t *testing.T) {
 		"GetQueryResults":                `Complete 1048576 @timestamp=2024-04-05 06:00:00.123;@message={"kind":"Event"};@ptr=CmAKJwojMTIzNDU2Nzg5MDEyOi9hd3MvZWtz`,
 		"StopQuery":                      "stopped",
 		"DescribeCluster":                "prod infra api+audit",
+		"DescribeVolumes":                "vol-1234567890abcdef0/gp3/80GiB/3000iops/125MiBps/i-1234567890abcdef0:/dev/xvda,vol-0fedcba9876543210/gp2/20GiB/100iops",
+		"GetMetricData":                  "ops@1712296800=180000,ops@1712296860=6000,burst@1712296800=0,burst partial",
 	}
 	for _, tc := range append(wireCases, launchTemplateWireCases...) {
 		t.Run(tc.op, func(t *testing.T) {
@@ -440,6 +568,10 @@ func TestWire(t *testing.T) {
 					path += "/node-groups/standard"
 				}
 				switch {
+				case r.smithy != "":
+					if r.smithy != "rpc-v2-cbor" || r.method != http.MethodPost || r.path != "/service/GraniteServiceVersion20100801/operation/"+tc.op {
+						t.Errorf("request %d: %s %s, Smithy-Protocol %q", i, r.method, r.path, r.smithy)
+					}
 				case r.action != "":
 					if r.action != tc.op || r.form.Get("Version") != version {
 						t.Errorf("request %d: Action=%s Version=%s", i, r.action, r.form.Get("Version"))

@@ -27,7 +27,8 @@ func (ec2Check) Run(f *Facts) Result {
 		subnets = podSubnets(f)
 	}
 	r.add(CheckEC2(EC2Inputs{Cluster: o.Cluster, Running: f.EC2.Running, ByID: f.EC2.ByID, Subnets: f.EC2.Subnets, Nodes: f.Nodes,
-		Settings: mode.Settings, PodSubnets: subnets, Types: f.EC2.Types, Now: f.Now, RegisterGrace: grace})...)
+		Settings: mode.Settings, PodSubnets: subnets, Types: f.EC2.Types, Now: f.Now, RegisterGrace: grace,
+		Region: o.Region, AuditLog: o.AuditLog, Deletions: o.NodeDeletions})...)
 	r.checked(SectionEC2, len(f.EC2.Running)+len(f.Nodes)+len(f.EC2.Subnets))
 	return r
 }

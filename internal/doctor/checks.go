@@ -56,6 +56,9 @@ func ChecksFor(o Options) []Check {
 	}
 	if o.EC2 != nil {
 		cs = append(cs, ec2Check{})
+		if o.EC2.Metrics != nil {
+			cs = append(cs, bootVolumeCheck{})
+		}
 		if o.EC2.LaunchTemplates != nil {
 			cs = append(cs, launchTemplateCheck{})
 		}

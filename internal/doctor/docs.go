@@ -13,4 +13,5 @@ const (
 	DocENIConfig        = "https://docs.aws.amazon.com/eks/latest/userguide/cni-custom-network-tutorial.html"
 	DocKubeletCSR       = "https://docs.aws.amazon.com/eks/latest/userguide/cert-signing.html"
 	DocKarpenterENIs    = "https://karpenter.sh/docs/reference/settings/"
+	DocEBSVolumeTypes   = "https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html"
 )

@@ -36,6 +36,17 @@ type EC2Options struct {
 	// RegisterGrace: an instance launched less than this ago may still be registering and is
 	// not reported (default 10 minutes).
 	RegisterGrace time.Duration
+	// Region is the region the clients talk to, for the commands NK801 prints.
+	Region string
+	// AuditLog: --audit-log was given; NodeDeletions are the Node deletions read from it
+	// (ReadNodeDeletions), named beside the instances running without a Node.
+	AuditLog      bool
+	NodeDeletions []NodeDeletion
+	// Metrics reads the root volumes' CloudWatch metrics (nil: boot volumes are not checked).
+	Metrics nkaws.CloudWatchAPI
+	// BootWindow: the root volumes of Nodes launched less than this ago are checked (default
+	// DefaultBootWindow).
+	BootWindow time.Duration
 	// LaunchTemplates, when set, adds the launch template checks (launchtemplates.go), with the
 	// managed node groups from Nodegroups and the self-managed groups from AutoScaling when set.
 	LaunchTemplates nkaws.LaunchTemplatesAPI
@@ -64,6 +75,11 @@ type EC2Inputs struct {
 	Types         *eni.Catalog
 	Now           time.Time
 	RegisterGrace time.Duration
+	// Region is put in the commands that remove an instance ("" leaves it to the AWS CLI).
+	Region string
+	// AuditLog: an audit log was read; Deletions are the Node deletions it holds (zombie.go).
+	AuditLog  bool
+	Deletions []NodeDeletion
 }
 
 func strDeref(p *string) string {
@@ -102,7 +118,9 @@ func CheckEC2(in EC2Inputs) []findings.Finding {
 		if ng := instances.TagValue(inst.Tags, "eks:nodegroup-name"); ng != "" {
 			ev = append(ev, "node group "+ng)
 		}
-		out = append(out, f.WithEvidence(ev...))
+		more, remediation := zombieReport(inst, in)
+		f.Remediation = remediation
+		out = append(out, f.WithEvidence(append(ev, more...)...))
 	}
 	// Nodes whose instance is gone.
 	for i := range in.Nodes {
@@ -275,12 +293,8 @@ func (g *gatherer) ec2InstanceTypes(ctx context.Context) error {
 		return nil
 	}
 	cat, err := nkaws.InstanceCatalog(ctx, g.o.EC2.API, ask)
-	if nkaws.IsAccessDenied(err) {
-		g.f.miss(FactEC2Types, "ec2", err.Error())
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("EC2: %w", err)
+	if failed, err := g.awsFailed(FactEC2Types, "EC2", err); failed {
+		return err
 	}
 	g.f.EC2.Types = cat
 	return nil
@@ -294,11 +308,9 @@ func (g *gatherer) ec2(ctx context.Context) error {
 	listing, err := instances.ListRunning(ctx, o.API, o.Cluster)
 	if err != nil {
 		err = nkaws.Explain(nkaws.PermDescribeInstances, err)
-		if nkaws.IsAccessDenied(err) {
-			g.f.miss(FactEC2Instances, "ec2", err.Error())
-			return nil
-		}
-		return fmt.Errorf("EC2: %w", err)
+	}
+	if failed, err := g.awsFailed(FactEC2Instances, "EC2", err); failed {
+		return err
 	}
 	running := listing.Running
 	var ids []string
@@ -308,22 +320,14 @@ func (g *gatherer) ec2(ctx context.Context) error {
 		}
 	}
 	byID := map[string]ec2types.Instance{}
-	// An instance-id filter, not InstanceIds: an unknown ID must be an absent row, not an error
-	// that fails the whole call.
-	for len(ids) > 0 {
-		batch := ids[:min(len(ids), 200)]
-		ids = ids[len(batch):]
-		insts, err := nkaws.DescribeInstances(ctx, o.API, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{{Name: strp("instance-id"), Values: batch}}})
-		if nkaws.IsAccessDenied(err) {
-			g.f.miss(FactEC2Instances, "ec2", err.Error())
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("EC2: %w", err)
-		}
-		for _, inst := range insts {
-			byID[strDeref(inst.InstanceId)] = inst
-		}
+	insts, err := describeByID(ids, "instance-id", func(filters []ec2types.Filter) ([]ec2types.Instance, error) {
+		return nkaws.DescribeInstances(ctx, o.API, &ec2.DescribeInstancesInput{Filters: filters})
+	})
+	if failed, err := g.awsFailed(FactEC2Instances, "EC2", err); failed {
+		return err
+	}
+	for _, inst := range insts {
+		byID[strDeref(inst.InstanceId)] = inst
 	}
 	g.f.EC2.Running, g.f.EC2.ByID = running, byID
 	subnetIDs := map[string]bool{}
@@ -346,15 +350,43 @@ func (g *gatherer) ec2(ctx context.Context) error {
 	}
 	sort.Strings(list)
 	subnets, err := nkaws.DescribeSubnets(ctx, o.API, &ec2.DescribeSubnetsInput{Filters: []ec2types.Filter{{Name: strp("subnet-id"), Values: list}}})
-	if nkaws.IsAccessDenied(err) {
-		g.f.miss(FactEC2Subnets, "ec2", err.Error())
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("EC2: %w", err)
+	if failed, err := g.awsFailed(FactEC2Subnets, "EC2", err); failed {
+		return err
 	}
 	g.f.EC2.Subnets = subnets
 	return nil
+}
+
+// awsFailed reports whether an AWS read of fact failed: AccessDenied leaves the fact missing
+// with the permission named (the run goes on, the checks that need it are skipped), any other
+// error comes back naming the service, to fail the run.
+func (g *gatherer) awsFailed(fact Fact, service string, err error) (failed bool, fatal error) {
+	if err == nil {
+		return false, nil
+	}
+	if nkaws.IsAccessDenied(err) {
+		g.f.miss(fact, strings.ToLower(service), err.Error())
+		return true, nil
+	}
+	return true, fmt.Errorf("%s: %w", service, err)
+}
+
+// describeByID asks a Describe call for the resources whose ID is in ids, 200 a request,
+// through the resource's ID filter rather than its IDs parameter: an unknown ID (an instance
+// gone for hours, a volume deleted meanwhile) must be an absent row, not an error that fails the
+// whole call.
+func describeByID[T any](ids []string, filter string, describe func([]ec2types.Filter) ([]T, error)) ([]T, error) {
+	var out []T
+	for len(ids) > 0 {
+		batch := ids[:min(len(ids), 200)]
+		ids = ids[len(batch):]
+		items, err := describe([]ec2types.Filter{{Name: strp(filter), Values: batch}})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, items...)
+	}
+	return out, nil
 }
 
 // prefixNeed is addressNeed with prefix delegation: perENI prefixes fit on each of limit ENIs.

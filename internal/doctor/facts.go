@@ -201,4 +201,6 @@ type EC2Facts struct {
 	// ByID are the instances the Nodes' providerIDs name, in any state.
 	ByID    map[string]ec2types.Instance
 	Subnets []ec2types.Subnet
+	// Boot holds the root volumes of recently launched Nodes and their metrics (bootvolumes.go).
+	Boot BootFacts
 }

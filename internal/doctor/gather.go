@@ -55,7 +55,7 @@ func Gather(ctx context.Context, d Deps, o Options) (*Facts, error) {
 		steps = append(steps, g.eniConfigs)
 	}
 	if o.EC2 != nil {
-		steps = append(steps, g.ec2)
+		steps = append(steps, g.ec2, g.bootVolumes)
 		if o.EC2.LaunchTemplates != nil {
 			steps = append(steps, g.launchTemplates) // after ec2: it reads the instances' tags
 		}

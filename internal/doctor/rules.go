@@ -238,6 +238,12 @@ var (
 		Remediation: "prefix delegation needs 16 contiguous, aligned free addresses per prefix: reserve a CIDR block for prefixes (subnet CIDR reservation) or use a new subnet for nodes",
 		DocURL:      rules.DocPrefixDelegation,
 	}
+	RuleBootVolumeIOBound = findings.Rule{
+		Code: "NK805", Name: "boot-volume-io-bound", Section: SectionEC2, Severity: findings.Warning,
+		Title:       "Node launched within --boot-window whose root volume was IO-bound (at its IOPS or throughput limit, or out of gp2 burst credits); error when pods are stuck in ContainerCreating on it",
+		Remediation: "give root volumes the IOPS and throughput a boot needs (gp3 with provisioned IOPS/throughput in the launch template or Karpenter EC2NodeClass blockDeviceMappings; gp2 only bursts to 3,000 IOPS while credits last), put images on a separate data volume, or pull less at boot (smaller images, fewer DaemonSets, lazy loading)",
+		DocURL:      DocEBSVolumeTypes,
+	}
 )
 
 // Rules lists doctor's own rules, for the catalog (findings.NewCatalog with rules.Rules).
@@ -282,6 +288,7 @@ var Rules = []findings.Rule{
 	RuleNodeInstanceGone,
 	RuleSubnetAddressesLow,
 	RuleSubnetPrefixFragmented,
+	RuleBootVolumeIOBound,
 	// NK75x: image pulls and add-ons (rules_addons.go).
 	RulePullQPSExceeded,
 	RuleAddonUnavailable,

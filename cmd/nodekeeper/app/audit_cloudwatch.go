@@ -10,7 +10,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/nodekeeper/nodekeeper/internal/audit/read"
+	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
 	"github.com/nodekeeper/nodekeeper/internal/aws/cwaudit"
+	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // cloudWatchFlags make `nodekeeper audit` read an EKS cluster's audit log from CloudWatch Logs.
@@ -84,6 +86,7 @@ func (c *cloudWatchFlags) input(ctx context.Context, since, until time.Time, std
 	if err != nil {
 		return read.Input{}, err
 	}
+	c.checkAuditLogging(ctx, clients, stderr)
 	src, err := cwaudit.New(clients.Logs, cwaudit.Options{LogGroup: c.logGroup, Start: since, End: until,
 		Parallel: c.parallel, QueryTimeout: c.timeout, Progress: stderr})
 	if err != nil {
@@ -97,4 +100,21 @@ func (c *cloudWatchFlags) input(ctx context.Context, since, until time.Time, std
 		fmt.Fprintf(stderr, "cloudwatch: AWS throttled %d calls (retried)\n", n)
 	}
 	return src.Input(ctx), nil
+}
+
+// checkAuditLogging says on stderr when the cluster's audit logging is off, or when that could
+// not be checked; the read goes on either way (the log group may hold older events).
+func (c *cloudWatchFlags) checkAuditLogging(ctx context.Context, clients *nkaws.Clients, stderr io.Writer) {
+	cluster := cwaudit.ClusterOfLogGroup(c.logGroup)
+	if cluster == "" {
+		fmt.Fprintf(stderr, "cloudwatch: %s is not an EKS control plane log group: not checking that audit logging is on\n", textsafe.Escape(c.logGroup))
+		return
+	}
+	st, err := cwaudit.AuditLogging(ctx, clients.EKS, cluster)
+	switch {
+	case err != nil:
+		fmt.Fprintf(stderr, "cloudwatch: could not check that audit logging is on: %s\n", textsafe.Escape(err.Error()))
+	case !st.Enabled:
+		fmt.Fprintf(stderr, "cloudwatch: %s\n", textsafe.Escape(st.Off()))
+	}
 }

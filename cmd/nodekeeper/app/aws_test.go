@@ -34,7 +34,7 @@ func (f *fakeAWS) load(_ context.Context, o nkaws.LoadOptions) (*nkaws.Clients, 
 	if f.cloud == nil {
 		return nil, fmt.Errorf("AWS must not be called on this path")
 	}
-	return &nkaws.Clients{EC2: f.cloud, Logs: f.cloud, EKS: f.cloud, LaunchTemplates: f.cloud, Nodegroups: f.cloud, AutoScaling: f.cloud, Region: o.Region}, nil
+	return &nkaws.Clients{EC2: f.cloud, Logs: f.cloud, EKS: f.cloud, LaunchTemplates: f.cloud, Nodegroups: f.cloud, AutoScaling: f.cloud, CloudWatch: f.cloud, Region: o.Region}, nil
 }
 
 // runCmd runs the command tree in-process with args, AWS from aws (nil: no AWS at all) and an

@@ -10,6 +10,7 @@ import (
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
@@ -42,6 +43,8 @@ func TestAWSOverTheWire(t *testing.T) {
 	cloud.InstanceTypes = []ec2types.InstanceTypeInfo{{InstanceType: "m9z.large", Hypervisor: ec2types.InstanceTypeHypervisorNitro,
 		VCpuInfo:    &ec2types.VCpuInfo{DefaultVCpus: awssdk.Int32(2)},
 		NetworkInfo: &ec2types.NetworkInfo{MaximumNetworkInterfaces: awssdk.Int32(3), Ipv4AddressesPerInterface: awssdk.Int32(10)}}}
+	cloud.Clusters["prod"] = ekstypes.Cluster{Name: awssdk.String("prod"), Logging: &ekstypes.Logging{ClusterLogging: []ekstypes.LogSetup{
+		{Types: []ekstypes.LogType{ekstypes.LogTypeAudit}, Enabled: awssdk.Bool(true)}}}}
 	srv := awsserver.Start(t, cloud)
 	srv.Setenv(t, "us-west-2") // the environment's region, overridden below
 
@@ -51,10 +54,13 @@ func TestAWSOverTheWire(t *testing.T) {
 		t.Fatalf("audit --cloudwatch: %v\n%s\nstderr:\n%s", err, out, stderr)
 	}
 	calls := srv.Calls()
-	if len(calls) == 0 || calls[0].Operation != "StartQuery" {
-		t.Fatalf("calls %v, want Logs Insights first", srv.Operations())
+	if len(calls) < 2 || calls[0].Operation != "DescribeCluster" || calls[0].Region != "ap-northeast-2" || calls[1].Operation != "StartQuery" {
+		t.Fatalf("calls %v, want the cluster's logging checked in the ARN's region, then Logs Insights", srv.Operations())
 	}
-	for _, c := range calls {
+	if strings.Contains(stderr, "audit logging") {
+		t.Errorf("audit logging is on, stderr says otherwise:\n%s", stderr)
+	}
+	for _, c := range calls[1:] {
 		if c.Service != awsserver.Logs || c.Region != "ap-northeast-2" || c.ErrorCode != "" {
 			t.Errorf("audit call %+v: want CloudWatch Logs in the ARN's region, answered", c)
 		}

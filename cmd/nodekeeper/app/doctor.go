@@ -70,7 +70,9 @@ func newDoctorCommand(g *globalOptions) *cobra.Command {
               (pool full at maxPods, subnet out of addresses, EC2 throttling, aws-node not
               ready, or unknown)
   ec2         with --aws (read-only, docs/aws.md): running instances of the cluster without a
-              Node, Nodes whose instance is terminated or missing, subnets short of addresses
+              Node (with its Auto Scaling group, who deleted its Node with --audit-log, and
+              the command that removes it), Nodes whose instance is terminated or missing,
+              subnets short of addresses, root volumes IO-bound at boot (--boot-window)
 
 A check that lacks a permission is reported as skipped (for example "needs get on nodes/proxy")
 and the run goes on. Exit codes (docs/exit-codes.md): 0 nothing at or above --fail-on, 3 a finding
@@ -163,7 +165,7 @@ func (o *doctorOptions) Validate() error {
 
 // Run checks the cluster (and with --aws, EC2) and prints the findings.
 func (o *doctorOptions) Run(ctx context.Context) error {
-	if err := o.aws.apply(ctx, &o.doctor); err != nil {
+	if err := o.aws.apply(ctx, &o.doctor, o.g.streams.ErrOut); err != nil {
 		return err
 	}
 	var cfg *rest.Config

@@ -3,23 +3,29 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/nodekeeper/nodekeeper/internal/doctor"
+	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // doctorAWSFlags add the EC2 section to `nodekeeper doctor`.
 type doctorAWSFlags struct {
 	enabled       bool
 	registerGrace time.Duration
+	bootWindow    time.Duration
+	auditLogs     []string
 	aws           awsFlags
 }
 
 func (d *doctorAWSFlags) AddFlags(f *pflag.FlagSet) {
 	f.BoolVar(&d.enabled, "aws", false, "also check EC2 (read-only): running instances of the cluster without a Node, Nodes whose instance is gone, free addresses of the nodes' and ENIConfigs' subnets against their warm pools, the capacity of instance types the built-in table does not know, and the user data of the launch template versions the Nodes were launched from (NK631-NK635, max pods above the addresses, once per version); the EKS cluster is --eks-cluster or the kubeconfig context's")
 	f.DurationVar(&d.registerGrace, "register-grace", 10*time.Minute, "with --aws: an instance launched less than this ago may still be registering and is not reported")
+	f.DurationVar(&d.bootWindow, "boot-window", doctor.DefaultBootWindow, "with --aws: check the root volumes of Nodes launched less than this ago against their IOPS and throughput limits (CloudWatch GetMetricData, EC2 DescribeVolumes), and name those whose boot was IO-bound with the pods stuck on them")
+	f.StringArrayVar(&d.auditLogs, "audit-log", nil, "with --aws: kube-apiserver audit log FILE or directory (as `nodekeeper audit` reads them; repeatable): name who deleted the Node of each instance running without one, and when")
 	d.aws.AddFlags(f)
 	d.aws.AddClusterFlag(f, "with --aws")
 }
@@ -27,12 +33,15 @@ func (d *doctorAWSFlags) AddFlags(f *pflag.FlagSet) {
 // validate checks that the AWS-only flags come with --aws, and that --aws can find the cluster.
 func (d *doctorAWSFlags) validate(f *pflag.FlagSet) error {
 	if !d.enabled {
-		for _, name := range []string{"register-grace", "region", "profile", "eks-cluster"} {
+		for _, name := range []string{"register-grace", "boot-window", "audit-log", "region", "profile", "eks-cluster"} {
 			if f.Changed(name) {
 				return fmt.Errorf("--%s needs --aws", name)
 			}
 		}
 		return nil
+	}
+	if d.bootWindow <= 0 {
+		return fmt.Errorf("--boot-window must be positive (got %s)", d.bootWindow)
 	}
 	if _, _, err := d.aws.cluster(); err != nil {
 		return fmt.Errorf("--aws needs the EKS cluster's name to find its instances: %w", err)
@@ -41,7 +50,7 @@ func (d *doctorAWSFlags) validate(f *pflag.FlagSet) error {
 }
 
 // apply loads the AWS clients when --aws was given.
-func (d *doctorAWSFlags) apply(ctx context.Context, o *doctor.Options) error {
+func (d *doctorAWSFlags) apply(ctx context.Context, o *doctor.Options, stderr io.Writer) error {
 	if !d.enabled {
 		return nil
 	}
@@ -53,7 +62,12 @@ func (d *doctorAWSFlags) apply(ctx context.Context, o *doctor.Options) error {
 	if err != nil {
 		return fmt.Errorf("--aws for the EKS cluster %q: %w", cluster, err)
 	}
-	o.EC2 = &doctor.EC2Options{API: clients.EC2, Cluster: cluster, RegisterGrace: d.registerGrace,
+	deletions, err := doctor.ReadNodeDeletions(d.auditLogs, func(msg string) { fmt.Fprintln(stderr, textsafe.Escape(msg)) })
+	if err != nil {
+		return err
+	}
+	o.EC2 = &doctor.EC2Options{API: clients.EC2, Cluster: cluster, RegisterGrace: d.registerGrace, Region: clients.Region,
+		Metrics: clients.CloudWatch, BootWindow: d.bootWindow, AuditLog: len(d.auditLogs) > 0, NodeDeletions: deletions,
 		LaunchTemplates: clients.LaunchTemplates, Nodegroups: clients.Nodegroups, AutoScaling: clients.AutoScaling}
 	return nil
 }

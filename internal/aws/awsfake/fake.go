@@ -1,5 +1,6 @@
-// Package awsfake is a stateful in-memory AWS for tests: EC2 instances, subnets, instance types
-// and launch template versions; Auto Scaling groups; CloudWatch Logs log groups with timestamped events, Logs Insights queries that honour
+// Package awsfake is a stateful in-memory AWS for tests: EC2 instances, subnets, instance types,
+// EBS volumes and launch template versions; Auto Scaling groups; CloudWatch metric samples
+// answered by GetMetricData's statistics; CloudWatch Logs log groups with timestamped events, Logs Insights queries that honour
 // the time range, the row limit and the concurrency limit, and FilterLogEvents with pagination;
 // EKS clusters and managed node groups. It implements the interfaces of internal/aws, so that every test of the AWS
 // paths shares one model of AWS instead of mocking calls one by one.
@@ -44,6 +45,7 @@ type Cloud struct {
 	Instances     []ec2types.Instance
 	Subnets       []ec2types.Subnet
 	InstanceTypes []ec2types.InstanceTypeInfo
+	Volumes       []ec2types.Volume // EBS volumes (volumes.go)
 	Clusters      map[string]ekstypes.Cluster
 	// Nodegroups are EKS managed node groups, of the cluster their ClusterName names;
 	// LaunchTemplateVersions every version of every launch template (launchtemplates.go);
@@ -73,6 +75,7 @@ type Cloud struct {
 	PollsBeforeComplete int
 
 	memo    map[string]map[string]bool // filter text → message → match, filters being pure
+	metrics map[string][]MetricSample  // CloudWatch metric key → samples (metrics.go)
 	logs    map[string][]LogEvent
 	sorted  map[string]bool
 	queries map[string]*query

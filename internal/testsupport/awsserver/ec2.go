@@ -35,6 +35,7 @@ var ec2Params = map[string]queryParams{
 	"DescribeInstances":     {plain: []string{"MaxResults", "NextToken"}, lists: []string{"Filter", "InstanceId"}},
 	"DescribeSubnets":       {plain: []string{"MaxResults", "NextToken"}, lists: []string{"Filter", "SubnetId"}},
 	"DescribeInstanceTypes": {plain: []string{"MaxResults", "NextToken"}, lists: []string{"Filter", "InstanceType"}},
+	"DescribeVolumes":       {plain: []string{"MaxResults", "NextToken"}, lists: []string{"Filter", "VolumeId"}},
 	"DescribeLaunchTemplateVersions": {plain: []string{"MaxResults", "NextToken", "LaunchTemplateId", "LaunchTemplateName", "MinVersion", "MaxVersion", "ResolveAlias"},
 		lists: []string{"Filter", "LaunchTemplateVersion"}},
 }
@@ -101,6 +102,8 @@ func (ec2Service) decode(r *http.Request) (string, any, error) {
 		return op, &ec2.DescribeInstancesInput{InstanceIds: formList(form, "InstanceId"), Filters: filters, MaxResults: maxResults, NextToken: token}, nil
 	case "DescribeSubnets":
 		return op, &ec2.DescribeSubnetsInput{SubnetIds: formList(form, "SubnetId"), Filters: filters, MaxResults: maxResults, NextToken: token}, nil
+	case "DescribeVolumes":
+		return op, &ec2.DescribeVolumesInput{VolumeIds: formList(form, "VolumeId"), Filters: filters, MaxResults: maxResults, NextToken: token}, nil
 	case "DescribeLaunchTemplateVersions":
 		if len(filters) > 0 || form.Has("MinVersion") || form.Has("MaxVersion") {
 			return op, nil, apiError("InvalidParameterValue", "awsserver: DescribeLaunchTemplateVersions takes a template and versions only")
@@ -170,6 +173,8 @@ func (ec2Service) call(ctx context.Context, cloud *awsfake.Cloud, op string, in 
 		return cloud.DescribeSubnets(ctx, in)
 	case *ec2.DescribeInstanceTypesInput:
 		return cloud.DescribeInstanceTypes(ctx, in)
+	case *ec2.DescribeVolumesInput:
+		return cloud.DescribeVolumes(ctx, in)
 	case *ec2.DescribeLaunchTemplateVersionsInput:
 		return cloud.DescribeLaunchTemplateVersions(ctx, in)
 	}
@@ -243,6 +248,8 @@ func (ec2Service) writeOutput(w http.ResponseWriter, reqID, op string, out any) 
 		r.XMLName.Space = ec2Namespace
 		r.InstanceTypes = mapSet(out.InstanceTypes, toXMLInstanceType)
 		resp = r
+	case *ec2.DescribeVolumesOutput:
+		resp = describeVolumesResponse(reqID, out)
 	case *ec2.DescribeLaunchTemplateVersionsOutput:
 		r := describeLaunchTemplateVersionsResponse{RequestID: reqID, NextToken: out.NextToken}
 		r.XMLName.Space = ec2Namespace
@@ -341,6 +348,9 @@ type xmlInstance struct {
 	Architecture     string                  `xml:"architecture,omitempty"`
 	Tags             *xmlSet[xmlTag]         `xml:"tagSet"`
 	Interfaces       *xmlSet[xmlInterfaceID] `xml:"networkInterfaceSet"`
+	RootDeviceName   *string                 `xml:"rootDeviceName"`
+	RootDeviceType   string                  `xml:"rootDeviceType,omitempty"`
+	BlockDevices     *xmlSet[xmlBlockDevice] `xml:"blockDeviceMapping"`
 }
 
 type xmlState struct {
@@ -389,6 +399,8 @@ func toXMLInstance(i ec2types.Instance) xmlInstance {
 	x.Interfaces = mapSet(i.NetworkInterfaces, func(n ec2types.InstanceNetworkInterface) xmlInterfaceID {
 		return xmlInterfaceID{n.NetworkInterfaceId, n.SubnetId, n.PrivateIpAddress}
 	})
+	x.RootDeviceName, x.RootDeviceType = i.RootDeviceName, string(i.RootDeviceType)
+	x.BlockDevices = mapSet(i.BlockDeviceMappings, toXMLBlockDevice)
 	return x
 }
 

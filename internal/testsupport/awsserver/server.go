@@ -14,11 +14,14 @@
 //     errors with an X-Amzn-ErrorType header and a JSON body;
 //   - Auto Scaling's Query protocol (awsQuery): a form like EC2's with Version=2011-01-01,
 //     answered with XML in an ACTIONResult element, errors as <ErrorResponse><Error>..;
-//     DescribeAutoScalingGroups.
+//     DescribeAutoScalingGroups;
+//   - CloudWatch's Smithy RPC v2 CBOR (Smithy-Protocol: rpc-v2-cbor): GetMetricData
+//     (cloudwatch.go).
 //
-// EC2's Query protocol serves DescribeLaunchTemplateVersions too. Requests are routed by their
-// shape: an X-Amz-Target header is CloudWatch Logs, a path under /clusters/ is EKS, a form
-// signed for the autoscaling service is Auto Scaling, anything else is EC2. A request without a SigV4 Authorization header is
+// EC2's Query protocol serves DescribeLaunchTemplateVersions and DescribeVolumes too. Requests
+// are routed by their shape: a Smithy-Protocol header is CloudWatch, an X-Amz-Target header is
+// CloudWatch Logs, a path under /clusters/ is EKS, a form signed for the autoscaling service is
+// Auto Scaling, anything else is EC2. A request without a SigV4 Authorization header is
 // refused, as AWS does. The request is decoded into the SDK's input type and handed to the
 // Cloud, whose answer (or error: awsfake's AccessDenied, UnauthorizedOperation, NotFound...) is
 // encoded the way the service does, so that error naming (internal/aws.Explain) and the SDK's
@@ -63,13 +66,15 @@ const (
 	EC2  = "ec2"
 	Logs = "logs"
 	EKS  = "eks"
+	// CloudWatch is metrics (Smithy RPC v2 CBOR, cloudwatch.go).
+	CloudWatch = "cloudwatch"
 	// AutoScaling is Auto Scaling's service name (its SigV4 signing name too).
 	AutoScaling = "autoscaling"
 )
 
 // Call is one request the server answered.
 type Call struct {
-	Service   string // EC2, Logs or EKS
+	Service   string // EC2, Logs, EKS or CloudWatch
 	Operation string // the API operation, e.g. "DescribeInstances"
 	// Region is the region of the request's SigV4 credential scope.
 	Region string
@@ -203,6 +208,8 @@ func (s *Server) Setenv(t testing.TB, region string) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var svc service
 	switch {
+	case r.Header.Get("Smithy-Protocol") == "rpc-v2-cbor":
+		svc = metricsService{}
 	case r.Header.Get("X-Amz-Target") != "":
 		svc = logsService{}
 	case strings.HasPrefix(r.URL.Path, "/clusters/"):

@@ -14,6 +14,7 @@ import (
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	asgtypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
+	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	logtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs/types"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -46,7 +47,9 @@ func newCloud() *awsfake.Cloud {
 			State: &ec2types.InstanceState{Code: i32(code), Name: state}, PrivateDnsName: s(dns), PrivateIpAddress: s("10.0.1.12"),
 			LaunchTime: awssdk.Time(t0.Add(-time.Hour)), SubnetId: s("subnet-0a1b"), VpcId: s("vpc-1"),
 			Placement: &ec2types.Placement{AvailabilityZone: s("eu-west-1a")}, Architecture: ec2types.ArchitectureValuesX8664,
-			Tags: tags("eks:cluster-name", "prod", "karpenter.sh/nodepool", "default")}
+			Tags: tags("eks:cluster-name", "prod", "karpenter.sh/nodepool", "default"), RootDeviceName: s("/dev/xvda"), RootDeviceType: ec2types.DeviceTypeEbs,
+			BlockDeviceMappings: []ec2types.InstanceBlockDeviceMapping{{DeviceName: s("/dev/xvda"), Ebs: &ec2types.EbsInstanceBlockDevice{
+				VolumeId: s("vol-" + id[2:]), Status: ec2types.AttachmentStatusAttached, AttachTime: awssdk.Time(t0.Add(-time.Hour)), DeleteOnTermination: awssdk.Bool(true)}}}}
 	}
 	c := awsfake.New()
 	c.PageSize = 2
@@ -80,6 +83,27 @@ func newCloud() *awsfake.Cloud {
 			NetworkInfo: &ec2types.NetworkInfo{MaximumNetworkInterfaces: i32(14), Ipv4AddressesPerInterface: i32(50)}},
 		{InstanceType: "m5.metal", BareMetal: awssdk.Bool(true), VCpuInfo: &ec2types.VCpuInfo{DefaultVCpus: i32(96)},
 			NetworkInfo: &ec2types.NetworkInfo{MaximumNetworkInterfaces: i32(15), Ipv4AddressesPerInterface: i32(50)}},
+	}
+	volume := func(id string, typ ec2types.VolumeType, size, iops, throughput int32) ec2types.Volume {
+		v := ec2types.Volume{VolumeId: s(id), VolumeType: typ, Size: i32(size), Iops: i32(iops), AvailabilityZone: s("eu-west-1a"),
+			State: ec2types.VolumeStateInUse, CreateTime: awssdk.Time(t0.Add(-time.Hour)), SnapshotId: s("snap-0123"), Encrypted: awssdk.Bool(true),
+			MultiAttachEnabled: awssdk.Bool(false), Tags: tags("eks:cluster-name", "prod"),
+			Attachments: []ec2types.VolumeAttachment{{VolumeId: s(id), InstanceId: s("i-" + id[4:]), Device: s("/dev/xvda"),
+				State: ec2types.VolumeAttachmentStateAttached, AttachTime: awssdk.Time(t0.Add(-time.Hour)), DeleteOnTermination: awssdk.Bool(true)}}}
+		if throughput > 0 {
+			v.Throughput = i32(throughput)
+		}
+		return v
+	}
+	c.Volumes = []ec2types.Volume{volume("vol-0aaa", ec2types.VolumeTypeGp3, 80, 3000, 125), volume("vol-0bbb", ec2types.VolumeTypeGp2, 20, 100, 0),
+		volume("vol-0ccc", ec2types.VolumeTypeIo2, 100, 5000, 0)}
+	for i := range 5 {
+		at := t0.Add(time.Duration(i) * time.Minute)
+		for _, vol := range []string{"vol-0aaa", "vol-0bbb"} {
+			dims := map[string]string{"VolumeId": vol}
+			c.AddMetricSamples("AWS/EBS", "VolumeReadOps", dims, awsfake.MetricSample{Time: at, Value: float64(6000 * (i + 1))})
+			c.AddMetricSamples("AWS/EBS", "VolumeQueueLength", dims, awsfake.MetricSample{Time: at, Value: 0.5}, awsfake.MetricSample{Time: at.Add(30 * time.Second), Value: 1.5})
+		}
 	}
 	c.Clusters["prod"] = ekstypes.Cluster{Name: s("prod"), Arn: s("arn:aws:eks:eu-west-1:111122223333:cluster/prod"),
 		CreatedAt: awssdk.Time(t0.Add(-24 * time.Hour)), Version: s("1.31"), Endpoint: s("https://ABCD.gr7.eu-west-1.eks.amazonaws.com"),
@@ -206,6 +230,23 @@ var steps = []step{
 		func(ctx context.Context, c *nkaws.Clients) (any, error) {
 			return nkaws.DescribeCluster(ctx, c.EKS, "prod")
 		}},
+	{"DescribeVolumes", nkaws.PermDescribeVolumes, []string{"ec2:DescribeVolumes", "ec2:DescribeVolumes"},
+		func(ctx context.Context, c *nkaws.Clients) (any, error) {
+			return nkaws.DescribeVolumes(ctx, c.EC2, &ec2.DescribeVolumesInput{Filters: []ec2types.Filter{
+				{Name: awssdk.String("volume-id"), Values: []string{"vol-0aaa", "vol-0bbb", "vol-0ccc", "vol-0zzz"}}}})
+		}},
+	// Three queries in pages of two; the third names a metric without samples.
+	{"GetMetricData", nkaws.PermGetMetricData, []string{"cloudwatch:GetMetricData", "cloudwatch:GetMetricData"},
+		func(ctx context.Context, c *nkaws.Clients) (any, error) {
+			q := func(id, vol, metric, stat string) cwtypes.MetricDataQuery {
+				return cwtypes.MetricDataQuery{Id: awssdk.String(id), MetricStat: &cwtypes.MetricStat{Period: awssdk.Int32(60), Stat: awssdk.String(stat),
+					Metric: &cwtypes.Metric{Namespace: awssdk.String("AWS/EBS"), MetricName: awssdk.String(metric),
+						Dimensions: []cwtypes.Dimension{{Name: awssdk.String("VolumeId"), Value: awssdk.String(vol)}}}}}
+			}
+			return nkaws.GetMetricData(ctx, c.CloudWatch, []cwtypes.MetricDataQuery{
+				q("ops_a", "vol-0aaa", "VolumeReadOps", "Sum"), q("queue_b", "vol-0bbb", "VolumeQueueLength", "Maximum"),
+				q("burst_a", "vol-0aaa", "BurstBalance", "Minimum")}, t0.Add(time.Minute), t0.Add(time.Hour))
+		}},
 	{"ListNodegroups", nkaws.PermListNodegroups, []string{"eks:ListNodegroups", "eks:ListNodegroups"},
 		func(ctx context.Context, c *nkaws.Clients) (any, error) {
 			return nkaws.ListNodegroups(ctx, c.Nodegroups, "prod")
@@ -248,7 +289,7 @@ func TestServesWhatTheCloudAnswers(t *testing.T) {
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
 			direct := newCloud()
-			want, err := st.run(ctx, &nkaws.Clients{EC2: direct, Logs: direct, EKS: direct, LaunchTemplates: direct, Nodegroups: direct, AutoScaling: direct})
+			want, err := st.run(ctx, &nkaws.Clients{EC2: direct, Logs: direct, EKS: direct, LaunchTemplates: direct, Nodegroups: direct, AutoScaling: direct, CloudWatch: direct})
 			if err != nil {
 				t.Fatalf("direct: %v", err)
 			}
@@ -334,6 +375,7 @@ func TestThrottlingOverTheWire(t *testing.T) {
 		{stepNamed("ListNodegroups"), "ListNodegroups", "ThrottlingException"},
 		{stepNamed("DescribeLaunchTemplateVersions"), "DescribeLaunchTemplateVersions", "RequestLimitExceeded"},
 		{stepNamed("DescribeAutoScalingGroups"), "DescribeAutoScalingGroups", "Throttling"},
+		{stepNamed("GetMetricData"), "GetMetricData", "Throttling"},
 	} {
 		t.Run(tc.op, func(t *testing.T) {
 			srv := awsserver.Start(t, newCloud())
