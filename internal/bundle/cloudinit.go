@@ -173,15 +173,25 @@ func (a *analysis) cloudInitLine(file string, n int, line []byte) {
 func (a *analysis) bootLine(file string, n int, line []byte) {
 	c := &a.ci
 	if c.exec.script != "" && c.exec.at == (linePos{file, n - 1}) {
-		if m := reExecExit.FindSubmatch(line); m != nil {
+		if m := matchPrefixed(reExecExit, "Exit code: ", line); m != nil {
 			c.scripts.add(c.exec.at, path.Base(c.exec.script), string(m[1]))
 		}
 	}
 	c.exec.script = ""
-	if m := reExecCommand.FindSubmatch(line); m != nil {
+	if m := matchPrefixed(reExecCommand, "Command: ['", line); m != nil {
 		c.exec.at, c.exec.script = linePos{file, n}, string(m[1])
 	}
 	a.boot.noteCloudInit(file, n, line)
+}
+
+// matchPrefixed runs re, anchored at the start of the line, only on a line that starts with its
+// literal prefix: most lines do not, and a regexp run takes a machine from a pool that the race
+// detector's runs keep empty (megabytes over a bundle of small logs).
+func matchPrefixed(re *regexp.Regexp, prefix string, line []byte) [][]byte {
+	if !bytes.HasPrefix(line, []byte(prefix)) {
+		return nil
+	}
+	return re.FindSubmatch(line)
 }
 
 // readBootLog reads cloud-init.log or one of nodeadm's journals.
