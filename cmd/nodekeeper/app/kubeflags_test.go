@@ -9,7 +9,8 @@ import (
 
 // TestConnectionFlagsOnlyWhereTheyAct: the kubectl connection flags appear on the commands that
 // talk to a cluster and on no other; --eks-cluster, the EKS cluster, on the commands that act on
-// a cluster's AWS side (audit keeps --cluster for it, deprecated and so hidden).
+// a cluster's AWS side (audit keeps --cluster for it, deprecated and so hidden; the controller's
+// EC2 loop, --aws, takes it too).
 func TestConnectionFlagsOnlyWhereTheyAct(t *testing.T) {
 	connection := []string{"--kubeconfig", "--context", "--cluster", "--namespace", "--server", "--token", "--as", "--request-timeout"}
 	for _, tc := range []struct {
@@ -17,7 +18,7 @@ func TestConnectionFlagsOnlyWhereTheyAct(t *testing.T) {
 		talks   bool
 		eks     bool // has --eks-cluster
 	}{
-		{"controller", true, false},
+		{"controller", true, true}, // with --aws, its EC2 loop
 		{"gc", true, false},
 		{"leases", true, true},
 		{"doctor", true, true},

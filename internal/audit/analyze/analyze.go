@@ -217,6 +217,9 @@ type nodeState struct {
 	missing   bool // the kubelet's GET of its own Node answered 404 with no deletion seen
 	ep        *episode
 	hb        *heartbeat // its kubelet's lease renewals, once it made one or was throttled
+	// back is what last showed the Node exists again (shared by its deletion and the zombie
+	// episode it ended), kept until the next deletion so a create logged late can take its place.
+	back *followUp
 }
 
 type leaseState struct {
@@ -497,27 +500,47 @@ func (a *analyzer) nodeEvent(r *read.Record) {
 		d := &nodeDeletion{ev: mkEvent(r)}
 		a.deletions = append(a.deletions, d)
 		n.seen, n.deleted, n.missing = true, true, false
-		n.deletedAt, n.del = r.Done, d
+		n.deletedAt, n.del, n.back = r.Done, d, nil
 	case r.Verb == read.VerbCreate && read.IsLifecycleRecord(r):
-		if is2xx(r.Code) {
-			a.nodeBack(n, r, "Node re-created")
+		switch {
+		case !is2xx(r.Code):
+		case n.back != nil && n.back.how == howSeenAgain && r.Recv <= n.back.rec.Recv:
+			// The audit log is written as responses complete: another client's request that
+			// found the re-created Node can be logged before the create that made it, which
+			// was received first. The create is what brought the Node back.
+			*n.back = followUp{rec: *r, how: howRecreated}
+		default:
+			a.nodeBack(n, r, howRecreated)
 		}
 	case is2xx(r.Code) && r.Verb != read.VerbDelete && r.Verb != read.VerbDeleteCollection && r.Recv > n.deletedAt:
 		// Any successful read or write of the Node proves it exists again (its creation
 		// may be in a file that was not given).
 		if n.deleted || n.missing {
-			a.nodeBack(n, r, "Node seen again")
+			a.nodeBack(n, r, howSeenAgain)
 		}
 		n.seen = true
 	}
 }
 
 // nodeBack records that Node n exists (again) as of r.
+// How a Node came back: created, or used by a request that found it.
+const (
+	howRecreated = "Node re-created"
+	howSeenAgain = "Node seen again"
+)
+
 func (a *analyzer) nodeBack(n *nodeState, r *read.Record, how string) {
+	fu := &followUp{rec: *r, how: how}
 	if n.del != nil && n.deleted && n.del.nodeRecreated == nil {
-		n.del.nodeRecreated = &followUp{rec: *r, how: how}
+		n.del.nodeRecreated = fu
 	}
-	a.endEpisode(n, r, how)
+	if n.ep != nil {
+		n.ep.ended = fu
+		n.ep = nil
+	}
+	if n.deleted || n.missing {
+		n.back = fu
+	}
 	n.seen, n.deleted, n.missing = true, false, false
 	// Leases leaked while the Node was gone will be adopted by its kubelet now.
 	if ls := a.leases[[2]uint32{a.idNodeLeaseNS, n.name}]; ls != nil {

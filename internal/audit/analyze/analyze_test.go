@@ -22,6 +22,7 @@ type ev struct {
 	imp     string // impersonated user
 	stage   string
 	sub     string
+	took    float64 // seconds from received to the stage's time; 0 means 5 ms
 }
 
 var base = time.Date(2024, 4, 5, 6, 0, 0, 0, time.UTC)
@@ -65,8 +66,12 @@ func (e ev) line() string {
 	if e.respObj != "" {
 		fmt.Fprintf(&b, `"responseObject":%s,`, e.respObj)
 	}
+	took := 5 * time.Millisecond
+	if e.took != 0 {
+		took = time.Duration(e.took * float64(time.Second))
+	}
 	fmt.Fprintf(&b, `"requestReceivedTimestamp":%q,"stageTimestamp":%q}`,
-		t.Format(time.RFC3339Nano), t.Add(5*time.Millisecond).Format(time.RFC3339Nano))
+		t.Format(time.RFC3339Nano), t.Add(took).Format(time.RFC3339Nano))
 	return b.String()
 }
 
@@ -251,5 +256,40 @@ func TestSeriesFoldsLongPeriods(t *testing.T) {
 	}
 	if total != int64(n+1) {
 		t.Fatalf("rebucketed total %d", total)
+	}
+}
+
+// TestNodeBackByItsCreateLoggedLate: the audit log is written as responses complete, so a
+// controller's PATCH of the re-created Node can be logged before the kubelet's create that made
+// it (received first). The create is what ended the zombie and brought the Node back; a
+// request that finds the Node with no create in the log still counts as the Node seen again.
+func TestNodeBackByItsCreateLoggedLate(t *testing.T) {
+	const kcm = "system:kube-controller-manager"
+	del := ev{at: 0, verb: "delete", user: admin, res: "nodes", name: nodeA, code: 200}
+	// The create is received first and completes last: its event is written after the patch's.
+	patch := ev{at: 70.02, verb: "patch", user: kcm, res: "nodes", name: nodeA, code: 200}
+	create := ev{at: 70, verb: "create", user: userA, res: "nodes", name: nodeA, code: 201, took: 0.05}
+	for _, tc := range []struct {
+		name      string
+		tail      []ev
+		user, how string
+	}{
+		{"create logged after the patch", []ev{patch, create}, userA, "Node re-created"},
+		{"create completed first", []ev{{at: 70, verb: "create", user: userA, res: "nodes", name: nodeA, code: 201}, patch}, userA, "Node re-created"},
+		{"no create in the log", []ev{patch}, kcm, "Node seen again"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			evs := append([]ev{del}, poll(1, 61)...)
+			r := analyzeEvents(t, Options{ZombieMinDuration: time.Second}, append(evs, tc.tail...)...)
+			if len(r.Zombies) != 1 || r.Zombies[0].Status != "ended" || r.Zombies[0].Ended == nil {
+				t.Fatalf("zombies %+v", r.Zombies)
+			}
+			if e := r.Zombies[0].Ended; e.Actor.User != tc.user || e.How != tc.how {
+				t.Errorf("zombie ended by %s (%s), want %s (%s)", e.Actor.User, e.How, tc.user, tc.how)
+			}
+			if len(r.NodeDeletions) != 1 || r.NodeDeletions[0].NodeRecreated == nil || r.NodeDeletions[0].NodeRecreated.Actor.User != tc.user {
+				t.Errorf("deletion %+v", r.NodeDeletions)
+			}
+		})
 	}
 }
