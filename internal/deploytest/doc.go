@@ -1,6 +1,6 @@
 // Package deploytest tests nodekeeper's deployment artefacts in deploy/ and the Dockerfile: the
 // Helm chart (linted and rendered by a Helm built from its Go module, see hack/build-helm.sh), the
-// kustomize base and monitoring component (rendered by kubectl kustomize), the Prometheus alerts
+// kustomize base and its components (rendered by kubectl kustomize), the Prometheus alerts
 // and the Grafana dashboard (every PromQL expression parsed by the Prometheus parser and held to
 // the metrics contract of docs/metrics.md), and the Dockerfile's structure.
 //

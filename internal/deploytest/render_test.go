@@ -1,9 +1,13 @@
 package deploytest
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -15,6 +19,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/nodekeeper/nodekeeper/internal/controller/command"
 )
 
 // fullValues turns on every optional object and changes every controller setting, so that each
@@ -120,6 +126,9 @@ var renderings = []rendering{
 	{"kustomize-metrics-secure", "nodekeeper", "nodekeeper-controller", func(t *testing.T) []*unstructured.Unstructured {
 		return kustomize(t, "deploy/kustomize/overlays/metrics-secure")
 	}},
+	{"kustomize-aws", "nodekeeper", "nodekeeper-controller", func(t *testing.T) []*unstructured.Unstructured {
+		return kustomize(t, "deploy/kustomize/overlays/aws")
+	}},
 }
 
 func TestHelmLint(t *testing.T) {
@@ -158,6 +167,8 @@ func TestRenderedObjects(t *testing.T) {
 		"kustomize-metrics-secure": {"ClusterRole", "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ConfigMap", "Deployment", "Namespace",
 			"PodDisruptionBudget", "PrometheusRule", "Role", "Role", "RoleBinding", "RoleBinding", "Service", "ServiceAccount", "ServiceMonitor"},
 	}
+	// The aws component adds flags and an annotation, no object.
+	wantKinds["kustomize-aws"] = wantKinds["kustomize-monitoring"]
 	for _, r := range renderings {
 		t.Run(r.name, func(t *testing.T) {
 			objs := r.objs(t)
@@ -361,8 +372,8 @@ func TestRBACLeaderElection(t *testing.T) {
 }
 
 // controllerArgs returns the flags of the only Deployment's controller container as name→value,
-// failing on anything that is not a --name=value flag of the image's nodekeeper-controller (which
-// takes no subcommand).
+// as the process receives them (expandEnv), failing on anything that is not a --name=value flag
+// of the image's nodekeeper-controller (which takes no subcommand).
 func controllerArgs(t *testing.T, objs []*unstructured.Unstructured) map[string]string {
 	t.Helper()
 	deps := ofKind(objs, "Deployment")
@@ -374,7 +385,7 @@ func controllerArgs(t *testing.T, objs []*unstructured.Unstructured) map[string]
 		t.Errorf("container sets command %v; the image's entrypoint must stay", c.Command)
 	}
 	flags := map[string]string{}
-	for _, a := range c.Args {
+	for _, a := range expandEnv(c.Args, c.Env) {
 		name, value, ok := strings.Cut(strings.TrimPrefix(a, "--"), "=")
 		if !strings.HasPrefix(a, "--") || !ok {
 			t.Errorf("argument %q is not --name=value", a)
@@ -386,6 +397,30 @@ func controllerArgs(t *testing.T, objs []*unstructured.Unstructured) map[string]
 		flags[name] = value
 	}
 	return flags
+}
+
+var envReference = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
+
+// expandEnv replaces $(NAME) in args with the value of the container's environment variable NAME,
+// as the kubelet does before it starts the container. Only literal values are known before the
+// pod runs; a reference to any other variable stays as written (and so fails the flag checks).
+func expandEnv(args []string, env []corev1.EnvVar) []string {
+	values := map[string]string{}
+	for _, e := range env {
+		if e.ValueFrom == nil {
+			values[e.Name] = e.Value
+		}
+	}
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = envReference.ReplaceAllStringFunc(a, func(ref string) string {
+			if v, ok := values[envReference.FindStringSubmatch(ref)[1]]; ok {
+				return v
+			}
+			return ref
+		})
+	}
+	return out
 }
 
 func controllerContainer(t *testing.T, d *appsv1.Deployment) corev1.Container {
@@ -417,7 +452,10 @@ func TestControllerWiring(t *testing.T) {
 	want["kustomize-monitoring"] = want["helm-defaults"]
 	want["kustomize-metrics-secure"] = maps.Clone(want["helm-defaults"])
 	want["kustomize-metrics-secure"]["metrics-secure"] = "true"
-	wantReplicas := map[string]int32{"helm-defaults": 2, "helm-full": 3, "kustomize-base": 2, "kustomize-monitoring": 2, "kustomize-metrics-secure": 2}
+	// The aws overlay adds the EC2 loop's flags with the chart's defaults and its cluster's name.
+	want["kustomize-aws"] = maps.Clone(want["helm-defaults"])
+	maps.Copy(want["kustomize-aws"], map[string]string{"aws": "true", "eks-cluster": "my-cluster", "aws-interval": "5m", "register-grace": "10m"})
+	wantReplicas := map[string]int32{"helm-defaults": 2, "helm-full": 3, "kustomize-base": 2, "kustomize-monitoring": 2, "kustomize-metrics-secure": 2, "kustomize-aws": 2}
 
 	for _, r := range renderings {
 		t.Run(r.name, func(t *testing.T) {
@@ -829,6 +867,26 @@ func TestKustomizeMatchesHelmDefaults(t *testing.T) {
 	if got, want := deploymentSpec(secureHelm), deploymentSpec(secureKust); !reflect.DeepEqual(got, want) {
 		t.Errorf("secure metrics: Deployment specs differ:\n helm:      %+v\n kustomize: %+v", got, want)
 	}
+	// The aws overlay is the chart with controller.aws for its cluster and the IRSA annotation: the
+	// same spec once the kubelet has expanded the cluster's name into the arguments (the chart
+	// writes it there itself), and the same service account annotations.
+	awsHelm := helmTemplate(t, "nodekeeper", "nodekeeper", `controller: {aws: {enabled: true, eksCluster: my-cluster}}
+serviceAccount: {annotations: {eks.amazonaws.com/role-arn: "arn:aws:iam::111122223333:role/my-cluster-nodekeeper"}}`)
+	awsKust := kustomize(t, "deploy/kustomize/overlays/aws")
+	awsSpec := deploymentSpec(awsKust)
+	c := &awsSpec.Template.Spec.Containers[0]
+	c.Args = expandEnv(c.Args, c.Env)
+	c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "NODEKEEPER_EKS_CLUSTER" })
+	if got, want := deploymentSpec(awsHelm), awsSpec; !reflect.DeepEqual(got, want) {
+		t.Errorf("EC2 loop: Deployment specs differ:\n helm:      %+v\n kustomize: %+v", got, want)
+	}
+	annotations := func(objs []*unstructured.Unstructured) map[string]string {
+		return find(objs, "ServiceAccount", "nodekeeper", "nodekeeper").GetAnnotations()
+	}
+	if got, want := annotations(awsHelm), annotations(awsKust); !reflect.DeepEqual(got, want) || len(want) == 0 {
+		t.Errorf("EC2 loop: service account annotations differ: helm %v, kustomize %v", got, want)
+	}
+
 	endpoints := func(objs []*unstructured.Unstructured) any {
 		eps, _, _ := unstructured.NestedSlice(find(objs, "ServiceMonitor", "nodekeeper", "nodekeeper").Object, "spec", "endpoints")
 		return eps
@@ -848,5 +906,36 @@ func TestKustomizeMatchesHelmDefaults(t *testing.T) {
 	}
 	if got, want := pdb(hlm), pdb(kust); !reflect.DeepEqual(got, want) {
 		t.Errorf("PodDisruptionBudget minAvailable differs: helm %v, kustomize %v", got, want)
+	}
+}
+
+// The aws component's placeholders fail loudly where an overlay leaves them: without the cluster's
+// name the rendered arguments make the image's nodekeeper-controller refuse to start (naming the
+// flag), and the IRSA annotation names a role of AWS's documentation account, which denies every
+// scan (NodekeeperInstanceScansFailing).
+func TestKustomizeAWSPlaceholders(t *testing.T) {
+	const dir = "internal/deploytest/testdata/aws-component"
+	trackInputs(t, dir)
+	objs := kustomize(t, dir)
+	sa := find(objs, "ServiceAccount", "nodekeeper", "nodekeeper")
+	if got := sa.GetAnnotations()["eks.amazonaws.com/role-arn"]; got != "arn:aws:iam::111122223333:role/nodekeeper" {
+		t.Errorf("service account role-arn annotation %q, want the documentation account's placeholder", got)
+	}
+	args := controllerArgs(t, objs)
+	if args["aws"] != "true" || args["eks-cluster"] != "" {
+		t.Fatalf("--aws=%q --eks-cluster=%q, want the EC2 loop on with an empty cluster name", args["aws"], args["eks-cluster"])
+	}
+	c := controllerContainer(t, mustTyped[*appsv1.Deployment](t, ofKind(objs, "Deployment")[0]))
+	// A kubeconfig that does not exist: should validation pass, the run fails at once instead of
+	// looking for a cluster.
+	rendered := append([]string{"--kubeconfig=" + filepath.Join(t.TempDir(), "none")}, expandEnv(c.Args, c.Env)...)
+	var out bytes.Buffer
+	root := command.NewRoot(strings.NewReader(""), &out, &out)
+	root.SetArgs(rendered)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	err := root.ExecuteContext(ctx)
+	if err == nil || !strings.Contains(err.Error(), "--aws needs --eks-cluster") {
+		t.Errorf("nodekeeper-controller %q: error %v, want one naming --eks-cluster\n%s", rendered, err, out.String())
 	}
 }
