@@ -268,7 +268,7 @@ func addressNeed(pods int64, it *eni.InstanceType, s eni.Settings) (addrs, enis 
 		warm = int64(s.WarmENITarget.Value)
 	}
 	enis = min(ceilDiv(pods, perENI)+warm, limit)
-	return enis * perENI, enis, fmt.Sprintf("%d ENIs of %d addresses: max pods %d + WARM_ENI_TARGET %d, on %s", enis, perENI+1, pods, warm, it.Name)
+	return enis * perENI, enis, fmt.Sprintf("%s of %d addresses: max pods %d + WARM_ENI_TARGET %d, on %s", plural(int(enis), "ENI"), perENI+1, pods, warm, it.Name)
 }
 
 func reasonSuffix(inst ec2types.Instance) string {

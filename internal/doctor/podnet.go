@@ -172,7 +172,7 @@ func podList(now time.Time, ps []*StuckPod) []string {
 	var out []string
 	for i, p := range ps {
 		if i == maxPodsPerFinding {
-			out = append(out, fmt.Sprintf("... and %d more pods", len(ps)-i))
+			out = append(out, "... and "+plural(len(ps)-i, "more pod"))
 			break
 		}
 		out = append(out, fmt.Sprintf("pod %s/%s on %s stuck %s", p.Namespace, p.Name, p.Node, age(now, p.Since)))
@@ -305,10 +305,7 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // plural writes "1 pod", "2 pods".
 func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
+	return findings.Noun{One: noun, Many: noun + "s"}.Count(n)
 }
 
 // clipHead keeps the end of a long message, where the CNI plugin's own error sits behind the
