@@ -74,5 +74,5 @@ var stuckCauseNames = map[string]string{
 	RuleStuckSubnet.Code:           "subnet out of free addresses",
 	RuleStuckThrottled.Code:        "EC2 throttling ipamd",
 	RuleStuckIPAMDUnreachable.Code: "ipamd unreachable without a ready aws-node pod",
-	RuleStuckUnknown.Code:          "unknown: ipamd shows no address problem",
+	RuleStuckUnknown.Code:          "cause unknown",
 }
