@@ -261,7 +261,7 @@ func addressNeed(pods int64, it *eni.InstanceType, s eni.Settings) (addrs, enis 
 		}
 		enis = min(ceilDiv(addrs, perENI), limit)
 		addrs = min(addrs, enis*perENI)
-		return addrs, enis, fmt.Sprintf("%s addresses on %d ENIs, plus their primary addresses", strings.Join(parts, ", "), enis)
+		return addrs, enis, fmt.Sprintf("%s addresses on %s, plus their primary addresses", strings.Join(parts, ", "), plural(int(enis), "ENI"))
 	}
 	warm := int64(eni.DefaultWarmENITarget)
 	if s.WarmENITarget.Valid && s.WarmENITarget.Value >= 0 {
