@@ -68,13 +68,13 @@ var (
 type LineCheck struct {
 	Rule findings.Rule
 	Re   *regexp.Regexp
-	// What names the matches in messages ("hostname changes").
-	What string
+	// What names the matches in messages ("1 hostname change", "2 hostname changes").
+	What findings.Noun
 }
 
 // LineChecks are NK631-NK633, in report order.
 var LineChecks = []LineCheck{
-	{Rule: RuleHostname, Re: Hostname, What: "hostname changes"},
-	{Rule: RuleIptablesFlush, Re: Flush, What: "iptables flushes"},
-	{Rule: RuleDocker, Re: Docker, What: "Docker service commands"},
+	{Rule: RuleHostname, Re: Hostname, What: findings.Noun{One: "hostname change", Many: "hostname changes"}},
+	{Rule: RuleIptablesFlush, Re: Flush, What: findings.Noun{One: "iptables flush", Many: "iptables flushes"}},
+	{Rule: RuleDocker, Re: Docker, What: findings.Noun{One: "Docker service command", Many: "Docker service commands"}},
 }

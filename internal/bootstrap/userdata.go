@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
@@ -87,7 +88,7 @@ func (u *UserData) problem(format string, args ...any) {
 func (u *UserData) Problems() []string {
 	out := u.problems
 	if u.dropped > 0 {
-		out = append(out, fmt.Sprintf("%d more problems not listed (the first %d are)", u.dropped, MaxProblems))
+		out = append(out, findings.Noun{One: "more problem", Many: "more problems"}.Count(u.dropped)+fmt.Sprintf(" not listed (the first %d are)", MaxProblems))
 	}
 	if u.capped != "" {
 		out = append(out, u.capped)

@@ -29,7 +29,6 @@ package bundle
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"path"
 	"regexp"
@@ -92,7 +91,7 @@ type cloudInitFacts struct {
 }
 
 func (c *cloudInitFacts) init(lines *lineReader) {
-	c.script = &pattern{rule: RuleScriptFailed, what: "lines say a user data script failed",
+	c.script = &pattern{rule: RuleScriptFailed, what: findings.Noun{One: "line says a user data script failed", Many: "lines say a user data script failed"},
 		any: bs("Failed running", "Failed to run module scripts-", "Runparts: ", "Exited with error on line", "[eks-bootstrap] ERROR"), re: reScriptError,
 		onMatchAt: func(file string, n int, line []byte) {
 			at := linePos{file, n}
@@ -116,7 +115,7 @@ func (c *cloudInitFacts) init(lines *lineReader) {
 				c.scripts.add(at, "bootstrap.sh: "+string(m[1]), "")
 			}
 		}}
-	c.notFound = &pattern{rule: RuleCommandNotFound, what: "commands or files of the user data not found",
+	c.notFound = &pattern{rule: RuleCommandNotFound, what: findings.Noun{One: "command or file of the user data not found", Many: "commands or files of the user data not found"},
 		any: bs("not found", "No such file or directory"), re: reNotFound,
 		onMatchAt: func(file string, n int, line []byte) {
 			m := reNotFound.FindSubmatch(line)
@@ -125,7 +124,7 @@ func (c *cloudInitFacts) init(lines *lineReader) {
 			}
 			c.commands.add(linePos{file, n}, string(m[3]), path.Base(string(m[1]))+" line "+string(m[2]))
 		}}
-	c.nodeadm = &pattern{rule: RuleNodeadmFailed, what: "nodeadm errors",
+	c.nodeadm = &pattern{rule: RuleNodeadmFailed, what: findings.Noun{One: "nodeadm error", Many: "nodeadm errors"},
 		any: bs("nodeadm", ".go:"), re: reNodeadmAny,
 		onMatchAt: func(file string, n int, line []byte) {
 			at := linePos{file, n}
@@ -139,7 +138,7 @@ func (c *cloudInitFacts) init(lines *lineReader) {
 				}
 			}
 		}}
-	c.removed = &pattern{rule: RuleBootstrapRemoved, what: "lines say bootstrap.sh has been removed from AL2023",
+	c.removed = &pattern{rule: RuleBootstrapRemoved, what: findings.Noun{One: "line says bootstrap.sh has been removed from AL2023", Many: "lines say bootstrap.sh has been removed from AL2023"},
 		all: bs("bootstrap.sh has been removed from AL2023")}
 	c.scan = newScanner(c.script, c.notFound, c.nodeadm, c.removed)
 	c.scan.lines = lines
@@ -215,28 +214,20 @@ func (a *analysis) reportCloudInit(rep *findings.Report) {
 		var msg string
 		switch p {
 		case c.script:
-			msg = counted(h.count, "line says", "lines say") + " a user data script failed: " + c.scripts.list(scriptStatus)
+			msg = p.what.Count(h.count) + ": " + c.scripts.list(scriptStatus)
 			if removed {
 				msg += "; the script called AL2's bootstrap.sh, which AL2023 replaces with a stub that exits 1 (NK639)"
 			}
 		case c.notFound:
-			msg = counted(h.count, "command or file", "commands or files") + " of the user data not found: " +
+			msg = p.what.Count(h.count) + ": " +
 				c.commands.list(func(it posItem) string { return it.text + " (" + it.detail + ")" })
 		case c.nodeadm:
-			msg = counted(h.count, "nodeadm error", "nodeadm errors") + ": " + c.nodeadmErrs.list(nil)
+			msg = p.what.Count(h.count) + ": " + c.nodeadmErrs.list(nil)
 		default:
-			msg = counted(h.count, "line says", "lines say") + " bootstrap.sh has been removed from AL2023: the user data was written for AL2 and the node runs AL2023, so bootstrap.sh did not initialise it"
+			msg = p.what.Count(h.count) + ": the user data was written for AL2 and the node runs AL2023, so bootstrap.sh did not initialise it"
 		}
 		rep.Add(p.rule.New(res, "%s", msg).WithEvidence(h.evidence()...))
 	}
-}
-
-// counted is "1 line says" or "3 lines say".
-func counted(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
 
 // scriptStatus names a failed script with its exit status, and what the usual statuses mean.

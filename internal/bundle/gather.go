@@ -18,6 +18,7 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/bootstrap"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
+	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
 )
 
@@ -87,21 +88,21 @@ func newAnalysis(o Options) *analysis {
 	// ENI %v" with the EC2 error code (InsufficientFreeAddressesInSubnet, InsufficientCidrBlocks,
 	// RequestLimitExceeded); the plugin's gRPC dial to ipamd fails with "dial tcp
 	// 127.0.0.1:50051: connect: connection refused".
-	ipamdRefused := &pattern{rule: RuleIPAMDRefused, all: bs("connection refused"), any: bs("127.0.0.1:50051", "ipamd.sock"), what: "connection refused to ipamd", onMatchAt: a.boot.noteRefused}
-	noAddress := &pattern{rule: RuleNoAddress, any: bs("ailed to assign an IP address to container", "no available IP/Prefix addresses"), what: "lines where a pod got no IP address"}
-	subnet := &pattern{rule: RuleSubnetExhausted, any: bs("InsufficientFreeAddressesInSubnet", "InsufficientCidrBlocks"), what: "subnet address exhaustion errors"}
+	ipamdRefused := &pattern{rule: RuleIPAMDRefused, all: bs("connection refused"), any: bs("127.0.0.1:50051", "ipamd.sock"), what: findings.Noun{One: "connection to ipamd refused", Many: "connections to ipamd refused"}, onMatchAt: a.boot.noteRefused}
+	noAddress := &pattern{rule: RuleNoAddress, any: bs("ailed to assign an IP address to container", "no available IP/Prefix addresses"), what: findings.Noun{One: "line where a pod got no IP address", Many: "lines where a pod got no IP address"}}
+	subnet := &pattern{rule: RuleSubnetExhausted, any: bs("InsufficientFreeAddressesInSubnet", "InsufficientCidrBlocks"), what: findings.Noun{One: "subnet address exhaustion error", Many: "subnet address exhaustion errors"}}
 	a.kubeletLog = newScanner(
-		&pattern{rule: RulePullQPS, all: bs("pull QPS exceeded"), what: `"pull QPS exceeded"`},
-		&pattern{rule: RuleLeaseOwner, all: bs("Failed to get node when trying to set owner ref to the node lease"), what: "lease owner reference failures"},
-		&pattern{rule: RuleNodeStatus, any: bs("Unable to update node status", "Error updating node status"), what: "node status update failures", onMatch: zombie(&a.statusZombie)},
-		&pattern{rule: RuleEvictionStats, all: bs("Eviction manager: failed to get summary stats"), what: "eviction manager summary stats failures", onMatch: zombie(&a.evictionZombie)},
-		&pattern{rule: RuleServingCert, all: bs("no serving certificate available for the kubelet"), what: "TLS handshakes refused for want of a serving certificate"},
+		&pattern{rule: RulePullQPS, all: bs("pull QPS exceeded"), what: findings.Noun{One: `"pull QPS exceeded" error`, Many: `"pull QPS exceeded" errors`}},
+		&pattern{rule: RuleLeaseOwner, all: bs("Failed to get node when trying to set owner ref to the node lease"), what: findings.Noun{One: "lease owner reference failure", Many: "lease owner reference failures"}},
+		&pattern{rule: RuleNodeStatus, any: bs("Unable to update node status", "Error updating node status"), what: findings.Noun{One: "node status update failure", Many: "node status update failures"}, onMatch: zombie(&a.statusZombie)},
+		&pattern{rule: RuleEvictionStats, all: bs("Eviction manager: failed to get summary stats"), what: findings.Noun{One: "eviction manager summary stats failure", Many: "eviction manager summary stats failures"}, onMatch: zombie(&a.evictionZombie)},
+		&pattern{rule: RuleServingCert, all: bs("no serving certificate available for the kubelet"), what: findings.Noun{One: "TLS handshake refused for want of a serving certificate", Many: "TLS handshakes refused for want of a serving certificate"}},
 		ipamdRefused, noAddress, subnet,
 	)
 	a.cniLog = newScanner(
 		ipamdRefused,
-		&pattern{rule: RuleIPAMDAPIServer, all: bs("Unable to reach API Server"), what: `"Unable to reach API Server"`},
-		&pattern{rule: RuleEC2Throttle, any: bs("RequestLimitExceeded", "ThrottlingException", "Throttling: Rate exceeded"), what: "EC2 throttling errors"},
+		&pattern{rule: RuleIPAMDAPIServer, all: bs("Unable to reach API Server"), what: findings.Noun{One: `"Unable to reach API Server" error`, Many: `"Unable to reach API Server" errors`}},
+		&pattern{rule: RuleEC2Throttle, any: bs("RequestLimitExceeded", "ThrottlingException", "Throttling: Rate exceeded"), what: findings.Noun{One: "EC2 throttling error", Many: "EC2 throttling errors"}},
 		noAddress, subnet,
 	)
 	a.bootstrap = newScanner(

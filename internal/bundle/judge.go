@@ -63,6 +63,9 @@ func (a *analysis) reportScanned(rep *findings.Report, s *scanner, sec, want str
 	rep.Checked(sec, len(s.files))
 }
 
+// says counts the lines of a pattern that say something more ("1 says", "3 say").
+var says = findings.Noun{One: "says", Many: "say"}
+
 // reportPatterns turns each log pattern's matches into one finding, with what the other
 // findings say about the same cause.
 func (a *analysis) reportPatterns(rep *findings.Report) {
@@ -82,31 +85,31 @@ func (a *analysis) reportPatterns(rep *findings.Report) {
 			continue
 		case RuleNodeStatus.Code:
 			if z := a.statusZombie; z.count > 0 {
-				f := p.rule.At(findings.Error, res, "%d %s; %d say the Node %s is not found: the Node object was deleted while this kubelet still runs (a zombie kubelet), so it can neither report status nor renew a lease that is owned by its Node",
-					h.count, p.what, z.count, quoteNameRaw(z.node))
+				f := p.rule.At(findings.Error, res, "%s; %s the Node %s is not found: the Node object was deleted while this kubelet still runs (a zombie kubelet), so it can neither report status nor renew a lease that is owned by its Node",
+					p.what.Count(h.count), says.Count(z.count), quoteNameRaw(z.node))
 				f.Remediation = "restart the kubelet on the instance so that it registers its Node again (systemctl restart kubelet), or terminate the instance if it was meant to go; then find out what deleted the Node (nodekeeper audit, the cluster autoscaler or Karpenter) and check for leases left behind with nodekeeper leases"
 				rep.Add(f.WithEvidence(h.evidence()...))
 				continue
 			}
 		case RuleEvictionStats.Code:
 			if z := a.evictionZombie; z.count > 0 {
-				rep.Add(p.rule.New(res, "%d %s; %d say the node %s is not found: the Node object was deleted under this kubelet (see NK603)", h.count, p.what, z.count, quoteNameRaw(z.node)).WithEvidence(h.evidence()...))
+				rep.Add(p.rule.New(res, "%s; %s the node %s is not found: the Node object was deleted under this kubelet (see NK603)", p.what.Count(h.count), says.Count(z.count), quoteNameRaw(z.node)).WithEvidence(h.evidence()...))
 				continue
 			}
 		case RuleServingCert.Code:
 			if fired[RuleHostname.Code] {
-				rep.Add(p.rule.New(res, "%d %s; the user data also overrides the hostname (NK631): the node asks for a certificate under a name that is not the instance's EC2 private DNS name, which EKS does not approve", h.count, p.what).
+				rep.Add(p.rule.New(res, "%s; the user data also overrides the hostname (NK631): the node asks for a certificate under a name that is not the instance's EC2 private DNS name, which EKS does not approve", p.what.Count(h.count)).
 					WithEvidence(append(h.evidence(), "hostname override: "+a.firstEvidence(RuleHostname.Code))...))
 				continue
 			}
 		case RuleHostname.Code:
 			if fired[RuleServingCert.Code] {
-				f := p.rule.New(res, "%d %s; the kubelet log shows the consequence: no serving certificate (NK605), since EKS approves kubelet-serving CSRs only for the instance's EC2 private DNS name", h.count, p.what)
+				f := p.rule.New(res, "%s; the kubelet log shows the consequence: no serving certificate (NK605), since EKS approves kubelet-serving CSRs only for the instance's EC2 private DNS name", p.what.Count(h.count))
 				rep.Add(f.WithEvidence(append(h.evidence(), "kubelet log: "+a.firstEvidence(RuleServingCert.Code))...))
 				continue
 			}
 		}
-		rep.Add(p.rule.New(res, "%d %s", h.count, p.what).WithEvidence(h.evidence()...))
+		rep.Add(p.rule.New(res, "%s", p.what.Count(h.count)).WithEvidence(h.evidence()...))
 	}
 }
 
@@ -134,11 +137,11 @@ func (a *analysis) reportDocker(rep *findings.Report, p *pattern) {
 	res := textsafe.ClipRawBytes(fileList(h.files), 300)
 	if len(a.runtimeHint) == 0 {
 		rep.Add(RuleDocker.At(findings.Info, res,
-			"%d %s; the bundle does not show which runtime the kubelet uses", h.count, p.what).WithEvidence(h.evidence()...))
+			"%s; the bundle does not show which runtime the kubelet uses", p.what.Count(h.count)).WithEvidence(h.evidence()...))
 		return
 	}
 	ev := append(h.evidence(), "containerd is the runtime: "+textsafe.ClipRawBytes(a.runtimeHint[0], evidenceWidth))
-	rep.Add(RuleDocker.New(res, "%d %s while containerd is the container runtime", h.count, p.what).WithEvidence(ev...))
+	rep.Add(RuleDocker.New(res, "%s while containerd is the container runtime", p.what.Count(h.count)).WithEvidence(ev...))
 }
 
 // reportUntraced says when cloud-init-output.log was read but shows none of the user data's
@@ -178,7 +181,7 @@ func (a *analysis) reportIO(rep *findings.Report) {
 		}
 		ev = append(ev, fmt.Sprintf("pid %d (%s): %s waiting for block IO", p.pid, p.name, p.delay))
 	}
-	msg := fmt.Sprintf("%d processes waited %s or more for block IO; most: %s (%s)", len(over), a.o.IODelayThreshold, over[0].name, over[0].delay)
+	msg := fmt.Sprintf("%s waited %s or more for block IO; most: %s (%s)", findings.Noun{One: "process", Many: "processes"}.Count(len(over)), a.o.IODelayThreshold, over[0].name, over[0].delay)
 	if critical {
 		msg += "; node agents (kubelet, containerd, VPC CNI) are among them"
 	}

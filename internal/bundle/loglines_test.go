@@ -73,7 +73,7 @@ func TestZombieKubelet(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := findCode(t, rep, "NK603")
-	if f.Severity != findings.Error || !strings.Contains(f.Message, `1 say the Node "ip-10-0-7-9.ec2.internal" is not found`) || !strings.Contains(f.Message, "zombie kubelet") {
+	if f.Severity != findings.Error || !strings.Contains(f.Message, `1 says the Node "ip-10-0-7-9.ec2.internal" is not found`) || !strings.Contains(f.Message, "zombie kubelet") {
 		t.Errorf("NK603: %s %s", f.Severity, f.Message)
 	}
 	if !strings.Contains(f.Remediation, "restart the kubelet") {

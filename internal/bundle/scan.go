@@ -73,8 +73,8 @@ type pattern struct {
 	all  [][]byte
 	any  [][]byte
 	re   *regexp.Regexp
-	// what names the match in messages ("\"pull QPS exceeded\" errors").
-	what string
+	// what names the matches in messages ("1 \"pull QPS exceeded\" error").
+	what findings.Noun
 	// hits gathers the matches in every file this pattern is run on (the kubelet log and the
 	// CNI logs both show ipamd connection errors, for example).
 	hits *hits

@@ -351,7 +351,7 @@ func checkBootVolumes(vols []BootVolume, stuck map[string]*StuckPod, now time.Ti
 		}
 		var why []string
 		if v.minutesAt > 0 {
-			why = append(why, fmt.Sprintf("%d minutes at its IOPS or throughput limit (%s to %s)", v.minutesAt,
+			why = append(why, fmt.Sprintf("%s at its IOPS or throughput limit (%s to %s)", plural(v.minutesAt, "minute"),
 				v.firstAt.UTC().Format("15:04"), v.last.UTC().Add(time.Minute).Format("15:04")))
 		}
 		if v.burstOut {
@@ -363,7 +363,7 @@ func checkBootVolumes(vols []BootVolume, stuck map[string]*StuckPod, now time.Ti
 		})
 		sev, tail := findings.Warning, ""
 		if len(pods) > 0 {
-			sev, tail = findings.Error, fmt.Sprintf("; %d pods stuck in ContainerCreating on it", len(pods))
+			sev, tail = findings.Error, "; "+plural(len(pods), "pod")+" stuck in ContainerCreating on it"
 		}
 		what := b.What
 		if what == "" {

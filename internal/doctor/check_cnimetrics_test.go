@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -132,6 +133,113 @@ func TestAddAWSNodePod(t *testing.T) {
 			c := g.f.CNI.Nodes["a"]
 			if c == nil || c.Pod != tc.wantPod || c.Ready != tc.wantReady || c.port != tc.wantPort {
 				t.Fatalf("got %+v, want %s ready=%v port %d", c, tc.wantPod, tc.wantReady, tc.wantPort)
+			}
+		})
+	}
+}
+
+// TestStuckGroupsCarryMeasuredCause: the stuck-pod groups of the pod-networking section (per node
+// NK701-NK706, per namespace NK707) name the cause the cni-metrics section measured on their nodes,
+// the same as the node's NK743-NK747 finding, and nothing when ipamd's figures were not read.
+func TestStuckGroupsCarryMeasuredCause(t *testing.T) {
+	figures := func(f ipamdFigures) *CNINode {
+		m, err := ParseIPAMDMetrics(ipamdMetricsBody(t, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &CNINode{Pod: "kube-system/aws-node-x", Ready: true, Metrics: m}
+	}
+	subnet := healthyIPAMD
+	subnet.ec2Errors = map[[2]string]int{{"CreateNetworkInterface", "InsufficientFreeAddressesInSubnet"}: 2}
+	cni := map[string]*CNINode{
+		"full":   figures(ipamdFigures{total: 27, assigned: 27, maxIPs: 27, enis: 3, maxENIs: 3}),
+		"full2":  figures(ipamdFigures{total: 27, assigned: 27, maxIPs: 27, enis: 3, maxENIs: 3}),
+		"subnet": figures(subnet),
+		"gone":   nil,
+	}
+	nodes := []corev1.Node{
+		unitNode("full", "m5.large", 110, nil), unitNode("full2", "m5.large", 110, nil), unitNode("subnet", "m5.large", 110, nil),
+		unitNode("gone", "m5.large", 110, nil), unitNode("fargate", "m5.large", 110, map[string]string{"eks.amazonaws.com/compute-type": "fargate"}),
+	}
+	const summary = "measured causes: 2 nodes pool full at maxPods (NK743), 1 node subnet out of free addresses (NK744), 1 node ipamd unreachable without a ready aws-node pod (NK746)"
+	measured := map[string]string{ // the per-node group's evidence line, by resource
+		"NK701 node/full":      "measured on the node: pool full at maxPods (NK743)",
+		"NK701 node/full2":     "measured on the node: pool full at maxPods (NK743)",
+		"NK702 node/subnet":    "measured on the node: subnet out of free addresses (NK744)",
+		"NK706 node/gone":      "measured on the node: ipamd unreachable without a ready aws-node pod (NK746)",
+		"NK706 node/fargate":   "",
+		"NK707 namespace/team": summary,
+	}
+	tests := []struct {
+		name   string
+		change func(*Facts)
+		read   bool // ipamd's figures were read: the groups carry the measured cause
+	}{
+		{name: "figures read", change: func(*Facts) {}, read: true},
+		{name: "--skip cni metrics", change: func(f *Facts) { f.Options.SkipCNIMetrics = true }},
+		{name: "pods/proxy refused", change: func(f *Facts) { f.miss(FactCNIMetrics, "pods/proxy", "needs get on pods/proxy in kube-system") }},
+		{name: "no aws-node DaemonSet", change: func(f *Facts) { f.AWSNode = AWSNodeFacts{Resource: "daemonset/kube-system/aws-node"} }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := unitFacts(nodes...)
+			f.CNI = CNIFacts{Nodes: map[string]*CNINode{}}
+			for n, c := range cni {
+				if c != nil {
+					f.CNI.Nodes[n] = c
+				}
+			}
+			f.Pods = PodFacts{Stuck: map[string]*StuckPod{}}
+			for i, n := range []string{"full", "full2", "subnet", "gone", "fargate"} {
+				cause := CauseIPAMNoAddress
+				switch n {
+				case "subnet":
+					cause = CauseSubnetExhausted
+				case "gone", "fargate":
+					cause = CauseNoEvent
+				}
+				name := fmt.Sprintf("api-%d", i)
+				f.Pods.Stuck["team/"+name] = &StuckPod{Namespace: "team", Name: name, Node: n, Since: unitNow.Add(-10 * time.Minute), Cause: cause}
+			}
+			tc.change(f)
+			got := map[string]findings.Finding{}
+			for _, fd := range (stuckPodsCheck{}).Run(f).Findings {
+				got[fd.Code+" "+fd.Resource] = fd
+			}
+			for key, line := range measured {
+				fd, ok := got[key]
+				if !ok {
+					t.Fatalf("no %s finding: %v", key, got)
+				}
+				var lines []string
+				for _, e := range fd.Evidence {
+					if strings.HasPrefix(e, "measured ") {
+						lines = append(lines, e)
+					}
+				}
+				want := []string{line}
+				if !tc.read || line == "" {
+					want = nil
+				}
+				if !slices.Equal(lines, want) {
+					t.Errorf("%s: measured lines %q, want %q", key, lines, want)
+				}
+			}
+			// Both sections read the same cause: each NK743-NK747 finding's code is the one its
+			// node's stuck-pod group names.
+			if !tc.read {
+				return
+			}
+			for _, fd := range (stuckCauseCheck{}).Run(f).Findings {
+				found := false
+				for key, g := range got {
+					if g.Resource == fd.Resource && strings.HasPrefix(key, "NK70") && slices.Contains(g.Evidence, "measured on the node: "+stuckCauseNames[fd.Code]+" ("+fd.Code+")") {
+						found = true
+					}
+				}
+				if !found {
+					t.Errorf("%s %s: no stuck-pod group names it", fd.Code, fd.Resource)
+				}
 			}
 		})
 	}

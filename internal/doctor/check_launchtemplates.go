@@ -63,13 +63,13 @@ var maxUserDataBase64 = base64.StdEncoding.EncodedLen(bootstrap.MaxUserDataSize)
 // "introduced in ID version N, K nodes"; nodes are the Nodes launched from it.
 func CheckTemplateVersion(v TemplateVersion, nodes []*corev1.Node, mode *rules.CNIMode, types *eni.Catalog) []findings.Finding {
 	res := fmt.Sprintf("launchtemplate/%s/%d", v.ID, v.Version)
-	where := fmt.Sprintf("introduced in %s, %s", v.Name(), countNodes(len(nodes)))
+	where := fmt.Sprintf("introduced in %s, %s", v.Name(), plural(len(nodes), "node"))
 	users := "used by " + strings.Join(v.Users, ", ")
 	if len(v.Users) == 0 {
 		users = "used by no group found"
 	}
 	if v.Err != "" {
-		return []findings.Finding{bootstrap.RuleUserDataUnreadable.Skip(res, "EC2 no longer describes it ("+v.Err+"); what it held still runs on its "+countNodes(len(nodes)))}
+		return []findings.Finding{bootstrap.RuleUserDataUnreadable.Skip(res, "EC2 no longer describes it ("+v.Err+"); what it held still runs on its "+plural(len(nodes), "node"))}
 	}
 	if v.Data == nil || v.Data.UserData == nil || strings.TrimSpace(*v.Data.UserData) == "" {
 		return nil // no user data: the AMI's own bootstrap runs
@@ -94,14 +94,6 @@ func CheckTemplateVersion(v TemplateVersion, nodes []*corev1.Node, mode *rules.C
 	return out
 }
 
-// countNodes is "1 node", "37 nodes".
-func countNodes(n int) string {
-	if n == 1 {
-		return "1 node"
-	}
-	return fmt.Sprintf("%d nodes", n)
-}
-
 // lineFindings runs bootstrap's command checks on every line of the scripts, one finding per
 // check with the number of lines and the first as evidence.
 func lineFindings(u *bootstrap.UserData, res, where, users string, nodes []*corev1.Node) []findings.Finding {
@@ -124,13 +116,13 @@ func lineFindings(u *bootstrap.UserData, res, where, users string, nodes []*core
 		if count == 0 {
 			continue
 		}
-		f := c.Rule.New(res, "%d %s in the user data; %s", count, c.What, where)
+		f := c.Rule.New(res, "%s in the user data; %s", c.What.Count(count), where)
 		if c.Rule.Code == bootstrap.RuleDocker.Code {
 			rt := containerdNode(nodes)
 			if rt == "" {
-				f = c.Rule.At(findings.Info, res, "%d %s in the user data; none of its Nodes says which runtime it runs; %s", count, c.What, where)
+				f = c.Rule.At(findings.Info, res, "%s in the user data; none of its Nodes says which runtime it runs; %s", c.What.Count(count), where)
 			} else {
-				f.Message = fmt.Sprintf("%d %s in the user data while containerd is the runtime (%s); %s", count, c.What, rt, where)
+				f.Message = fmt.Sprintf("%s in the user data while containerd is the runtime (%s); %s", c.What.Count(count), rt, where)
 			}
 		}
 		out = append(out, f.WithEvidence(first, users))

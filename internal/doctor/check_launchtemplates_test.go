@@ -35,10 +35,10 @@ func TestCheckTemplateVersion(t *testing.T) {
 		{"a clean script", version(awsfake.UserData("#!/bin/bash\n/etc/eks/bootstrap.sh prod\n", true)), []corev1.Node{containerd}, mode, nil},
 		{"flush and docker on containerd", version(awsfake.UserData("#!/bin/bash\niptables -F\niptables -t nat -F\nsystemctl restart docker\n", false)), []corev1.Node{containerd}, mode, []string{
 			"NK632:error 2 iptables flushes in the user data; introduced in lt-1 version 3, 1 node",
-			"NK633:warning 1 Docker service commands in the user data while containerd is the runtime (node/a containerd://1.7.27); introduced in lt-1 version 3, 1 node",
+			"NK633:warning 1 Docker service command in the user data while containerd is the runtime (node/a containerd://1.7.27); introduced in lt-1 version 3, 1 node",
 		}},
 		{"docker with the runtime unknown is info", version(awsfake.UserData("#!/bin/bash\nservice docker start\n", false)), []corev1.Node{unknownRuntime}, mode, []string{
-			"NK633:info 1 Docker service commands in the user data; none of its Nodes says which runtime it runs; introduced in lt-1 version 3, 1 node",
+			"NK633:info 1 Docker service command in the user data; none of its Nodes says which runtime it runs; introduced in lt-1 version 3, 1 node",
 		}},
 		{"not user data", version(str("aGVsbG8K")), nil, mode, []string{
 			"NK635:warning not user data: lt-1 version 3 user data (decoded from base64) is nothing cloud-init or nodeadm runs",

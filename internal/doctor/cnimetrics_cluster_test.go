@@ -409,6 +409,14 @@ func TestDoctorCNIMeasuredCauses(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertGolden(t, "cnimetrics.txt", text.Bytes())
+	// The pod-networking section's groups of the same stuck pods name the cause measured on
+	// their nodes, pointing at the findings above.
+	text.Reset()
+	keepNS := func(res string) bool { return keep(res) || res == "namespace/"+team }
+	if err := findings.PrintText(&text, podnetReport(rep, keepNS), findings.PrintOptions{MaxPerRule: 20, Catalog: catalog}); err != nil {
+		t.Fatal(err)
+	}
+	assertGolden(t, "cnimetrics-podnet.txt", text.Bytes())
 }
 
 // TestDoctorCNIMetricsPermissions: without list on pods, or without get on pods/proxy, in the

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodekeeper/nodekeeper/internal/eni"
+	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
 )
 
@@ -108,4 +109,101 @@ func modeText(m rules.CNIMode) string {
 		s += fmt.Sprintf(", %d reserved ENIs", m.ReservedENIs)
 	}
 	return s
+}
+
+// stuckByNode is the stuck pods by node, each node's oldest first.
+func stuckByNode(s PodFacts) map[string][]*StuckPod {
+	out := map[string][]*StuckPod{}
+	for _, p := range s.Stuck {
+		out[p.Node] = append(out[p.Node], p)
+	}
+	for _, ps := range out {
+		sortStuck(ps)
+	}
+	return out
+}
+
+// nodeCause is the cause of a node's stuck pods measured on the node: its rule (NK743-NK747),
+// why, and the figures that show it.
+type nodeCause struct {
+	Rule     findings.Rule
+	Why      string
+	Evidence []string
+}
+
+// stuckCauses is the measured cause of the stuck pods of each node that has some and whose pod
+// addresses come from the VPC CNI, by node name. It is empty when ipamd's figures were not read:
+// the run skipped them, the read was refused, or the cluster has no aws-node DaemonSet.
+func stuckCauses(f *Facts) map[string]nodeCause {
+	out := map[string]nodeCause{}
+	if f.Options.SkipCNIMetrics || !f.Has(FactCNIMetrics) || !f.AWSNode.Found || !f.AWSNode.Container {
+		return out
+	}
+	mode, _ := cniMode(f)
+	byNode := stuckByNode(f.Pods)
+	for i := range f.Nodes {
+		n := &f.Nodes[i]
+		if len(byNode[n.Name]) == 0 || notVPCCNI(n) != "" {
+			continue
+		}
+		rule, why, evidence := measuredCause(n, f.CNI.Nodes[n.Name], mode.Settings.CustomNetworking)
+		out[n.Name] = nodeCause{Rule: rule, Why: why, Evidence: evidence}
+	}
+	return out
+}
+
+// EC2 error codes ipamd passes through (awsutils.go counts them under awscni_aws_api_error_count).
+var (
+	subnetCodes   = []string{"InsufficientFreeAddressesInSubnet", "InsufficientCidrBlocks"}
+	throttleCodes = []string{"RequestLimitExceeded", "Throttling", "ThrottlingException"}
+)
+
+// measuredCause is the cause of a node's stuck pods as its aws-node pod and ipamd show it, with
+// the figures that show it.
+func measuredCause(n *corev1.Node, c *CNINode, customNetworking bool) (findings.Rule, string, []string) {
+	switch {
+	case c == nil:
+		return RuleStuckIPAMDUnreachable, "no aws-node pod runs on the node", nil
+	case !c.Ready:
+		return RuleStuckIPAMDUnreachable, "its aws-node pod " + c.Pod + " is not ready, so ipamd does not serve (no metrics read)", nil
+	case c.Metrics == nil:
+		return RuleStuckUnknown, "ipamd's metrics could not be read (" + c.Err + ")", nil
+	}
+	m := c.Metrics
+	pool := m.PoolText()
+	var ec2 []string
+	if len(m.EC2Errors) > 0 {
+		ec2 = []string{"EC2 API errors since ipamd started: " + countsText(m.EC2Errors)}
+	}
+	maxPods := int(n.Status.Capacity.Pods().Value())
+	if fits := m.MaxIPs + eni.HostNetworkPods; m.HasPool && m.MaxIPs > 0 && m.AssignedIPs >= m.MaxIPs && maxPods > fits {
+		why := fmt.Sprintf("ipamd has assigned all %d addresses the instance can hold and the kubelet admits %d pods (maxPods)", m.MaxIPs, maxPods)
+		return RuleStuckPoolFull, why, append([]string{pool, nodeMaxPodsFix(n, fits, customNetworking)}, ec2...)
+	}
+	if k := sumCodes(m.EC2Errors, subnetCodes); k > 0 {
+		return RuleStuckSubnet, fmt.Sprintf("EC2 refused ipamd addresses %s for lack of free ones in the subnet", times(k)), append([]string{pool}, ec2...)
+	}
+	if k := sumCodes(m.EC2Errors, throttleCodes); k > 0 {
+		return RuleStuckThrottled, fmt.Sprintf("EC2 throttled ipamd's calls %s", times(k)), append([]string{pool}, ec2...)
+	}
+	why := fmt.Sprintf("ipamd has %d warm addresses and no EC2 error explains it", m.Warm())
+	if !m.HasPool {
+		why = "ipamd has not published its address pool"
+	}
+	return RuleStuckUnknown, why, append([]string{pool}, ec2...)
+}
+
+func sumCodes(m map[string]int, codes []string) int {
+	n := 0
+	for _, c := range codes {
+		n += m[c]
+	}
+	return n
+}
+
+func times(n int) string {
+	if n == 1 {
+		return "once"
+	}
+	return fmt.Sprintf("%d times", n)
 }

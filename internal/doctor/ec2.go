@@ -261,14 +261,14 @@ func addressNeed(pods int64, it *eni.InstanceType, s eni.Settings) (addrs, enis 
 		}
 		enis = min(ceilDiv(addrs, perENI), limit)
 		addrs = min(addrs, enis*perENI)
-		return addrs, enis, fmt.Sprintf("%s addresses on %d ENIs, plus their primary addresses", strings.Join(parts, ", "), enis)
+		return addrs, enis, fmt.Sprintf("%s addresses on %s, plus their primary addresses", strings.Join(parts, ", "), plural(int(enis), "ENI"))
 	}
 	warm := int64(eni.DefaultWarmENITarget)
 	if s.WarmENITarget.Valid && s.WarmENITarget.Value >= 0 {
 		warm = int64(s.WarmENITarget.Value)
 	}
 	enis = min(ceilDiv(pods, perENI)+warm, limit)
-	return enis * perENI, enis, fmt.Sprintf("%d ENIs of %d addresses: max pods %d + WARM_ENI_TARGET %d, on %s", enis, perENI+1, pods, warm, it.Name)
+	return enis * perENI, enis, fmt.Sprintf("%s of %d addresses: max pods %d + WARM_ENI_TARGET %d, on %s", plural(int(enis), "ENI"), perENI+1, pods, warm, it.Name)
 }
 
 func reasonSuffix(inst ec2types.Instance) string {

@@ -245,7 +245,7 @@ func (a *AddonFacts) addPod(p *corev1.Pod, now time.Time) {
 			grp.Last = at
 		}
 		if len(grp.Examples) < maxPodsPerFinding {
-			grp.Examples = append(grp.Examples, fmt.Sprintf("pod %s/%s on %s, %d restarts", p.Namespace, p.Name, p.Spec.NodeName, cs.RestartCount))
+			grp.Examples = append(grp.Examples, fmt.Sprintf("pod %s/%s on %s, %s", p.Namespace, p.Name, p.Spec.NodeName, plural(int(cs.RestartCount), "restart")))
 		}
 	}
 	if restarting {

@@ -156,8 +156,8 @@ func TestDoctorLaunchTemplates(t *testing.T) {
 	got := templateFindings(rep)
 	want := []string{
 		"launchtemplate/" + ltHostname + "/9 NK635:skipped skipped: EC2 no longer describes it (ec2:DescribeLaunchTemplateVersions: ",
-		"launchtemplate/" + ltKarpenter + "/1 NK632:error 1 iptables flushes in the user data; introduced in " + ltKarpenter + " version 1, 1 node",
-		"launchtemplate/" + ltHostname + "/2 NK631:warning 1 hostname changes in the user data; introduced in " + ltHostname + " version 2, 2 nodes",
+		"launchtemplate/" + ltKarpenter + "/1 NK632:error 1 iptables flush in the user data; introduced in " + ltKarpenter + " version 1, 1 node",
+		"launchtemplate/" + ltHostname + "/2 NK631:warning 1 hostname change in the user data; introduced in " + ltHostname + " version 2, 2 nodes",
 		"launchtemplate/" + ltMaxPods + "/7 NK101:error kubelet allows 110 pods but m5.large with secondary IPs gives addresses for 29 (3 ENIs x 9 + 2 host-network): 81 pods would wait in ContainerCreating; max pods 110 from the user data (" +
 			ltMaxPods + " version 7 part 1 (application/node.eks.aws) spec.kubelet.config), introduced in " + ltMaxPods + " version 7, 3 nodes",
 	}

@@ -172,7 +172,7 @@ func podList(now time.Time, ps []*StuckPod) []string {
 	var out []string
 	for i, p := range ps {
 		if i == maxPodsPerFinding {
-			out = append(out, fmt.Sprintf("... and %d more pods", len(ps)-i))
+			out = append(out, "... and "+plural(len(ps)-i, "more pod"))
 			break
 		}
 		out = append(out, fmt.Sprintf("pod %s/%s on %s stuck %s", p.Namespace, p.Name, p.Node, age(now, p.Since)))
@@ -192,8 +192,10 @@ type NodeAddressInfo struct {
 }
 
 // stuckFindings turns the gathered pods into the section's findings: per cause and node, per
-// namespace, and per node at its address capacity.
-func stuckFindings(now time.Time, s PodFacts, nodes map[string]NodeAddressInfo) []findings.Finding {
+// namespace, and per node at its address capacity. The groups name the cause measured on their
+// nodes (measured, from stuckCauses; empty when ipamd's figures were not read), pointing at the
+// node's own finding for the figures and the fix.
+func stuckFindings(now time.Time, s PodFacts, nodes map[string]NodeAddressInfo, measured map[string]nodeCause) []findings.Finding {
 	var out []findings.Finding
 	byCauseNode := map[SandboxCause]map[string][]*StuckPod{}
 	byNS := map[string][]*StuckPod{}
@@ -222,6 +224,9 @@ func stuckFindings(now time.Time, s PodFacts, nodes map[string]NodeAddressInfo) 
 				msg += ", " + plural(int(events), "sandbox failure")
 			}
 			f := rule.New("node/"+n, "%s", msg)
+			if m, ok := measured[n]; ok {
+				f = f.WithEvidence(fmt.Sprintf("measured on the node: %s (%s)", stuckCauseNames[m.Rule.Code], m.Rule.Code))
+			}
 			if c != CauseNoEvent && ps[0].Message != "" {
 				f = f.WithEvidence("newest message: " + ps[0].Message)
 			}
@@ -243,8 +248,12 @@ func stuckFindings(now time.Time, s PodFacts, nodes map[string]NodeAddressInfo) 
 				parts = append(parts, fmt.Sprintf("%s %d", string(c), causes[c]))
 			}
 		}
-		out = append(out, RuleStuckByNamespace.New("namespace/"+ns, "%s stuck on %s (%s), oldest %s for %s",
-			plural(len(ps), "pod"), plural(len(nodesSeen), "node"), strings.Join(parts, ", "), ps[0].Name, age(now, ps[0].Since)))
+		f := RuleStuckByNamespace.New("namespace/"+ns, "%s stuck on %s (%s), oldest %s for %s",
+			plural(len(ps), "pod"), plural(len(nodesSeen), "node"), strings.Join(parts, ", "), ps[0].Name, age(now, ps[0].Since))
+		if line := measuredSummary(nodesSeen, measured); line != "" {
+			f = f.WithEvidence(line)
+		}
+		out = append(out, f)
 	}
 	for _, n := range sortedKeys(byNode) {
 		info, ok := nodes[n]
@@ -265,6 +274,26 @@ func stuckFindings(now time.Time, s PodFacts, nodes map[string]NodeAddressInfo) 
 	return out
 }
 
+// measuredSummary counts the nodes by their measured cause: "measured causes: 3 nodes pool full
+// at maxPods (NK743), 1 node subnet out of free addresses (NK744)", in rule order; "" when no node
+// has one.
+func measuredSummary(nodes map[string]bool, measured map[string]nodeCause) string {
+	byCode := map[string]int{}
+	for n := range nodes {
+		if m, ok := measured[n]; ok {
+			byCode[m.Rule.Code]++
+		}
+	}
+	var parts []string
+	for _, code := range sortedKeys(byCode) {
+		parts = append(parts, fmt.Sprintf("%s %s (%s)", plural(byCode[code], "node"), stuckCauseNames[code], code))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "measured causes: " + strings.Join(parts, ", ")
+}
+
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
@@ -276,10 +305,7 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // plural writes "1 pod", "2 pods".
 func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
+	return findings.Noun{One: noun, Many: noun + "s"}.Count(n)
 }
 
 // clipHead keeps the end of a long message, where the CNI plugin's own error sits behind the

@@ -66,3 +66,13 @@ var (
 
 // DocCNIMetrics describes ipamd's metrics and the CNI metrics helper that publishes them.
 const DocCNIMetrics = "https://github.com/aws/amazon-vpc-cni-k8s/blob/master/cmd/cni-metrics-helper/README.md"
+
+// stuckCauseNames name the measured causes in the stuck-pod groups of the pod-networking section
+// (NK701-NK707), which point at the node's own NK743-NK747 finding for the figures and the fix.
+var stuckCauseNames = map[string]string{
+	RuleStuckPoolFull.Code:         "pool full at maxPods",
+	RuleStuckSubnet.Code:           "subnet out of free addresses",
+	RuleStuckThrottled.Code:        "EC2 throttling ipamd",
+	RuleStuckIPAMDUnreachable.Code: "ipamd unreachable without a ready aws-node pod",
+	RuleStuckUnknown.Code:          "cause unknown",
+}

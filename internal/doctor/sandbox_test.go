@@ -108,7 +108,7 @@ func TestPodNetState(t *testing.T) {
 	mode := rules.CNIMode{}
 	mode.Settings.CustomNetworking = true
 	cr := rules.CheckPodCapacity(rules.NodeCapacity{Resource: "node/" + node, InstanceType: "t3.small", CapacityPods: 11}, mode)
-	fs := stuckFindings(now, PodFacts{VPCPods: st.vpcPods, Stuck: st.stuck}, map[string]NodeAddressInfo{node: {Node: n, Capacity: cr, CustomNetworking: true, ModeText: modeText(mode)}})
+	fs := stuckFindings(now, PodFacts{VPCPods: st.vpcPods, Stuck: st.stuck}, map[string]NodeAddressInfo{node: {Node: n, Capacity: cr, CustomNetworking: true, ModeText: modeText(mode)}}, nil)
 	got := map[string]findings.Finding{}
 	for _, f := range fs {
 		got[f.Code+" "+f.Resource] = f

@@ -225,6 +225,17 @@ func (f Finding) WithEvidence(lines ...string) Finding {
 	return f
 }
 
+// Noun is what a message counts, in the singular and the plural, so that counts read right.
+type Noun struct{ One, Many string }
+
+// Count writes n of the noun: "1 hostname change", "2 hostname changes", "0 hostname changes".
+func (w Noun) Count(n int) string {
+	if n == 1 {
+		return "1 " + w.One
+	}
+	return fmt.Sprintf("%d %s", n, w.Many)
+}
+
 // Section groups the findings of one area (nodes, kubelet, aws-node, ...).
 type Section struct {
 	Name     string    `json:"name"`

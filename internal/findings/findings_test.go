@@ -239,3 +239,25 @@ func TestJSONKinds(t *testing.T) {
 		schematest.Validate(t, kind, buf.Bytes())
 	}
 }
+
+// TestNounCount: counts read right in the singular and the plural, irregular plurals included.
+func TestNounCount(t *testing.T) {
+	tests := []struct {
+		noun Noun
+		n    int
+		want string
+	}{
+		{Noun{"hostname change", "hostname changes"}, 1, "1 hostname change"},
+		{Noun{"hostname change", "hostname changes"}, 2, "2 hostname changes"},
+		{Noun{"hostname change", "hostname changes"}, 0, "0 hostname changes"},
+		{Noun{"iptables flush", "iptables flushes"}, 1, "1 iptables flush"},
+		{Noun{"iptables flush", "iptables flushes"}, 12, "12 iptables flushes"},
+		{Noun{"line says", "lines say"}, 3, "3 lines say"},
+		{Noun{"process", "processes"}, -1, "-1 processes"},
+	}
+	for _, tc := range tests {
+		if got := tc.noun.Count(tc.n); got != tc.want {
+			t.Errorf("%v.Count(%d) = %q, want %q", tc.noun, tc.n, got, tc.want)
+		}
+	}
+}
