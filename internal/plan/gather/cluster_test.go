@@ -3,7 +3,6 @@ package gather
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,12 +17,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
 	"github.com/nodekeeper/nodekeeper/internal/doctor"
@@ -42,40 +37,12 @@ const cniImage = "602401143452.dkr.ecr.us-east-1.amazonaws.com/amazon-k8s-cni:v1
 // The plan reads the cluster only; no controller runs.
 func TestMain(m *testing.M) { testenv.Main(m, testenv.Options{}, &env) }
 
-var gvrCRD = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-
-// installENIConfigs installs the ENIConfig CRD (once for the package) and one ENIConfig per zone
-// naming its pod subnet.
-func installENIConfigs(ctx context.Context, t *testing.T, dyn dynamic.Interface, c kubernetes.Interface, podSubnets map[string]string) {
+// installENIConfigs installs the ENIConfig CRD and one ENIConfig per zone naming its pod subnet.
+func installENIConfigs(t *testing.T, podSubnets map[string]string) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", "eniconfig-crd.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var obj map[string]any
-	if err := yaml.Unmarshal(raw, &obj); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := dyn.Resource(gvrCRD).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if l, err := c.Discovery().ServerResourcesForGroupVersion(gvrENIConfig.GroupVersion().String()); err == nil && len(l.APIResources) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("ENIConfigs not served")
-		}
-	}
+	env.InstallCRD(t, filepath.Join("testdata", "eniconfig-crd.yaml"), gvrENIConfig)
 	for zone, subnet := range podSubnets {
-		u := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "crd.k8s.amazonaws.com/v1alpha1", "kind": "ENIConfig",
-			"metadata": map[string]any{"name": zone},
-			"spec":     map[string]any{"subnet": subnet, "securityGroups": []any{"sg-0123"}},
-		}}
-		if _, err := dyn.Resource(gvrENIConfig).Create(ctx, u, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
+		env.CreateENIConfig(t, zone, subnet, "sg-0123")
 	}
 }
 
@@ -136,11 +103,7 @@ func TestPlanNamesTheFirstLimit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	admin := env.AdminClient()
-	dyn, err := dynamic.NewForConfig(env.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	installENIConfigs(ctx, t, dyn, admin, map[string]string{"us-east-1a": "subnet-pods-a", "us-east-1b": "subnet-pods-b"})
+	installENIConfigs(t, map[string]string{"us-east-1a": "subnet-pods-a", "us-east-1b": "subnet-pods-b"})
 	huge := plan.EC2Buckets{Mutating: plan.Bucket{Capacity: 1 << 30, Refill: 1 << 20}, Source: "test"}
 
 	for _, tc := range []struct {
@@ -314,12 +277,7 @@ func shrinkNodeHigh(ctx context.Context, t *testing.T, c kubernetes.Interface) i
 func TestGivenSubnetsSelectENIConfigsByZone(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	admin := env.AdminClient()
-	dyn, err := dynamic.NewForConfig(env.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	installENIConfigs(ctx, t, dyn, admin, map[string]string{"us-east-1a": "subnet-pods-a", "us-east-1b": "subnet-pods-b"})
+	installENIConfigs(t, map[string]string{"us-east-1a": "subnet-pods-a", "us-east-1b": "subnet-pods-b"})
 	env.CreateAWSNode(t, "aws-node-given", cniImage, map[string]string{"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true", "ENI_CONFIG_LABEL_DEF": corev1.LabelTopologyZone})
 	cloud := awsfake.New()
 	cloud.Subnets = []ec2types.Subnet{subnet("subnet-x1", "us-east-1a", 100), subnet("subnet-x2", "us-east-1b", 100),
