@@ -3,9 +3,6 @@
 package e2e
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nodekeeper/nodekeeper/internal/schematest"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/collectortar"
 )
 
 // cleanNode is what the EKS logs collector gathers from a healthy node (as in internal/bundle's
@@ -31,50 +29,10 @@ func cleanNode() map[string]string {
 	}
 }
 
-// collectorTarball packs files as eks-log-collector.sh does: from inside the collection
-// directory, "./" names, directories first, gzip-compressed.
+// collectorTarball packs files as eks-log-collector.sh does, at the seed's collection time.
 func collectorTarball(t *testing.T, files map[string]string) []byte {
 	t.Helper()
-	dirs := map[string]bool{}
-	var names []string
-	for n := range files {
-		names = append(names, n)
-		for d := filepath.Dir(n); d != "."; d = filepath.Dir(d) {
-			dirs[d] = true
-		}
-	}
-	sort.Strings(names)
-	var dl []string
-	for d := range dirs {
-		dl = append(dl, d)
-	}
-	sort.Strings(dl)
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	mtime := time.Date(2024, 3, 4, 9, 15, 0, 0, time.UTC)
-	write := func(h *tar.Header, body string) {
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(body)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(&tar.Header{Name: "./", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: mtime}, "")
-	for _, d := range dl {
-		write(&tar.Header{Name: "./" + d + "/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: mtime}, "")
-	}
-	for _, n := range names {
-		write(&tar.Header{Name: "./" + n, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(files[n])), ModTime: mtime}, files[n])
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return collectortar.TarGz(t, time.Date(2024, 3, 4, 9, 15, 0, 0, time.UTC), collectortar.Layout(files))
 }
 
 type bundleReport struct {
