@@ -147,16 +147,7 @@ func TestSeedBundle(t *testing.T) {
 }
 
 func TestCleanBundle(t *testing.T) {
-	files := map[string]string{
-		"system/instance-id.txt":                          "i-0fedcba9876543210\n",
-		"system/procstat.txt":                             "cpu 1\ncpu0 1\ncpu1 1\n",
-		"system/io_throttling.txt":                        "PID Name Block IO Delay (centisconds)\n3121 (kubelet) 20\n",
-		"kubelet/kubelet.log":                             "Mar 04 09:11:41 ip-10-0-1-2 kubelet[1]: I0304 \"Successfully registered node\"\n",
-		"kubelet/config.json":                             `{"maxPods":29,"registryPullQPS":0,"serializeImagePulls":false,"kubeAPIQPS":10}`,
-		"var_log/aws-routed-eni/ipamd.log":                `{"msg":"Starting L-IPAMD v1.20.1  ..."}` + "\n" + `{"msg":"Found instance-type: m5.large "}` + "\n",
-		"var_log/cloud-init-output.log":                   "+ /usr/bin/nodeadm init\n",
-		"cni/cni-configuration-variables-containerd.json": `{"Image":"amazon-k8s-cni:v1.20.1-eksbuild.1","Spec":{"process":{"env":["CLUSTER_ENDPOINT=https://x.eks.amazonaws.com","WARM_ENI_TARGET=1"]}}}`,
-	}
+	files := collectortar.CleanNode()
 	rep, err := analyzeBytes(t, tarGz(t, collectorLayout(files)), Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -14,21 +14,6 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/collectortar"
 )
 
-// cleanNode is what the EKS logs collector gathers from a healthy node (as in internal/bundle's
-// TestCleanBundle): nothing in it is a finding.
-func cleanNode() map[string]string {
-	return map[string]string{
-		"system/instance-id.txt":                          "i-0fedcba9876543210\n",
-		"system/procstat.txt":                             "cpu 1\ncpu0 1\ncpu1 1\n",
-		"system/io_throttling.txt":                        "PID Name Block IO Delay (centisconds)\n3121 (kubelet) 20\n",
-		"kubelet/kubelet.log":                             "Mar 04 09:11:41 ip-10-0-1-2 kubelet[1]: I0304 \"Successfully registered node\"\n",
-		"kubelet/config.json":                             `{"maxPods":29,"registryPullQPS":0,"serializeImagePulls":false,"kubeAPIQPS":10}`,
-		"var_log/aws-routed-eni/ipamd.log":                `{"msg":"Starting L-IPAMD v1.20.1  ..."}` + "\n" + `{"msg":"Found instance-type: m5.large "}` + "\n",
-		"var_log/cloud-init-output.log":                   "+ /usr/bin/nodeadm init\n",
-		"cni/cni-configuration-variables-containerd.json": `{"Image":"amazon-k8s-cni:v1.20.1-eksbuild.1","Spec":{"process":{"env":["CLUSTER_ENDPOINT=https://x.eks.amazonaws.com","WARM_ENI_TARGET=1"]}}}`,
-	}
-}
-
 // collectorTarball packs files as eks-log-collector.sh does, at the seed's collection time.
 func collectorTarball(t *testing.T, files map[string]string) []byte {
 	t.Helper()
@@ -66,9 +51,9 @@ func TestBundle(t *testing.T) {
 		}
 		return name
 	}
-	clean := write("eks_i-0fedcba9876543210_2024-03-04_0915-UTC_0.7.8.tar.gz", collectorTarball(t, cleanNode()))
+	clean := write("eks_i-0fedcba9876543210_2024-03-04_0915-UTC_0.7.8.tar.gz", collectorTarball(t, collectortar.CleanNode()))
 
-	sick := cleanNode()
+	sick := collectortar.CleanNode()
 	sick["kubelet/kubelet.log"] += "Mar 04 09:12:01 ip-10-0-1-2 kubelet[3121]: E0304 09:12:01.123 3121 pod_workers.go:1301] \"Error syncing pod, skipping\" err=\"failed to \\\"StartContainer\\\" for \\\"app\\\" with ErrImagePull: \\\"pull QPS exceeded\\\"\" pod=\"default/app-7d9c-abcde\"\n"
 	sickName := write("eks_i-0123456789abcdef0_2024-03-04_0915-UTC_0.7.8.tar.gz", collectorTarball(t, sick))
 
