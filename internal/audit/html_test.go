@@ -3,7 +3,6 @@ package audit
 import (
 	"bytes"
 	"context"
-	"image"
 	"io"
 	"os"
 	"path/filepath"
@@ -61,41 +60,13 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	img := chromium.Screenshot(ctx, t, browser, dir, url, 1200, 1600)
 	// A laid-out page has text, tables and coloured marks: many distinct colours, and the
 	// red of the deletion marks and the amber of the zombie bars somewhere.
-	colours := map[[3]uint32]bool{}
-	reds, ambers := 0, 0
-	bnd := img.Bounds()
-	for y := bnd.Min.Y; y < bnd.Max.Y; y += 2 {
-		for x := bnd.Min.X; x < bnd.Max.X; x += 2 {
-			c := rgb(img, x, y)
-			colours[c] = true
-			if near(c, [3]uint32{0xc0, 0x39, 0x2b}) {
-				reds++
-			}
-			if near(c, [3]uint32{0xf5, 0xb0, 0x41}) || near(c, [3]uint32{0xf8, 0xc7, 0x7a}) {
-				ambers++
-			}
-		}
-	}
-	if len(colours) < 50 || reds == 0 || ambers == 0 {
-		t.Errorf("screenshot looks empty: %d colours, %d red, %d amber pixels", len(colours), reds, ambers)
+	colours, n := chromium.Palette(img, 2, chromium.RGB{0xc0, 0x39, 0x2b}, chromium.RGB{0xf5, 0xb0, 0x41}, chromium.RGB{0xf8, 0xc7, 0x7a})
+	reds, ambers := n[0], n[1]+n[2]
+	if colours < 50 || reds == 0 || ambers == 0 {
+		t.Errorf("screenshot looks empty: %d colours, %d red, %d amber pixels", colours, reds, ambers)
 	}
 	if dst := os.Getenv("NODEKEEPER_AUDIT_SCREENSHOT"); dst != "" {
 		data, _ := os.ReadFile(filepath.Join(dir, "screenshot.png"))
 		os.WriteFile(dst, data, 0o644)
 	}
-}
-
-func rgb(img image.Image, x, y int) [3]uint32 {
-	r, g, b, _ := img.At(x, y).RGBA()
-	return [3]uint32{r >> 8, g >> 8, b >> 8}
-}
-
-func near(a, b [3]uint32) bool {
-	d := func(x, y uint32) uint32 {
-		if x > y {
-			return x - y
-		}
-		return y - x
-	}
-	return d(a[0], b[0]) < 24 && d(a[1], b[1]) < 24 && d(a[2], b[2]) < 24
 }

@@ -191,30 +191,9 @@ func TestHTMLRendersInChromium(t *testing.T) {
 
 	img := chromium.Screenshot(ctx, t, browser, dir, url, 1200, 1400)
 	// The lines' colours are on the screenshot: the subnet's red and the EC2 orange.
-	seen := map[string]bool{}
-	bnd := img.Bounds()
-	for y := bnd.Min.Y; y < bnd.Max.Y; y++ {
-		for x := bnd.Min.X; x < bnd.Max.X; x++ {
-			cr, cg, cb, _ := img.At(x, y).RGBA()
-			c := [3]uint32{cr >> 8, cg >> 8, cb >> 8}
-			for name, want := range map[string][3]uint32{"subnet red": {0xd6, 0x27, 0x28}, "EC2 orange": {0xff, 0x7f, 0x0e}} {
-				if near(c, want) {
-					seen[name] = true
-				}
-			}
-		}
-	}
+	_, n := chromium.Palette(img, 1, chromium.RGB{0xd6, 0x27, 0x28}, chromium.RGB{0xff, 0x7f, 0x0e})
+	seen := map[string]bool{"subnet red": n[0] > 0, "EC2 orange": n[1] > 0}
 	if !seen["subnet red"] || !seen["EC2 orange"] {
 		t.Errorf("screenshot lacks the chart's colours: %v", seen)
 	}
-}
-
-func near(a, b [3]uint32) bool {
-	d := func(x, y uint32) uint32 {
-		if x > y {
-			return x - y
-		}
-		return y - x
-	}
-	return d(a[0], b[0]) < 24 && d(a[1], b[1]) < 24 && d(a[2], b[2]) < 24
 }

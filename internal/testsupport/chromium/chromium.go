@@ -117,3 +117,37 @@ func CheckSelfContained(t testing.TB, page string) {
 		}
 	}
 }
+
+// RGB is a colour, 8 bits a channel.
+type RGB [3]uint32
+
+// Palette samples img at every step-th pixel both ways and returns how many distinct colours
+// it saw and, for each of want, how many samples were near it (within 24 a channel, for
+// anti-aliasing): what tells a laid-out page with its marks drawn from a blank one.
+func Palette(img image.Image, step int, want ...RGB) (distinct int, near []int) {
+	seen := map[RGB]bool{}
+	near = make([]int, len(want))
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y += step {
+		for x := b.Min.X; x < b.Max.X; x += step {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			c := RGB{r >> 8, g >> 8, bl >> 8}
+			seen[c] = true
+			for i, w := range want {
+				if nearColour(c, w) {
+					near[i]++
+				}
+			}
+		}
+	}
+	return len(seen), near
+}
+
+func nearColour(a, b RGB) bool {
+	for i := range a {
+		if max(a[i], b[i])-min(a[i], b[i]) >= 24 {
+			return false
+		}
+	}
+	return true
+}
