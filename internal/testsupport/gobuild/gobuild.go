@@ -15,9 +15,9 @@ import (
 // Once returns a function that, on its first call, runs `go build` on the main package pkg (as
 // the go command takes it, relative to the test's working directory: "../../cmd/nodekeeper",
 // "./rawdelete") into a new temporary directory as name, and from then on returns that binary's
-// path, or the build's failure with its output. Building once spares each benchmark a minute of
-// compiling on a loaded machine; the directory outlives the tests so that every caller in the
-// process can use it.
+// path, or the build's failure with its output. Building once spares every benchmark after the
+// first its own build; the directory outlives the tests so that every caller in the process can
+// use it.
 func Once(pkg, name string) func() (string, error) {
 	return sync.OnceValues(func() (string, error) {
 		dir, err := os.MkdirTemp("", "nodekeeper-"+name+"-bin-")

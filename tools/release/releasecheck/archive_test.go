@@ -153,8 +153,7 @@ func (u *unpacker) file(name string, mode fs.FileMode, r io.Reader) error {
 	if err != nil {
 		return err
 	}
-	// The largest release binary is far below 1 GiB; the bound keeps a corrupt archive from
-	// filling the disk.
+	// The bound keeps a corrupt archive from filling the disk.
 	if _, err := io.Copy(out, io.LimitReader(r, 1<<30)); err != nil {
 		out.Close()
 		return err
