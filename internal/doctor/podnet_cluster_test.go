@@ -125,18 +125,7 @@ func servingCSR(ctx context.Context, t *testing.T, node, user string, groups ...
 // podnetReport keeps the pod networking findings of the test's own objects, in a report with a
 // fixed header so that it can be compared with golden files.
 func podnetReport(rep *findings.Report, keep func(string) bool) *findings.Report {
-	out := findings.NewReport("doctor", "test-cluster", time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC), findings.SectionSpec{Name: SectionPodNet, Title: "Pod networking"})
-	for _, s := range rep.Sections() {
-		if s.Name != SectionPodNet {
-			continue
-		}
-		for _, f := range s.Findings {
-			if keep(f.Resource) {
-				out.Add(f)
-			}
-		}
-	}
-	return out
+	return sectionReport(rep, findings.SectionSpec{Name: SectionPodNet, Title: "Pod networking"}, keep)
 }
 
 var volatileAge = regexp.MustCompile(`((?:pending|signed), oldest )[0-9hms]+`)
