@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/audit/gen"
 	"github.com/nodekeeper/nodekeeper/internal/audit/read"
 	"github.com/nodekeeper/nodekeeper/internal/audit/render"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/gobuild"
 )
 
 // The benchmarks generate a realistic audit log (mostly kubelet lease renewals, some gets,
@@ -418,18 +418,8 @@ func BenchmarkAuditWorstCaseVsJQ(b *testing.B) {
 	fmt.Println("audit worst case: " + compareWithJQ(b, path, float64(size)/1e6, int64(n)))
 }
 
-// buildNodekeeper builds cmd/nodekeeper once, for benchmarks that time the real command.
-var buildNodekeeper = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "nodekeeper-audit-bin-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "nodekeeper")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/nodekeeper").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
-})
+// buildNodekeeper builds cmd/nodekeeper for the benchmarks that time the real command.
+var buildNodekeeper = gobuild.Once("../../cmd/nodekeeper", "nodekeeper")
 
 // timedRun runs a whole process with stdout to the null device and returns its wall-clock and
 // CPU time.
@@ -461,10 +451,7 @@ func BenchmarkAuditLeakyJSONVsJQ(b *testing.B) {
 	n := int(benchSize("NODEKEEPER_AUDIT_BENCH_LEAKY", 300_000))
 	pairs := int(benchSize("NODEKEEPER_AUDIT_BENCH_PAIRS", 5))
 	path, size := writeLeakyLog(b, b.TempDir(), n)
-	bin, err := buildNodekeeper()
-	if err != nil {
-		b.Fatal(err)
-	}
+	bin := gobuild.Must(b, buildNodekeeper)
 	out, err := exec.Command(bin, "audit", "-o", "json", path).Output()
 	if err != nil {
 		b.Fatal(err)

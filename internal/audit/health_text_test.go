@@ -1,14 +1,11 @@
 package audit
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
-	"github.com/nodekeeper/nodekeeper/internal/audit/render"
-	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // The lease churn and heartbeat sections show the actor's name, user agent and source IP and the
@@ -17,10 +14,7 @@ import (
 func TestHealthSectionsEscapeHostileStrings(t *testing.T) {
 	for _, h := range hostile {
 		t.Run(h.name, func(t *testing.T) {
-			s := h.s
-			if h.name == "invalid utf-8" {
-				s = "INVALIDUTF8"
-			}
+			s := h.inLog()
 			node, user, ua, ip := "ip-"+s, "cleaner"+s, "kubectl"+s, "10.0.0.1"+s
 			kubelet := map[string]any{"username": "system:node:" + node}
 			lease := map[string]any{"resource": "leases", "namespace": analyze.NodeLeaseNamespace, "name": node,
@@ -50,20 +44,11 @@ func TestHealthSectionsEscapeHostileStrings(t *testing.T) {
 			if len(r.LeaseChurn.Actors) != 1 || r.Heartbeats.OverGrace != 1 {
 				t.Fatalf("the hostile events did not reach both sections: churn %+v, heartbeats %+v", r.LeaseChurn, r.Heartbeats)
 			}
-			var out bytes.Buffer
-			if err := render.WriteText(&out, r); err != nil {
-				t.Fatal(err)
-			}
-			if c, bad := unsafeForTerminal(out.Bytes()); bad {
-				t.Fatalf("the text report carries %q to the terminal:\n%s", c, out.String())
-			}
-			text := out.String()
+			text := safeText(t, r)
 			churn := text[strings.Index(text, "LEASE CHURN"):strings.Index(text, "HEARTBEATS")]
 			beats := text[strings.Index(text, "HEARTBEATS"):strings.Index(text, "LEASE LIFECYCLES")]
 			for _, want := range []struct{ section, s string }{{churn, user}, {churn, ip}, {beats, node}} {
-				// The log's invalid bytes are read as encoding/json does: one U+FFFD each.
-				w := textsafe.Escape(strings.ReplaceAll(want.s, "INVALIDUTF8", "\uFFFD\uFFFD"))
-				if !strings.Contains(want.section, w) {
+				if w := shown(want.s); !strings.Contains(want.section, w) {
 					t.Errorf("%q is not shown escaped in its section:\n%s", w, want.section)
 				}
 			}

@@ -3,11 +3,9 @@ package audit
 import (
 	"bytes"
 	"context"
-	"image"
+	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -25,14 +23,7 @@ func TestHTMLSelfContained(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := b.String()
-	for _, bad := range []*regexp.Regexp{
-		regexp.MustCompile(`(?i)<script`), regexp.MustCompile(`(?i)<link`), regexp.MustCompile(`(?i)\s(src|href)\s*=`),
-		regexp.MustCompile(`(?i)url\(`), regexp.MustCompile(`(?i)@import`), regexp.MustCompile(`(?i)https?://`),
-	} {
-		if loc := bad.FindStringIndex(page); loc != nil {
-			t.Errorf("page has %q at %d: %s", bad.String(), loc[0], page[max(0, loc[0]-80):min(len(page), loc[1]+80)])
-		}
-	}
+	chromium.CheckSelfContained(t, page)
 	// The named lease churn actor and the nodes near NotReady are on the page.
 	for _, want := range []string{"Timeline per node and lease", "Zombie kubelets", "Lease churn", "Heartbeats", "Throttling over time", "<svg", "<polyline",
 		`<td class="bad">` + gen.CleanupUser + "</td>", truth.OverGrace[0] + `</td><td class="bad">over-grace`, truth.NearGrace[0] + `</td><td class="warn">near-grace`} {
@@ -48,23 +39,14 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	browser := chromium.Path(t)
 	r, truth := scenarioReport(t)
 	dir := t.TempDir()
-	page := filepath.Join(dir, "report.html")
-	f, err := os.Create(page)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := render.WriteHTML(f, r); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	url := "file://" + page
+	url := chromium.WritePage(t, dir, "report.html", func(w io.Writer) error { return render.WriteHTML(w, r) })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	// The DOM after layout holds every zombie node and the throttled user.
-	dom, err := exec.CommandContext(ctx, browser, chromium.Args(filepath.Join(dir, "p1"), "--dump-dom", url)...).Output()
-	if err != nil {
-		t.Fatalf("chromium --dump-dom: %v", err)
+	// The DOM after layout holds every zombie node and the throttled user; the page logs nothing.
+	dom, console := chromium.DumpDOM(ctx, t, browser, dir, url)
+	for _, line := range console {
+		t.Errorf("console: %s", line)
 	}
 	for _, z := range truth.Zombies {
 		if !bytes.Contains(dom, []byte(z)) {
@@ -78,41 +60,13 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	img := chromium.Screenshot(ctx, t, browser, dir, url, 1200, 1600)
 	// A laid-out page has text, tables and coloured marks: many distinct colours, and the
 	// red of the deletion marks and the amber of the zombie bars somewhere.
-	colours := map[[3]uint32]bool{}
-	reds, ambers := 0, 0
-	bnd := img.Bounds()
-	for y := bnd.Min.Y; y < bnd.Max.Y; y += 2 {
-		for x := bnd.Min.X; x < bnd.Max.X; x += 2 {
-			c := rgb(img, x, y)
-			colours[c] = true
-			if near(c, [3]uint32{0xc0, 0x39, 0x2b}) {
-				reds++
-			}
-			if near(c, [3]uint32{0xf5, 0xb0, 0x41}) || near(c, [3]uint32{0xf8, 0xc7, 0x7a}) {
-				ambers++
-			}
-		}
-	}
-	if len(colours) < 50 || reds == 0 || ambers == 0 {
-		t.Errorf("screenshot looks empty: %d colours, %d red, %d amber pixels", len(colours), reds, ambers)
+	colours, n := chromium.Palette(img, 2, chromium.RGB{0xc0, 0x39, 0x2b}, chromium.RGB{0xf5, 0xb0, 0x41}, chromium.RGB{0xf8, 0xc7, 0x7a})
+	reds, ambers := n[0], n[1]+n[2]
+	if colours < 50 || reds == 0 || ambers == 0 {
+		t.Errorf("screenshot looks empty: %d colours, %d red, %d amber pixels", colours, reds, ambers)
 	}
 	if dst := os.Getenv("NODEKEEPER_AUDIT_SCREENSHOT"); dst != "" {
 		data, _ := os.ReadFile(filepath.Join(dir, "screenshot.png"))
 		os.WriteFile(dst, data, 0o644)
 	}
-}
-
-func rgb(img image.Image, x, y int) [3]uint32 {
-	r, g, b, _ := img.At(x, y).RGBA()
-	return [3]uint32{r >> 8, g >> 8, b >> 8}
-}
-
-func near(a, b [3]uint32) bool {
-	d := func(x, y uint32) uint32 {
-		if x > y {
-			return x - y
-		}
-		return y - x
-	}
-	return d(a[0], b[0]) < 24 && d(a[1], b[1]) < 24 && d(a[2], b[2]) < 24
 }

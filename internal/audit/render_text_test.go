@@ -16,7 +16,25 @@ import (
 // hostile is what anyone who can send a request controls in an audit event: its user agent, a
 // name it creates, and (through a crafted certificate or a webhook authenticator) its user
 // name. Each carries something a terminal acts on.
-var hostile = []struct{ name, s string }{
+// hostileString is a string an event's author could write, named for its subtest.
+type hostileString struct{ name, s string }
+
+// inLog is the string as a test puts it into an event's fields: invalid UTF-8 as a placeholder
+// that hostileEvent turns back into the raw bytes once the event is JSON.
+func (h hostileString) inLog() string {
+	if h.name == "invalid utf-8" {
+		return "INVALIDUTF8"
+	}
+	return h.s
+}
+
+// shown is how a report shows s, a string built from inLog: escaped, with the log's invalid
+// bytes read as encoding/json reads them, one U+FFFD each.
+func shown(s string) string {
+	return textsafe.Escape(strings.ReplaceAll(s, "INVALIDUTF8", "\uFFFD\uFFFD"))
+}
+
+var hostile = []hostileString{
 	{"osc title", "\x1b]0;owned\x07"},
 	{"csi clear", "\x1b[2J\x1b[H"},
 	{"c1 csi", "\u009b31m"},
@@ -64,16 +82,27 @@ func unsafeForTerminal(out []byte) (string, bool) {
 	return "", false
 }
 
+// safeText renders r as text and fails the test unless nothing in it reaches the terminal as
+// anything but text.
+func safeText(t *testing.T, r *analyze.Report) string {
+	t.Helper()
+	var out bytes.Buffer
+	if err := render.WriteText(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	if c, bad := unsafeForTerminal(out.Bytes()); bad {
+		t.Fatalf("the text report carries %q to the terminal:\n%s", c, out.String())
+	}
+	return out.String()
+}
+
 // Every string an event's author controls reaches the text report escaped: the node and lease
 // names, the user, user agent, source IP and instance identity, in every section that shows
 // them (deletions, leaks, zombies, lifecycles, throttling, talkers, access denied, inputs).
 func TestTextReportEscapesHostileStrings(t *testing.T) {
 	for _, h := range hostile {
 		t.Run(h.name, func(t *testing.T) {
-			s := h.s
-			if h.name == "invalid utf-8" {
-				s = "INVALIDUTF8"
-			}
+			s := h.inLog()
 			node := "ip-" + s
 			user := "admin" + s
 			ua := "kubectl" + s
@@ -117,19 +146,11 @@ func TestTextReportEscapesHostileStrings(t *testing.T) {
 				t.Fatalf("the hostile events did not reach every section: %d deletions, %d zombies, %d leaks, %d leases",
 					len(r.NodeDeletions), len(r.Zombies), len(r.Leaks), len(r.Leases))
 			}
-			var out bytes.Buffer
-			if err := render.WriteText(&out, r); err != nil {
-				t.Fatal(err)
-			}
-			if c, bad := unsafeForTerminal(out.Bytes()); bad {
-				t.Fatalf("the text report carries %q to the terminal:\n%s", c, out.String())
-			}
+			text := safeText(t, r)
 			// The strings are shown escaped, on one line each, not dropped.
 			for _, want := range []string{user, ua, node} {
-				// The log's invalid bytes are read as encoding/json does: one U+FFFD each.
-				want = textsafe.Escape(strings.ReplaceAll(want, "INVALIDUTF8", "\uFFFD\uFFFD"))
-				if !strings.Contains(out.String(), want) {
-					t.Errorf("%q is not shown escaped:\n%s", want, out.String())
+				if !strings.Contains(text, shown(want)) {
+					t.Errorf("%q is not shown escaped:\n%s", shown(want), text)
 				}
 			}
 		})

@@ -14,79 +14,20 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/collectortar"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/golden"
 )
 
 var testNow = time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC)
 
 // member is one tar entry of a test archive.
-type member struct {
-	name     string
-	body     string
-	typeflag byte
-	link     string
-	size     int64 // declared size when > 0 and body is empty (for caps)
-}
+type member = collectortar.Member
 
-// tarGz builds a gzip-compressed tar in memory, as eks-log-collector.sh does: packed from inside
-// the collection directory, so names start with "./" and directories come first.
-func tarGz(t testing.TB, ms []member) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for _, m := range ms {
-		h := &tar.Header{Name: m.name, Mode: 0o644, ModTime: testNow, Typeflag: m.typeflag, Linkname: m.link}
-		switch m.typeflag {
-		case 0, tar.TypeReg:
-			h.Typeflag = tar.TypeReg
-			h.Size = int64(len(m.body))
-		case tar.TypeDir:
-			h.Mode = 0o755
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag == tar.TypeReg {
-			if _, err := tw.Write([]byte(m.body)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
+// tarGz builds a gzip-compressed tar in memory, every entry modified at testNow.
+func tarGz(t testing.TB, ms []member) []byte { return collectortar.TarGz(t, testNow, ms) }
 
 // collectorLayout wraps files in the collector's directory entries with "./" names.
-func collectorLayout(files map[string]string) []member {
-	dirs := map[string]bool{}
-	var names []string
-	for n := range files {
-		names = append(names, n)
-		for d := filepath.Dir(n); d != "."; d = filepath.Dir(d) {
-			dirs[d] = true
-		}
-	}
-	sort.Strings(names)
-	ms := []member{{name: "./", typeflag: tar.TypeDir}}
-	var dl []string
-	for d := range dirs {
-		dl = append(dl, d)
-	}
-	sort.Strings(dl)
-	for _, d := range dl {
-		ms = append(ms, member{name: "./" + d + "/", typeflag: tar.TypeDir})
-	}
-	for _, n := range names {
-		ms = append(ms, member{name: "./" + n, body: files[n]})
-	}
-	return ms
-}
+func collectorLayout(files map[string]string) []member { return collectortar.Layout(files) }
 
 // seedFiles reproduces the node of seed 002 (the AWS support case): custom networking with the
 // bootstrap default of 110 pods on an m5.large, default image pull limits, a self-managed VPC
@@ -206,16 +147,7 @@ func TestSeedBundle(t *testing.T) {
 }
 
 func TestCleanBundle(t *testing.T) {
-	files := map[string]string{
-		"system/instance-id.txt":                          "i-0fedcba9876543210\n",
-		"system/procstat.txt":                             "cpu 1\ncpu0 1\ncpu1 1\n",
-		"system/io_throttling.txt":                        "PID Name Block IO Delay (centisconds)\n3121 (kubelet) 20\n",
-		"kubelet/kubelet.log":                             "Mar 04 09:11:41 ip-10-0-1-2 kubelet[1]: I0304 \"Successfully registered node\"\n",
-		"kubelet/config.json":                             `{"maxPods":29,"registryPullQPS":0,"serializeImagePulls":false,"kubeAPIQPS":10}`,
-		"var_log/aws-routed-eni/ipamd.log":                `{"msg":"Starting L-IPAMD v1.20.1  ..."}` + "\n" + `{"msg":"Found instance-type: m5.large "}` + "\n",
-		"var_log/cloud-init-output.log":                   "+ /usr/bin/nodeadm init\n",
-		"cni/cni-configuration-variables-containerd.json": `{"Image":"amazon-k8s-cni:v1.20.1-eksbuild.1","Spec":{"process":{"env":["CLUSTER_ENDPOINT=https://x.eks.amazonaws.com","WARM_ENI_TARGET=1"]}}}`,
-	}
+	files := collectortar.CleanNode()
 	rep, err := analyzeBytes(t, tarGz(t, collectorLayout(files)), Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -274,7 +206,7 @@ func TestPartialBundles(t *testing.T) {
 	t.Run("wrapped in a top directory", func(t *testing.T) {
 		var ms []member
 		for _, m := range collectorLayout(seedFiles()) {
-			m.name = "eks_i-0123/" + strings.TrimPrefix(m.name, "./")
+			m.Name = "eks_i-0123/" + strings.TrimPrefix(m.Name, "./")
 			ms = append(ms, m)
 		}
 		rep, err := analyzeBytes(t, tarGz(t, ms), Options{})
@@ -339,7 +271,7 @@ func TestBootstrapPatterns(t *testing.T) {
 func TestHostileArchives(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
-	ok := []member{{name: "./", typeflag: tar.TypeDir}, {name: "./system/instance-id.txt", body: "i-1\n"}}
+	ok := []member{{Name: "./", Typeflag: tar.TypeDir}, {Name: "./system/instance-id.txt", Body: "i-1\n"}}
 	big := strings.Repeat("A", 4096)
 	tests := []struct {
 		name   string
@@ -347,20 +279,20 @@ func TestHostileArchives(t *testing.T) {
 		limits Limits
 		want   string
 	}{
-		{name: "dotdot", data: tarGz(t, append(ok, member{name: "../../etc/cron.d/evil", body: "x"})), want: `escapes the archive with ".."`},
-		{name: "dotdot inside", data: tarGz(t, append(ok, member{name: "./kubelet/../../evil", body: "x"})), want: `".."`},
-		{name: "backslash dotdot", data: tarGz(t, append(ok, member{name: `kubelet\..\..\evil`, body: "x"})), want: `".."`},
-		{name: "absolute", data: tarGz(t, append(ok, member{name: "/etc/passwd", body: "x"})), want: "absolute path"},
-		{name: "drive letter", data: tarGz(t, append(ok, member{name: `C:\evil`, body: "x"})), want: "absolute path"},
-		{name: "symlink", data: tarGz(t, append(ok, member{name: "./kubelet/kubelet.log", typeflag: tar.TypeSymlink, link: "/etc/shadow"})), want: "symbolic link"},
-		{name: "hardlink", data: tarGz(t, append(ok, member{name: "./kubelet/kubelet.log", typeflag: tar.TypeLink, link: "system/instance-id.txt"})), want: "hard link"},
-		{name: "device", data: tarGz(t, append(ok, member{name: "./dev/sda", typeflag: tar.TypeBlock})), want: "device, FIFO"},
-		{name: "fifo", data: tarGz(t, append(ok, member{name: "./fifo", typeflag: tar.TypeFifo})), want: "device, FIFO"},
-		{name: "duplicate", data: tarGz(t, append(ok, member{name: "system/instance-id.txt", body: "i-2"})), want: "appears twice"},
-		{name: "member above cap", data: tarGz(t, append(ok, member{name: "./kubelet/kubelet.log", body: big})), limits: Limits{MaxMemberSize: 1024}, want: "above the cap of 1024"},
-		{name: "archive inflates past cap", data: tarGz(t, append(ok, member{name: "./a", body: big}, member{name: "./b", body: big})), limits: Limits{MaxTotalSize: 6000}, want: "inflates past 6000 bytes"},
-		{name: "too many members", data: tarGz(t, append(ok, member{name: "./a", body: "1"}, member{name: "./b", body: "2"})), limits: Limits{MaxMembers: 2}, want: "more than 2 members"},
-		{name: "oversized config", data: tarGz(t, append(ok, member{name: "./kubelet/config.json", body: big})), limits: Limits{}, want: ""},
+		{name: "dotdot", data: tarGz(t, append(ok, member{Name: "../../etc/cron.d/evil", Body: "x"})), want: `escapes the archive with ".."`},
+		{name: "dotdot inside", data: tarGz(t, append(ok, member{Name: "./kubelet/../../evil", Body: "x"})), want: `".."`},
+		{name: "backslash dotdot", data: tarGz(t, append(ok, member{Name: `kubelet\..\..\evil`, Body: "x"})), want: `".."`},
+		{name: "absolute", data: tarGz(t, append(ok, member{Name: "/etc/passwd", Body: "x"})), want: "absolute path"},
+		{name: "drive letter", data: tarGz(t, append(ok, member{Name: `C:\evil`, Body: "x"})), want: "absolute path"},
+		{name: "symlink", data: tarGz(t, append(ok, member{Name: "./kubelet/kubelet.log", Typeflag: tar.TypeSymlink, Link: "/etc/shadow"})), want: "symbolic link"},
+		{name: "hardlink", data: tarGz(t, append(ok, member{Name: "./kubelet/kubelet.log", Typeflag: tar.TypeLink, Link: "system/instance-id.txt"})), want: "hard link"},
+		{name: "device", data: tarGz(t, append(ok, member{Name: "./dev/sda", Typeflag: tar.TypeBlock})), want: "device, FIFO"},
+		{name: "fifo", data: tarGz(t, append(ok, member{Name: "./fifo", Typeflag: tar.TypeFifo})), want: "device, FIFO"},
+		{name: "duplicate", data: tarGz(t, append(ok, member{Name: "system/instance-id.txt", Body: "i-2"})), want: "appears twice"},
+		{name: "member above cap", data: tarGz(t, append(ok, member{Name: "./kubelet/kubelet.log", Body: big})), limits: Limits{MaxMemberSize: 1024}, want: "above the cap of 1024"},
+		{name: "archive inflates past cap", data: tarGz(t, append(ok, member{Name: "./a", Body: big}, member{Name: "./b", Body: big})), limits: Limits{MaxTotalSize: 6000}, want: "inflates past 6000 bytes"},
+		{name: "too many members", data: tarGz(t, append(ok, member{Name: "./a", Body: "1"}, member{Name: "./b", Body: "2"})), limits: Limits{MaxMembers: 2}, want: "more than 2 members"},
+		{name: "oversized config", data: tarGz(t, append(ok, member{Name: "./kubelet/config.json", Body: big})), limits: Limits{}, want: ""},
 		{name: "not gzip", data: []byte("just some text, not an archive\n"), want: "not a gzip file"},
 		{name: "plain tar", data: plainTar(t), want: "not a gzip file"},
 		{name: "empty file", data: nil, want: "not a gzip file"},

@@ -45,14 +45,14 @@ func fuzzSeeds(t testing.TB) map[string][]byte {
 	return map[string][]byte{
 		"seed002":        seed,
 		"seed002-cut":    seed[:len(seed)/2],
-		"dotdot":         tarGz(t, []member{{name: "../x", body: "x"}}),
-		"symlink":        tarGz(t, []member{{name: "./l", typeflag: tar.TypeSymlink, link: "/"}}),
+		"dotdot":         tarGz(t, []member{{Name: "../x", Body: "x"}}),
+		"symlink":        tarGz(t, []member{{Name: "./l", Typeflag: tar.TypeSymlink, Link: "/"}}),
 		"gzip-header":    {0x1f, 0x8b, 0x08, 0x00},
 		"long-pax-names": paxNameArchive(t, 3, 10_000),
 		"many-small-logs": func() []byte {
 			var ms []member
 			for i := 0; i < 300; i++ {
-				ms = append(ms, member{name: fmt.Sprintf("./var_log/aws-routed-eni/plugin-%d.log", i), body: "connect: connection refused 127.0.0.1:50051\n"})
+				ms = append(ms, member{Name: fmt.Sprintf("./var_log/aws-routed-eni/plugin-%d.log", i), Body: "connect: connection refused 127.0.0.1:50051\n"})
 			}
 			return tarGz(t, ms)
 		}(),

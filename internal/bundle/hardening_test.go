@@ -101,7 +101,7 @@ func TestDuplicateSetKeepsHashes(t *testing.T) {
 		{"./" + long, long},
 		{"kubelet//x.log", "kubelet/./x.log"},
 	} {
-		data := tarGz(t, []member{{name: tc.a, body: "1"}, {name: tc.b, body: "2"}})
+		data := tarGz(t, []member{{Name: tc.a, Body: "1"}, {Name: tc.b, Body: "2"}})
 		if _, err := analyzeBytes(t, data, Options{}); err == nil || !strings.Contains(err.Error(), "appears twice") {
 			t.Errorf("%.40q / %.40q: err = %v", tc.a, tc.b, err)
 		}
@@ -135,9 +135,9 @@ func incompressible(n int) string {
 // "unexpected EOF" (issue 10 item 10).
 func TestTruncatedBundle(t *testing.T) {
 	full := tarGz(t, []member{
-		{name: "./system/instance-id.txt", body: "i-1\n"},
-		{name: "./kubelet/kubelet.log", body: incompressible(256 << 10)},
-		{name: "./var_log/big-unread.txt", body: incompressible(256 << 10)},
+		{Name: "./system/instance-id.txt", Body: "i-1\n"},
+		{Name: "./kubelet/kubelet.log", Body: incompressible(256 << 10)},
+		{Name: "./var_log/big-unread.txt", Body: incompressible(256 << 10)},
 	})
 	for _, tc := range []struct {
 		name string

@@ -18,7 +18,7 @@ func TestNothingRecognised(t *testing.T) {
 	random := make([]byte, 4096)
 	_, _ = rand.Read(random)
 	notBundle := map[string]string{"README.md": "# my notes\n", "data.bin": string(random)}
-	onlyDirs := []member{{name: "./", typeflag: tar.TypeDir}, {name: "./kubelet/", typeflag: tar.TypeDir}, {name: "./var_log/", typeflag: tar.TypeDir}}
+	onlyDirs := []member{{Name: "./", Typeflag: tar.TypeDir}, {Name: "./kubelet/", Typeflag: tar.TypeDir}, {Name: "./var_log/", Typeflag: tar.TypeDir}}
 	for _, tc := range []struct {
 		name string
 		run  func(t *testing.T) error

@@ -21,7 +21,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodekeeper/nodekeeper/internal/testenv"
@@ -269,19 +268,7 @@ func TestMetricsTLSFromDir(t *testing.T) {
 // and returns it.
 func createClusterRole(t *testing.T, suffix, file string) *rbacv1.ClusterRole {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.FromSlash(file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(string(raw))))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, doc := range yamlDocs(t, file) {
 		var role rbacv1.ClusterRole
 		if err := yaml.Unmarshal(doc, &role); err != nil {
 			t.Fatal(err)

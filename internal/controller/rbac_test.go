@@ -39,22 +39,31 @@ type shippedRBAC struct {
 	crBindings   []rbacv1.ClusterRoleBinding
 }
 
-func loadRBAC(t *testing.T) shippedRBAC {
+// yamlDocs returns the YAML documents of file (a path with slashes, from this package).
+func yamlDocs(t *testing.T, file string) [][]byte {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.FromSlash(rbacFile))
+	raw, err := os.ReadFile(filepath.FromSlash(file))
 	if err != nil {
-		t.Fatalf("read the RBAC deploy/ ships: %v", err)
+		t.Fatal(err)
 	}
-	var out shippedRBAC
+	var docs [][]byte
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
 	for {
 		doc, err := r.Read()
 		if errors.Is(err, io.EOF) {
-			break
+			return docs
 		}
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: %v", file, err)
 		}
+		docs = append(docs, doc)
+	}
+}
+
+func loadRBAC(t *testing.T) shippedRBAC {
+	t.Helper()
+	var out shippedRBAC
+	for _, doc := range yamlDocs(t, rbacFile) {
 		var tm metav1.TypeMeta
 		if err := yaml.Unmarshal(doc, &tm); err != nil {
 			t.Fatal(err)

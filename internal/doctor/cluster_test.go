@@ -266,42 +266,10 @@ func TestDoctorWithoutPermissions(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = admin.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
 
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "nodekeeper-doctor-limited"},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list"}},
-			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"list"}},
-		},
-	}
-	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{FieldManager: "nodekeeper-test"}); err != nil {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "nodekeeper-doctor-limited"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: "doctor-limited"}},
-	}
-	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{FieldManager: "nodekeeper-test"}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
-		_ = admin.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
-	})
-	// RBAC changes reach the authorizer through an informer: wait until the role applies.
+	env.GrantClusterRole(t, "doctor-limited",
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list"}},
+		rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"list"}})
 	limited := env.UserConfig("doctor-limited")
-	lc := kubernetes.NewForConfigOrDie(limited)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err := lc.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the limited user still cannot list nodes: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 
 	rep, err := runOn(ctx, limited, Options{})
 	if err != nil {
@@ -436,45 +404,14 @@ func TestDoctorAPFRejections(t *testing.T) {
 // grantNodeList lets user list Nodes and waits until the authorizer agrees.
 func grantNodeList(ctx context.Context, t *testing.T, admin kubernetes.Interface, user string) {
 	t.Helper()
-	grantRules(ctx, t, admin, user)
+	grantRules(t, user)
 }
 
-// grantRules lets user list Nodes and do what rules say, cluster-wide, and waits until the
-// authorizer agrees (the role and binding reach it together).
-func grantRules(ctx context.Context, t *testing.T, admin kubernetes.Interface, user string, rules ...rbacv1.PolicyRule) {
+// grantRules lets user list Nodes and do what rules say, cluster-wide (testenv.GrantClusterRole
+// waits until the authorizer agrees).
+func grantRules(t *testing.T, user string, rules ...rbacv1.PolicyRule) {
 	t.Helper()
-	name := "nodekeeper-test-" + user
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Rules:      append([]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list"}}}, rules...),
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
-		Subjects:   []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: user}},
-	}
-	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{FieldManager: "nodekeeper-test"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{FieldManager: "nodekeeper-test"}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
-		_ = admin.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
-	c := kubernetes.NewForConfigOrDie(env.UserConfig(user))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
-		if err == nil || apierrors.IsTooManyRequests(err) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still cannot list nodes: %v", user, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	env.GrantClusterRole(t, user, append([]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list"}}}, rules...)...)
 }
 
 // TestDoctorNoAWSNode: without the VPC CNI the capacity checks do not run, unless the mode is

@@ -445,7 +445,7 @@ func TestDoctorCNIMetricsPermissions(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.user, func(t *testing.T) {
-			grantRules(ctx, t, admin, tc.user, tc.rules...)
+			grantRules(t, tc.user, tc.rules...)
 			rep, err := runOn(ctx, env.UserConfig(tc.user), Options{AWSNodeName: ds.Name})
 			if err != nil {
 				t.Fatalf("the run must not fail for missing permissions: %v", err)

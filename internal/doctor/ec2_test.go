@@ -11,8 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
 
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
 	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
@@ -182,19 +180,8 @@ func TestDoctorEC2CapacityAndPodSubnets(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	admin := env.AdminClient()
-	dyn, err := dynamic.NewForConfig(env.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	installCRD(ctx, t, dyn, admin, "eniconfig-crd.yaml", gvrENIConfig)
-	eniConfig := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "crd.k8s.amazonaws.com/v1alpha1", "kind": "ENIConfig",
-		"metadata": map[string]any{"name": "us-east-1a"},
-		"spec":     map[string]any{"subnet": "subnet-pods-a", "securityGroups": []any{"sg-0123"}},
-	}}
-	if _, err := dyn.Resource(gvrENIConfig).Create(ctx, eniConfig, metav1.CreateOptions{FieldManager: "nodekeeper-test"}); err != nil {
-		t.Fatal(err)
-	}
+	env.InstallCRD(t, "testdata/eniconfig-crd.yaml", gvrENIConfig)
+	env.CreateENIConfig(t, "us-east-1a", "subnet-pods-a", "sg-0123")
 	env.CreateAWSNode(t, "aws-node-ec2", "602401143452.dkr.ecr.us-east-1.amazonaws.com/amazon-k8s-cni:v1.19.2-eksbuild.1", map[string]string{
 		eni.EnvCustomNetworking: "true", eni.EnvWarmIPTarget: "5", "ENI_CONFIG_LABEL_DEF": corev1.LabelTopologyZone,
 	})

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -23,14 +22,11 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
@@ -38,56 +34,6 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/schematest"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/golden"
 )
-
-var gvrCRD = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-
-// installCRD creates a CRD from testdata and waits until the API server serves it.
-func installCRD(ctx context.Context, t *testing.T, dyn dynamic.Interface, c kubernetes.Interface, file string, gvr schema.GroupVersionResource) {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var obj map[string]any
-	if err := yaml.Unmarshal(raw, &obj); err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
-	u := &unstructured.Unstructured{Object: obj}
-	if _, err := dyn.Resource(gvrCRD).Create(ctx, u, metav1.CreateOptions{FieldManager: "nodekeeper-test"}); err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
-	t.Cleanup(func() {
-		// Deletion of a CRD finishes after the call returns; wait for it, so that the next test
-		// installing the same CRD does not find it still being deleted.
-		ctx := context.Background()
-		_ = dyn.Resource(gvrCRD).Delete(ctx, u.GetName(), metav1.DeleteOptions{})
-		for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
-			_, err := dyn.Resource(gvrCRD).Get(ctx, u.GetName(), metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("%s still there a minute after its deletion: %v", u.GetName(), err)
-				return
-			}
-		}
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		l, err := c.Discovery().ServerResourcesForGroupVersion(gvr.GroupVersion().String())
-		if err == nil {
-			for _, r := range l.APIResources {
-				if r.Name == gvr.Resource {
-					return
-				}
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not served: %v", gvr, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
 
 // podnetNode is a Node as an EKS node of the given OS and provisioner registers it. It is not
 // Ready, so doctor does not ask its kubelet for /configz.
@@ -179,18 +125,7 @@ func servingCSR(ctx context.Context, t *testing.T, node, user string, groups ...
 // podnetReport keeps the pod networking findings of the test's own objects, in a report with a
 // fixed header so that it can be compared with golden files.
 func podnetReport(rep *findings.Report, keep func(string) bool) *findings.Report {
-	out := findings.NewReport("doctor", "test-cluster", time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC), findings.SectionSpec{Name: SectionPodNet, Title: "Pod networking"})
-	for _, s := range rep.Sections() {
-		if s.Name != SectionPodNet {
-			continue
-		}
-		for _, f := range s.Findings {
-			if keep(f.Resource) {
-				out.Add(f)
-			}
-		}
-	}
-	return out
+	return sectionReport(rep, findings.SectionSpec{Name: SectionPodNet, Title: "Pod networking"}, keep)
 }
 
 var volatileAge = regexp.MustCompile(`((?:pending|signed), oldest )[0-9hms]+`)
@@ -213,29 +148,9 @@ func TestDoctorPodNetworking(t *testing.T) {
 	defer cancel()
 	admin := env.AdminClient()
 	dyn := dynamic.NewForConfigOrDie(env.AdminConfig())
-	installCRD(ctx, t, dyn, admin, "eniconfig-crd.yaml", gvrENIConfig)
-	installCRD(ctx, t, dyn, admin, "cninode-crd.yaml", gvrCNINode)
-	eniConfig := func(name, subnet string, sgs ...string) {
-		spec := map[string]any{}
-		if subnet != "" {
-			spec["subnet"] = subnet
-		}
-		if len(sgs) > 0 {
-			var l []any
-			for _, s := range sgs {
-				l = append(l, s)
-			}
-			spec["securityGroups"] = l
-		}
-		u := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "crd.k8s.amazonaws.com/v1alpha1", "kind": "ENIConfig",
-			"metadata": map[string]any{"name": name}, "spec": spec,
-		}}
-		if _, err := dyn.Resource(gvrENIConfig).Create(ctx, u, metav1.CreateOptions{FieldManager: "nodekeeper-test"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	eniConfig("us-west-2a", "subnet-0a1b2c3d4e5f60718", "sg-0123456789abcdef0")
+	env.InstallCRD(t, "testdata/eniconfig-crd.yaml", gvrENIConfig)
+	env.InstallCRD(t, "testdata/cninode-crd.yaml", gvrCNINode)
+	env.CreateENIConfig(t, "us-west-2a", "subnet-0a1b2c3d4e5f60718", "sg-0123456789abcdef0")
 
 	env.CreateAWSNode(t, "aws-node-podnet", "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.20.1-eksbuild.1", map[string]string{
 		"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true", "ENI_CONFIG_LABEL_DEF": corev1.LabelTopologyZone,
@@ -325,7 +240,7 @@ func TestDoctorPodNetworking(t *testing.T) {
 	// Custom networking objects: a node selecting a missing ENIConfig, an ENIConfig without subnet.
 	orphanENI := prefix + "0-6.ec2.internal"
 	createNode(ctx, t, admin, podnetNode(orphanENI, "Amazon Linux 2", map[string]string{LabelENIConfig: "us-west-2z-pods"}))
-	eniConfig("spare", "", "sg-0123456789abcdef0")
+	env.CreateENIConfig(t, "spare", "", "sg-0123456789abcdef0")
 
 	// A node registered under a hard-coded hostname whose serving certificate nobody approves.
 	hardcoded := "myhost.corp.example"

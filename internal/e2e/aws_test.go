@@ -130,7 +130,7 @@ func TestDoctorAWS(t *testing.T) {
 			}
 			noARNAsName(t, srv)
 			var rep doctorReport
-			decode(t, r, &rep)
+			decode(t, r, "DoctorReport", &rep)
 			if rep.findings()["NK801 instance/"+orphanInstance] == "" && !strings.Contains(r.stdout, orphanInstance) {
 				t.Errorf("the instance without a Node (%s) is not reported (findings %v):\n%s", orphanInstance, sortedKeys(rep.findings()), r)
 			}

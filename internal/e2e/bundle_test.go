@@ -3,9 +3,6 @@
 package e2e
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"os"
 	"path/filepath"
 	"sort"
@@ -13,68 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodekeeper/nodekeeper/internal/schematest"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/collectortar"
 )
 
-// cleanNode is what the EKS logs collector gathers from a healthy node (as in internal/bundle's
-// TestCleanBundle): nothing in it is a finding.
-func cleanNode() map[string]string {
-	return map[string]string{
-		"system/instance-id.txt":                          "i-0fedcba9876543210\n",
-		"system/procstat.txt":                             "cpu 1\ncpu0 1\ncpu1 1\n",
-		"system/io_throttling.txt":                        "PID Name Block IO Delay (centisconds)\n3121 (kubelet) 20\n",
-		"kubelet/kubelet.log":                             "Mar 04 09:11:41 ip-10-0-1-2 kubelet[1]: I0304 \"Successfully registered node\"\n",
-		"kubelet/config.json":                             `{"maxPods":29,"registryPullQPS":0,"serializeImagePulls":false,"kubeAPIQPS":10}`,
-		"var_log/aws-routed-eni/ipamd.log":                `{"msg":"Starting L-IPAMD v1.20.1  ..."}` + "\n" + `{"msg":"Found instance-type: m5.large "}` + "\n",
-		"var_log/cloud-init-output.log":                   "+ /usr/bin/nodeadm init\n",
-		"cni/cni-configuration-variables-containerd.json": `{"Image":"amazon-k8s-cni:v1.20.1-eksbuild.1","Spec":{"process":{"env":["CLUSTER_ENDPOINT=https://x.eks.amazonaws.com","WARM_ENI_TARGET=1"]}}}`,
-	}
-}
-
-// collectorTarball packs files as eks-log-collector.sh does: from inside the collection
-// directory, "./" names, directories first, gzip-compressed.
+// collectorTarball packs files as eks-log-collector.sh does, at the seed's collection time.
 func collectorTarball(t *testing.T, files map[string]string) []byte {
 	t.Helper()
-	dirs := map[string]bool{}
-	var names []string
-	for n := range files {
-		names = append(names, n)
-		for d := filepath.Dir(n); d != "."; d = filepath.Dir(d) {
-			dirs[d] = true
-		}
-	}
-	sort.Strings(names)
-	var dl []string
-	for d := range dirs {
-		dl = append(dl, d)
-	}
-	sort.Strings(dl)
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	mtime := time.Date(2024, 3, 4, 9, 15, 0, 0, time.UTC)
-	write := func(h *tar.Header, body string) {
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(body)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(&tar.Header{Name: "./", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: mtime}, "")
-	for _, d := range dl {
-		write(&tar.Header{Name: "./" + d + "/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: mtime}, "")
-	}
-	for _, n := range names {
-		write(&tar.Header{Name: "./" + n, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(files[n])), ModTime: mtime}, files[n])
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return collectortar.TarGz(t, time.Date(2024, 3, 4, 9, 15, 0, 0, time.UTC), collectortar.Layout(files))
 }
 
 type bundleReport struct {
@@ -108,17 +50,16 @@ func TestBundle(t *testing.T) {
 		}
 		return name
 	}
-	clean := write("eks_i-0fedcba9876543210_2024-03-04_0915-UTC_0.7.8.tar.gz", collectorTarball(t, cleanNode()))
+	clean := write("eks_i-0fedcba9876543210_2024-03-04_0915-UTC_0.7.8.tar.gz", collectorTarball(t, collectortar.CleanNode()))
 
-	sick := cleanNode()
+	sick := collectortar.CleanNode()
 	sick["kubelet/kubelet.log"] += "Mar 04 09:12:01 ip-10-0-1-2 kubelet[3121]: E0304 09:12:01.123 3121 pod_workers.go:1301] \"Error syncing pod, skipping\" err=\"failed to \\\"StartContainer\\\" for \\\"app\\\" with ErrImagePull: \\\"pull QPS exceeded\\\"\" pod=\"default/app-7d9c-abcde\"\n"
 	sickName := write("eks_i-0123456789abcdef0_2024-03-04_0915-UTC_0.7.8.tar.gz", collectorTarball(t, sick))
 
 	t.Run("clean", func(t *testing.T) {
 		r := u.expect(exitOK, "bundle", clean, "-o", "json")
-		schematest.Validate(t, "BundleReport", []byte(r.stdout))
 		var rep bundleReport
-		decode(t, r, &rep)
+		decode(t, r, "BundleReport", &rep)
 		if rep.Tool != "bundle" || rep.ExitCode != 0 || len(rep.codes()) != 0 {
 			t.Errorf("a clean node's bundle: tool %q exitCode %d findings %v:\n%s", rep.Tool, rep.ExitCode, rep.codes(), r)
 		}
@@ -129,7 +70,7 @@ func TestBundle(t *testing.T) {
 	t.Run("pull QPS exceeded", func(t *testing.T) {
 		r := u.expect(exitFindings, "bundle", sickName, "-o", "json")
 		var rep bundleReport
-		decode(t, r, &rep)
+		decode(t, r, "BundleReport", &rep)
 		if got := strings.Join(rep.codes(), " "); got != "NK601:warning" || rep.ExitCode != exitFindings {
 			t.Errorf("findings %q exitCode %d, want NK601:warning and 3:\n%s", got, rep.ExitCode, r)
 		}
@@ -151,7 +92,7 @@ func TestBundle(t *testing.T) {
 		}
 		r := u.expect(exitFindings, "bundle", "unpacked", "-o", "json")
 		var rep bundleReport
-		decode(t, r, &rep)
+		decode(t, r, "BundleReport", &rep)
 		if got := strings.Join(rep.codes(), " "); got != "NK601:warning" {
 			t.Errorf("the unpacked bundle: findings %q, want those of its tarball:\n%s", got, r)
 		}

@@ -6,8 +6,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-
-	"github.com/nodekeeper/nodekeeper/internal/schematest"
 )
 
 // gcResult is the part of `gc -o json` (GCResult) a script reads.
@@ -36,9 +34,8 @@ func (r gcResult) outcomes() map[string]string {
 
 func gcJSON(t *testing.T, r result) gcResult {
 	t.Helper()
-	schematest.Validate(t, "GCResult", []byte(r.stdout))
 	var res gcResult
-	decode(t, r, &res)
+	decode(t, r, "GCResult", &res)
 	return res
 }
 

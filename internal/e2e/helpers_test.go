@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodekeeper/nodekeeper/internal/schematest"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -151,9 +152,11 @@ func (u *user) expect(code int, args ...string) result {
 	return r
 }
 
-// decode parses the command's standard output as one JSON document into v.
-func decode(t *testing.T, r result, v any) {
+// decode checks the command's standard output against the JSON schema of its kind (every -o json
+// document nodekeeper writes has one) and parses it into v.
+func decode(t *testing.T, r result, kind string, v any) {
 	t.Helper()
+	schematest.Validate(t, kind, []byte(r.stdout))
 	if err := json.Unmarshal([]byte(r.stdout), v); err != nil {
 		t.Fatalf("standard output is not one JSON document: %v\n%s", err, r)
 	}

@@ -9,7 +9,6 @@ import (
 
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/nodekeeper/nodekeeper/internal/schematest"
 	"github.com/nodekeeper/nodekeeper/internal/testenv"
 )
 
@@ -44,9 +43,8 @@ func (r leaseReport) classes() map[string]string {
 
 func leasesJSON(t *testing.T, r result) leaseReport {
 	t.Helper()
-	schematest.Validate(t, "LeaseReport", []byte(r.stdout))
 	var rep leaseReport
-	decode(t, r, &rep)
+	decode(t, r, "LeaseReport", &rep)
 	if rep.Kind != "LeaseReport" {
 		t.Fatalf("kind %q:\n%s", rep.Kind, r)
 	}

@@ -5,19 +5,16 @@ package e2e
 import (
 	"strings"
 	"testing"
-
-	"github.com/nodekeeper/nodekeeper/internal/schematest"
 )
 
 // TestVersion checks that the binary is the one make build stamped from this tree.
 func TestVersion(t *testing.T) {
 	u := newUser(t)
 	r := u.expect(exitOK, "version", "-o", "json")
-	schematest.Validate(t, "Version", []byte(r.stdout))
 	var v struct {
 		Version, Commit string
 	}
-	decode(t, r, &v)
+	decode(t, r, "Version", &v)
 	if v.Commit != builtCommit || v.Version == "" {
 		t.Errorf("version %q commit %q, want the commit %s that make build stamped:\n%s", v.Version, v.Commit, builtCommit, r)
 	}

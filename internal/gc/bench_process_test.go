@@ -9,13 +9,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodekeeper/nodekeeper/internal/lease"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/gobuild"
 )
 
 // benchPairs is how many paired runs BenchmarkGCProcessVsRaw makes (NODEKEEPER_BENCH_PAIRS).
@@ -25,19 +25,6 @@ func benchPairs() int {
 	}
 	return 3
 }
-
-// buildRaw builds the reference process, ./rawdelete, once.
-var buildRaw = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "nodekeeper-gc-raw-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "rawdelete")
-	if out, err := exec.Command("go", "build", "-o", bin, "./rawdelete").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
-})
 
 // processRun is one timed whole process.
 type processRun struct {
@@ -69,9 +56,9 @@ func timeProcess(b *testing.B, bin string, args ...string) processRun {
 func BenchmarkGCProcessVsRaw(b *testing.B) {
 	n := benchLeases(20000)
 	pairs := benchPairs()
-	gcBin, rawBin := os.Getenv("NODEKEEPER_BENCH_GC_BIN"), mustBuild(b, buildRaw)
+	gcBin, rawBin := os.Getenv("NODEKEEPER_BENCH_GC_BIN"), gobuild.Must(b, buildRaw)
 	if gcBin == "" {
-		gcBin = binary(b)
+		gcBin = gobuild.Must(b, buildNodekeeper)
 	}
 	kc := filepath.Join(b.TempDir(), "kubeconfig")
 	if err := env.WriteKubeconfig(kc, env.AdminConfig()); err != nil {
@@ -113,15 +100,6 @@ func BenchmarkGCProcessVsRaw(b *testing.B) {
 		b.ReportMetric(float64(n)/gcWall.Seconds(), "gc-leases/s")
 		b.ReportMetric(float64(n)/rawWall.Seconds(), "raw-leases/s")
 	}
-}
-
-func mustBuild(b *testing.B, build func() (string, error)) string {
-	b.Helper()
-	bin, err := build()
-	if err != nil {
-		b.Fatal(err)
-	}
-	return bin
 }
 
 func leaseCount(b *testing.B) int {

@@ -24,6 +24,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/deleter"
 	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/gobuild"
 )
 
 // benchLeases is the size of the gc benchmark (override with NODEKEEPER_BENCH_LEASES).
@@ -160,7 +161,7 @@ func BenchmarkGCvsRaw(b *testing.B) {
 		if err := env.WriteKubeconfig(kc, env.AdminConfig()); err != nil {
 			b.Fatal(err)
 		}
-		bin := binary(b) // built before the clock starts
+		bin := gobuild.Must(b, buildNodekeeper) // built before the clock starts
 		cmd := exec.Command(bin, "gc", "--kubeconfig", kc, "--yes", "-o", "json")
 		start := time.Now()
 		out, err := cmd.Output()
@@ -215,26 +216,10 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// buildBinary builds cmd/nodekeeper once for the benchmark, which measures the real process (its
-// CPU time included) as a user runs it. The tests run the CLI in-process (cli_test.go).
-var buildBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "nodekeeper-gc-bin-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "nodekeeper")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/nodekeeper").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
-})
-
-// binary is the nodekeeper binary buildBinary built.
-func binary(t testing.TB) string {
-	t.Helper()
-	bin, err := buildBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
-}
+// buildNodekeeper builds cmd/nodekeeper for the benchmarks, which measure the real process (its
+// CPU time included) as a user runs it; buildRaw builds their reference process, ./rawdelete. The
+// tests run the CLI in-process (cli_test.go).
+var (
+	buildNodekeeper = gobuild.Once("../../cmd/nodekeeper", "nodekeeper")
+	buildRaw        = gobuild.Once("./rawdelete", "rawdelete")
+)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -198,35 +197,9 @@ func TestCollectDryRunAndCancel(t *testing.T) {
 // grantReadOnly lets user list and get leases and nodes, but not delete.
 func grantReadOnly(t *testing.T, user string) {
 	t.Helper()
-	ctx := context.Background()
-	admin := env.AdminClient()
-	_, err := admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: user},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list"}},
-			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list"}},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: user},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: user},
-		Subjects:   []rbacv1.Subject{{Kind: "User", Name: user}},
-	}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	// RBAC caches converge within a moment.
-	cs := kubernetes.NewForConfigOrDie(env.UserConfig(user))
-	for i := 0; i < 100; i++ {
-		if _, err := cs.CoordinationV1().Leases(lease.NodeLeaseNamespace).List(ctx, metav1.ListOptions{Limit: 1}); err == nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatal("read-only RBAC did not take effect")
+	env.GrantClusterRole(t, user,
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list"}},
+		rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list"}})
 }
 
 // gcDoc is the part of `nodekeeper gc -o json` the tests read.

@@ -3,10 +3,12 @@ package testenv
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -72,5 +74,33 @@ func TestParallel(t *testing.T) {
 	}
 	if err := Parallel(0, workers, func(int) error { return errors.New("called") }); err != nil {
 		t.Errorf("Parallel over nothing = %v", err)
+	}
+}
+
+func TestAccessesOf(t *testing.T) {
+	tests := []struct {
+		name  string
+		rules []rbacv1.PolicyRule
+		want  []string
+	}{
+		{"none", nil, nil},
+		{"core verbs", []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list"}}},
+			[]string{"get nodes", "list nodes"}},
+		{"group and subresource", []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"delete"}},
+			{APIGroups: []string{""}, Resources: []string{"nodes/proxy"}, Verbs: []string{"get"}}},
+			[]string{"delete leases.coordination.k8s.io", "get nodes/proxy"}},
+		{"non-resource URL", []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
+			[]string{"get /metrics"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, a := range accessesOf(tc.rules) {
+				got = append(got, a.String())
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package textsafe
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -34,12 +35,43 @@ func TestEscape(t *testing.T) {
 	}
 }
 
+// clipCase is one input of a clip function and the text it must return.
+type clipCase struct {
+	in   string
+	max  int
+	want string
+}
+
+// clipFault says what is wrong with got, a clip of some text to max, whatever the text: longer
+// than max as size counts (runes or bytes), or, for a clip that escapes (escaped), not valid,
+// safe text. "" when nothing is.
+func clipFault(got string, max int, size func(string) int, escaped bool) string {
+	if max > 0 && size(got) > max {
+		return fmt.Sprintf("is %d long, over %d", size(got), max)
+	}
+	if escaped && (!utf8.ValidString(got) || !Safe(got)) {
+		return "is not valid, safe text"
+	}
+	return ""
+}
+
+// checkClips runs clip (called name in failures) over cases: each returns its want, and no
+// result has a clipFault.
+func checkClips(t *testing.T, name string, clip func(string, int) string, size func(string) int, escaped bool, cases []clipCase) {
+	t.Helper()
+	for _, tc := range cases {
+		got := clip(tc.in, tc.max)
+		if got != tc.want {
+			t.Errorf("%s(%q, %d) = %q, want %q", name, tc.in, tc.max, got, tc.want)
+		}
+		if f := clipFault(got, tc.max, size, escaped); f != "" {
+			t.Errorf("%s(%q, %d) = %q %s", name, tc.in, tc.max, got, f)
+		}
+	}
+}
+
 func TestClip(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		max  int
-		want string
-	}{
+	checkClips(t, "Clip", Clip, utf8.RuneCountInString, true, []clipCase{
 		{"short", 10, "short"},
 		{"exactly10!", 10, "exactly10!"},
 		{"hello world", 6, "hello…"},
@@ -48,18 +80,7 @@ func TestClip(t *testing.T) {
 		{"ab\x1b[2J", 7, `ab\x1b…`}, // whole escape kept
 		{"anything", 0, "anything"},
 		{"anything", 1, "…"},
-	} {
-		got := Clip(tc.in, tc.max)
-		if got != tc.want {
-			t.Errorf("Clip(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
-		}
-		if !utf8.ValidString(got) || !Safe(got) {
-			t.Errorf("Clip(%q, %d) = %q is not valid, safe text", tc.in, tc.max, got)
-		}
-		if tc.max > 0 && utf8.RuneCountInString(got) > tc.max {
-			t.Errorf("Clip(%q, %d) = %q is longer than %d runes", tc.in, tc.max, got, tc.max)
-		}
-	}
+	})
 }
 
 func TestClipBytes(t *testing.T) {
@@ -91,12 +112,8 @@ func FuzzEscape(f *testing.F) {
 			t.Fatalf("Escape changed safe text %q to %q", s, e)
 		}
 		max = max % 200
-		c := Clip(s, max)
-		if !utf8.ValidString(c) || !Safe(c) {
-			t.Fatalf("Clip(%q, %d) = %q is not safe", s, max, c)
-		}
-		if max > 0 && utf8.RuneCountInString(c) > max {
-			t.Fatalf("Clip(%q, %d) = %q too long", s, max, c)
+		if c := Clip(s, max); clipFault(c, max, utf8.RuneCountInString, true) != "" {
+			t.Fatalf("Clip(%q, %d) = %q %s", s, max, c, clipFault(c, max, utf8.RuneCountInString, true))
 		}
 	})
 }
@@ -104,11 +121,7 @@ func FuzzEscape(f *testing.F) {
 // TestClipRaw: the clips for stored text bound the length, cut only between characters (an
 // invalid byte is one character), escape nothing and return short text unchanged.
 func TestClipRaw(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		max  int
-		want string
-	}{
+	checkClips(t, "ClipRaw", ClipRaw, utf8.RuneCountInString, false, []clipCase{
 		{"", 5, ""},
 		{"abc", 0, "abc"},
 		{"abc", 3, "abc"},
@@ -120,16 +133,8 @@ func TestClipRaw(t *testing.T) {
 		{"a\xffb\xfe", 3, "a\xff…"},
 		{"\xff\xfe\xfd", 3, "\xff\xfe\xfd"},
 		{"\u202eabc\u009b", 3, "\u202ea…"},
-	} {
-		if got := ClipRaw(tc.in, tc.max); got != tc.want {
-			t.Errorf("ClipRaw(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
-		}
-	}
-	for _, tc := range []struct {
-		in   string
-		max  int
-		want string
-	}{
+	})
+	checkClips(t, "ClipRawBytes", ClipRawBytes, func(s string) int { return len(s) }, false, []clipCase{
 		{"", 5, ""},
 		{"abc", 0, "abc"},
 		{"abcdef", 6, "abcdef"},
@@ -141,13 +146,5 @@ func TestClipRaw(t *testing.T) {
 		{"\xe6\x97", 3, "\xe6\x97"}, // a character cut short, under the limit: unchanged
 		{"\xe6\x97abcd", 5, "\xe6\x97…"},
 		{"\u009b\u009b\u009b", 5, "\u009b…"},
-	} {
-		got := ClipRawBytes(tc.in, tc.max)
-		if got != tc.want {
-			t.Errorf("ClipRawBytes(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
-		}
-		if tc.max > 0 && len(got) > tc.max {
-			t.Errorf("ClipRawBytes(%q, %d) = %q is %d bytes", tc.in, tc.max, got, len(got))
-		}
-	}
+	})
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
+	"github.com/nodekeeper/nodekeeper/internal/reportpage"
 )
 
 // WriteHTML writes the report as one self-contained page: inline CSS and server-drawn SVG,
@@ -332,16 +333,7 @@ const pageHTML = `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>nodekeeper audit{{if not .R.From.IsZero}} {{t .R.From}} → {{t .R.To}}{{end}}</title>
 <style>
-body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:20px;color:#222;background:#fff}
-h1{font-size:20px;margin:0 0 4px} h2{font-size:16px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
-table{border-collapse:collapse;font-size:12px;margin:4px 0} th,td{border:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top}
-th{background:#f4f4f4} td.n{text-align:right;font-variant-numeric:tabular-nums}
-.muted{color:#777} .bad{color:#b00} .ok{color:#070} .warn{color:#b60}
-.cards{display:flex;gap:12px;flex-wrap:wrap;margin:12px 0}
-.card{border:1px solid #ddd;border-radius:6px;padding:8px 14px;min-width:120px}
-.card b{display:block;font-size:22px} .card.alert b{color:#b00}
-svg text{font:11px system-ui,sans-serif;fill:#333}
-.zombie{fill:#f5b041;opacity:.75} .leak{fill:#8e44ad;opacity:.35}
+` + reportpage.CSS + `.zombie{fill:#f5b041;opacity:.75} .leak{fill:#8e44ad;opacity:.35}
 .hb-over-grace{fill:#c0392b;opacity:.5} .hb-near-grace{fill:#e67e22;opacity:.45}
 .del{fill:#c0392b} .create{fill:#27ae60} .upcreate{fill:#e67e22} .fail{fill:#7f8c8d}
 .grid{stroke:#eee} .axis{stroke:#999}

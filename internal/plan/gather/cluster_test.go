@@ -3,7 +3,6 @@ package gather
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,12 +17,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
 	"github.com/nodekeeper/nodekeeper/internal/doctor"
@@ -42,40 +37,12 @@ const cniImage = "602401143452.dkr.ecr.us-east-1.amazonaws.com/amazon-k8s-cni:v1
 // The plan reads the cluster only; no controller runs.
 func TestMain(m *testing.M) { testenv.Main(m, testenv.Options{}, &env) }
 
-var gvrCRD = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-
-// installENIConfigs installs the ENIConfig CRD (once for the package) and one ENIConfig per zone
-// naming its pod subnet.
-func installENIConfigs(ctx context.Context, t *testing.T, dyn dynamic.Interface, c kubernetes.Interface, podSubnets map[string]string) {
+// installENIConfigs installs the ENIConfig CRD and one ENIConfig per zone naming its pod subnet.
+func installENIConfigs(t *testing.T, podSubnets map[string]string) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", "eniconfig-crd.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var obj map[string]any
-	if err := yaml.Unmarshal(raw, &obj); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := dyn.Resource(gvrCRD).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if l, err := c.Discovery().ServerResourcesForGroupVersion(gvrENIConfig.GroupVersion().String()); err == nil && len(l.APIResources) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("ENIConfigs not served")
-		}
-	}
+	env.InstallCRD(t, filepath.Join("testdata", "eniconfig-crd.yaml"), gvrENIConfig)
 	for zone, subnet := range podSubnets {
-		u := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "crd.k8s.amazonaws.com/v1alpha1", "kind": "ENIConfig",
-			"metadata": map[string]any{"name": zone},
-			"spec":     map[string]any{"subnet": subnet, "securityGroups": []any{"sg-0123"}},
-		}}
-		if _, err := dyn.Resource(gvrENIConfig).Create(ctx, u, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
+		env.CreateENIConfig(t, zone, subnet, "sg-0123")
 	}
 }
 
@@ -136,17 +103,16 @@ func TestPlanNamesTheFirstLimit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	admin := env.AdminClient()
-	dyn, err := dynamic.NewForConfig(env.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	installENIConfigs(ctx, t, dyn, admin, map[string]string{"us-east-1a": "subnet-pods-a", "us-east-1b": "subnet-pods-b"})
+	installENIConfigs(t, map[string]string{"us-east-1a": "subnet-pods-a", "us-east-1b": "subnet-pods-b"})
 	huge := plan.EC2Buckets{Mutating: plan.Bucket{Capacity: 1 << 30, Refill: 1 << 20}, Source: "test"}
 
 	for _, tc := range []struct {
 		name    string
 		awsNode map[string]string
-		subnets func(group string) []ec2types.Subnet
+		// free is what each of the group's two node subnets has free; podFree, when set, what
+		// the two pod subnets of custom networking (subnet-pods-a and -b) have.
+		free    int32
+		podFree [2]int32
 		reqs    func(group string) []Request
 		ec2     *plan.EC2Buckets
 		apf     bool // node-high shrunk to its smallest share
@@ -159,19 +125,14 @@ func TestPlanNamesTheFirstLimit(t *testing.T) {
 		// 10 pods' worth of whole ENIs: an m5.large with maxPods 29 (its nodes' capacity) holds
 		// 3 ENIs, 27 + 3 addresses; 300 free addresses per subnet hold 10 nodes each.
 		{name: "subnet", first: plan.LimitSubnet, breaksAt: 21,
-			subnets: func(g string) []ec2types.Subnet {
-				return []ec2types.Subnet{subnet("subnet-"+g+"-a", "us-east-1a", 300), subnet("subnet-"+g+"-b", "us-east-1b", 300)}
-			},
+			free:  300,
 			reqs:  func(g string) []Request { return []Request{{Nodegroup: g, Add: 100, PullsPerNode: 5}} },
 			where: "subnet-subnet-a",
 			fix:   "subnet-subnet-a is 1200 addresses short: add a subnet of at least /21 in us-east-1a; subnet-subnet-b is 1200"},
 		// Custom networking: the AMI's 29 (read from the nodes) against 2 ENIs x 9 + 2 = 20.
 		{name: "pods per node", first: plan.LimitPods, breaksAt: 1,
 			awsNode: map[string]string{"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true", "ENI_CONFIG_LABEL_DEF": corev1.LabelTopologyZone},
-			subnets: func(g string) []ec2types.Subnet {
-				return []ec2types.Subnet{subnet("subnet-"+g+"-a", "us-east-1a", 5000), subnet("subnet-"+g+"-b", "us-east-1b", 5000),
-					subnet("subnet-pods-a", "us-east-1a", 60000), subnet("subnet-pods-b", "us-east-1b", 60000)}
-			},
+			free:    5000, podFree: [2]int32{60000, 60000},
 			reqs:  func(g string) []Request { return []Request{{Nodegroup: g, Add: 50, PullsPerNode: 5}} },
 			where: "node group pods-per-node",
 			fix:   "give the kubelet max pods 20: managed node group: use a launch template with the AMI ID and this in its user data - Amazon Linux 2023"},
@@ -180,27 +141,20 @@ func TestPlanNamesTheFirstLimit(t *testing.T) {
 		// its 11th, the 22nd node, is short.
 		{name: "pod subnet", first: plan.LimitSubnet, breaksAt: 22,
 			awsNode: map[string]string{"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true", "ENI_CONFIG_LABEL_DEF": corev1.LabelTopologyZone},
-			subnets: func(g string) []ec2types.Subnet {
-				return []ec2types.Subnet{subnet("subnet-"+g+"-a", "us-east-1a", 5000), subnet("subnet-"+g+"-b", "us-east-1b", 5000),
-					subnet("subnet-pods-a", "us-east-1a", 300), subnet("subnet-pods-b", "us-east-1b", 200)}
-			},
+			free:    5000, podFree: [2]int32{300, 200},
 			reqs:  func(g string) []Request { return []Request{{Nodegroup: g, Add: 100, MaxPods: 20, PullsPerNode: 5}} },
 			where: "subnet-pods-b",
 			fix:   "subnet-pods-a is 700 addresses short: add a subnet of at least /22 in us-east-1a; subnet-pods-b is 800 addresses short: add a subnet of at least /22 in us-east-1b; then point each zone's ENIConfig at its new subnet"},
 		// 9 calls a node against 50 + 5/s for 5 minutes: 172 nodes.
 		{name: "EC2", first: plan.LimitEC2, breaksAt: 173,
-			subnets: func(g string) []ec2types.Subnet {
-				return []ec2types.Subnet{subnet("subnet-"+g+"-a", "us-east-1a", 60000), subnet("subnet-"+g+"-b", "us-east-1b", 60000)}
-			},
+			free:  60000,
 			reqs:  func(g string) []Request { return []Request{{Nodegroup: g, Add: 300, PullsPerNode: 5}} },
 			where: "",
 			fix:   "switch on prefix delegation"},
 		// The first 40 nodes pull 5 images each; the next group's 27 (one per pod address)
 		// exceed the kubelet's default registryBurst 10 at its first node, the 41st.
 		{name: "image pulls", first: plan.LimitPulls, breaksAt: 41, ec2: &huge,
-			subnets: func(g string) []ec2types.Subnet {
-				return []ec2types.Subnet{subnet("subnet-"+g+"-a", "us-east-1a", 60000), subnet("subnet-"+g+"-b", "us-east-1b", 60000)}
-			},
+			free: 60000,
 			reqs: func(g string) []Request {
 				return []Request{{Nodegroup: g, Add: 40, PullsPerNode: 5}, {Name: g + "-batch", Nodegroup: g, Add: 10}}
 			},
@@ -209,18 +163,19 @@ func TestPlanNamesTheFirstLimit(t *testing.T) {
 		// node-high at one share; prefix delegation makes addresses cheap and EC2 is huge.
 		{name: "priority level", first: plan.LimitAPF, apf: true, ec2: &huge,
 			awsNode: map[string]string{"ENABLE_PREFIX_DELEGATION": "true", "WARM_PREFIX_TARGET": "1"},
-			subnets: func(g string) []ec2types.Subnet {
-				return []ec2types.Subnet{subnet("subnet-"+g+"-a", "us-east-1a", 1<<30), subnet("subnet-"+g+"-b", "us-east-1b", 1<<30)}
-			},
-			reqs:  func(g string) []Request { return []Request{{Nodegroup: g, Add: 5000, PullsPerNode: 5}} },
-			where: "priority level node-high",
-			fix:   "raise the priority level's nominalConcurrencyShares"},
+			free:    1 << 30,
+			reqs:    func(g string) []Request { return []Request{{Nodegroup: g, Add: 5000, PullsPerNode: 5}} },
+			where:   "priority level node-high",
+			fix:     "raise the priority level's nominalConcurrencyShares"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			group := strings.ToLower(strings.ReplaceAll(tc.name, " ", "-"))
 			cloud := awsfake.New()
 			createGroup(ctx, t, admin, cloud, group)
-			cloud.Subnets = tc.subnets(group)
+			cloud.Subnets = []ec2types.Subnet{subnet("subnet-"+group+"-a", "us-east-1a", tc.free), subnet("subnet-"+group+"-b", "us-east-1b", tc.free)}
+			if tc.podFree != [2]int32{} {
+				cloud.Subnets = append(cloud.Subnets, subnet("subnet-pods-a", "us-east-1a", tc.podFree[0]), subnet("subnet-pods-b", "us-east-1b", tc.podFree[1]))
+			}
 			dsName := "aws-node-" + group
 			env.CreateAWSNode(t, dsName, cniImage, tc.awsNode)
 			breaksAt := tc.breaksAt
@@ -314,12 +269,7 @@ func shrinkNodeHigh(ctx context.Context, t *testing.T, c kubernetes.Interface) i
 func TestGivenSubnetsSelectENIConfigsByZone(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	admin := env.AdminClient()
-	dyn, err := dynamic.NewForConfig(env.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	installENIConfigs(ctx, t, dyn, admin, map[string]string{"us-east-1a": "subnet-pods-a", "us-east-1b": "subnet-pods-b"})
+	installENIConfigs(t, map[string]string{"us-east-1a": "subnet-pods-a", "us-east-1b": "subnet-pods-b"})
 	env.CreateAWSNode(t, "aws-node-given", cniImage, map[string]string{"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true", "ENI_CONFIG_LABEL_DEF": corev1.LabelTopologyZone})
 	cloud := awsfake.New()
 	cloud.Subnets = []ec2types.Subnet{subnet("subnet-x1", "us-east-1a", 100), subnet("subnet-x2", "us-east-1b", 100),

@@ -3,10 +3,7 @@ package render
 import (
 	"bytes"
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,15 +87,7 @@ func TestHTMLSelfContained(t *testing.T) {
 	if err := WriteHTML(&b, seedResult(t, map[string]string{"ENABLE_PREFIX_DELEGATION": "true"})); err != nil {
 		t.Fatal(err)
 	}
-	page := b.String()
-	for _, bad := range []*regexp.Regexp{
-		regexp.MustCompile(`(?i)<script`), regexp.MustCompile(`(?i)<link`), regexp.MustCompile(`(?i)\s(src|href)\s*=`),
-		regexp.MustCompile(`(?i)url\(`), regexp.MustCompile(`(?i)@import`), regexp.MustCompile(`(?i)https?://`),
-	} {
-		if loc := bad.FindStringIndex(page); loc != nil {
-			t.Errorf("page has %q at %d: %s", bad.String(), loc[0], page[max(0, loc[0]-80):min(len(page), loc[1]+80)])
-		}
-	}
+	chromium.CheckSelfContained(t, b.String())
 }
 
 // The page's headings, as written, are exactly the expected ones (not substrings of them) and
@@ -132,31 +121,13 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	browser := chromium.Path(t)
 	r := hostileResult(t)
 	dir := t.TempDir()
-	page := filepath.Join(dir, "plan.html")
-	f, err := os.Create(page)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteHTML(f, r); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	url := "file://" + page
+	url := chromium.WritePage(t, dir, "plan.html", func(w io.Writer) error { return WriteHTML(w, r) })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, browser, chromium.Args(filepath.Join(dir, "p1"), "--enable-logging=stderr", "--v=0", "--dump-dom", url)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	dom, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("chromium --dump-dom: %v\n%s", err, stderr.String())
-	}
-	// Chromium logs every console message (errors included) as CONSOLE lines.
-	for _, line := range strings.Split(stderr.String(), "\n") {
-		if strings.Contains(line, "CONSOLE") || strings.Contains(line, "Uncaught") {
-			t.Errorf("console: %s", line)
-		}
+	dom, console := chromium.DumpDOM(ctx, t, browser, dir, url)
+	for _, line := range console {
+		t.Errorf("console: %s", line)
 	}
 	doc, err := html.Parse(bytes.NewReader(dom))
 	if err != nil {
@@ -220,30 +191,9 @@ func TestHTMLRendersInChromium(t *testing.T) {
 
 	img := chromium.Screenshot(ctx, t, browser, dir, url, 1200, 1400)
 	// The lines' colours are on the screenshot: the subnet's red and the EC2 orange.
-	seen := map[string]bool{}
-	bnd := img.Bounds()
-	for y := bnd.Min.Y; y < bnd.Max.Y; y++ {
-		for x := bnd.Min.X; x < bnd.Max.X; x++ {
-			cr, cg, cb, _ := img.At(x, y).RGBA()
-			c := [3]uint32{cr >> 8, cg >> 8, cb >> 8}
-			for name, want := range map[string][3]uint32{"subnet red": {0xd6, 0x27, 0x28}, "EC2 orange": {0xff, 0x7f, 0x0e}} {
-				if near(c, want) {
-					seen[name] = true
-				}
-			}
-		}
-	}
+	_, n := chromium.Palette(img, 1, chromium.RGB{0xd6, 0x27, 0x28}, chromium.RGB{0xff, 0x7f, 0x0e})
+	seen := map[string]bool{"subnet red": n[0] > 0, "EC2 orange": n[1] > 0}
 	if !seen["subnet red"] || !seen["EC2 orange"] {
 		t.Errorf("screenshot lacks the chart's colours: %v", seen)
 	}
-}
-
-func near(a, b [3]uint32) bool {
-	d := func(x, y uint32) uint32 {
-		if x > y {
-			return x - y
-		}
-		return y - x
-	}
-	return d(a[0], b[0]) < 24 && d(a[1], b[1]) < 24 && d(a[2], b[2]) < 24
 }

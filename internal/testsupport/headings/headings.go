@@ -7,7 +7,9 @@ package headings
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -56,6 +58,36 @@ func Check(t testing.TB, what string, headings []string) {
 	for _, h := range headings {
 		if p := Problem(h); p != "" {
 			t.Errorf("%s: heading %q carries %s", what, h, p)
+		}
+	}
+}
+
+// CheckTextFiles checks the headings of each text report file, read as it is on disk (golden
+// files are read, not only regenerated). No file at all fails t: a glob that matched nothing
+// would otherwise check nothing and pass.
+func CheckTextFiles(t testing.TB, names ...string) {
+	t.Helper()
+	if len(names) == 0 {
+		t.Error("no text report files to check")
+	}
+	for _, name := range names {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		Check(t, name, Text(string(data)))
+	}
+}
+
+// CheckSections fails t for every section title of a findings text report (what) that no
+// heading starts with, in capitals as findings.PrintText writes it: a title the extraction
+// misses is a title Check never saw.
+func CheckSections(t testing.TB, what string, headings []string, titles ...string) {
+	t.Helper()
+	for _, title := range titles {
+		if !slices.ContainsFunc(headings, func(h string) bool { return strings.HasPrefix(h, strings.ToUpper(title)) }) {
+			t.Errorf("%s: no heading for section %q among %q", what, title, headings)
 		}
 	}
 }

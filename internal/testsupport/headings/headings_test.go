@@ -1,7 +1,11 @@
 package headings
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -52,5 +56,69 @@ func TestText(t *testing.T) {
 	want := []string{"AUDIT LOG  no events", "NODE DELETIONS (0)", "LEAKS (1)", "LEASE\tCREATED", "KUBELET  3 checked", "✖ NK101 kubelet max pods"}
 	if got := Text(report); !reflect.DeepEqual(got, want) {
 		t.Errorf("got %q\nwant %q", got, want)
+	}
+}
+
+// recorder is a testing.TB that keeps the failures it is given, so that the checks' own failures
+// can be asserted.
+type recorder struct {
+	testing.TB
+	errs []string
+}
+
+func (r *recorder) Helper()                   {}
+func (r *recorder) Error(args ...any)         { r.errs = append(r.errs, fmt.Sprint(args...)) }
+func (r *recorder) Errorf(f string, a ...any) { r.errs = append(r.errs, fmt.Sprintf(f, a...)) }
+
+func TestCheckTextFiles(t *testing.T) {
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "good.txt"), filepath.Join(dir, "bad.txt")
+	for name, body := range map[string]string{good: "AUDIT LOG\n\nLEAKS (1)\n", bad: "AUDIT LOG\n\nanalyze.Leaks (1)\n"} {
+		if err := os.WriteFile(name, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		files []string
+		want  []string // a part of each failure, in order
+	}{
+		{"good", []string{good}, nil},
+		{"bad", []string{good, bad}, []string{`bad.txt: heading "analyze.Leaks (1)" carries a package-qualified Go identifier`}},
+		{"none", nil, []string{"no text report files"}},
+		{"missing", []string{filepath.Join(dir, "absent.txt")}, []string{"absent.txt"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &recorder{TB: t}
+			CheckTextFiles(r, tc.files...)
+			assertFailures(t, r.errs, tc.want)
+		})
+	}
+}
+
+func TestCheckSections(t *testing.T) {
+	hs := []string{"nodekeeper doctor", "KUBELET  3 checked", "ENI AND PODS (2)"}
+	for _, tc := range []struct {
+		titles []string
+		want   []string
+	}{
+		{[]string{"Kubelet", "ENI and pods"}, nil},
+		{[]string{"Kubelet", "Control plane"}, []string{`doctor: no heading for section "Control plane"`}},
+	} {
+		r := &recorder{TB: t}
+		CheckSections(r, "doctor", hs, tc.titles...)
+		assertFailures(t, r.errs, tc.want)
+	}
+}
+
+func assertFailures(t *testing.T, got, want []string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("failures %q, want %d like %q", got, len(want), want)
+	}
+	for i := range want {
+		if !strings.Contains(got[i], want[i]) {
+			t.Errorf("failure %q does not say %q", got[i], want[i])
+		}
 	}
 }

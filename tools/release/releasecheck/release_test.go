@@ -10,10 +10,7 @@
 package releasecheck
 
 import (
-	"archive/tar"
-	"archive/zip"
 	"bufio"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -122,75 +119,13 @@ func TestArchivesAndChecksums(t *testing.T) {
 	t.Logf("six archives: %.1f MiB", float64(total)/(1<<20))
 }
 
-// extract unpacks the regular files of a .tar.gz or .zip archive into dir, refusing any entry
-// that is not a plain name (the release archives are flat).
-func extract(t *testing.T, archive, dir string) []string {
-	t.Helper()
-	var names []string
-	write := func(name string, mode os.FileMode, r io.Reader) {
-		if name != path.Base(name) || name == "." || name == ".." {
-			t.Fatalf("%s: entry %q is not a plain file name", archive, name)
-		}
-		f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode|0o600)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.Copy(f, io.LimitReader(r, 1<<30)); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Close(); err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, name)
-	}
-	if strings.HasSuffix(archive, ".zip") {
-		zr, err := zip.OpenReader(archive)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer zr.Close()
-		for _, zf := range zr.File {
-			rc, err := zf.Open()
-			if err != nil {
-				t.Fatal(err)
-			}
-			write(zf.Name, zf.Mode().Perm(), rc)
-			rc.Close()
-		}
-		return names
-	}
-	f, err := os.Open(archive)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(gz)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return names
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag != tar.TypeReg {
-			t.Fatalf("%s: entry %q is not a regular file", archive, h.Name)
-		}
-		write(h.Name, os.FileMode(h.Mode).Perm(), tr)
-	}
-}
-
 // The archive for this machine unpacks to a binary that runs and reports the release's version,
 // commit and platform, next to the LICENSE and the kubectl completion helper.
 func TestHostArchiveRuns(t *testing.T) {
 	r := loadRelease(t)
 	archive := filepath.Join(r.dist, archiveName(r.version, runtime.GOOS, runtime.GOARCH))
 	dir := t.TempDir()
-	names := extract(t, archive, dir)
+	names := extract(t, archive, dir, flatName)
 	bin := "nodekeeper"
 	if runtime.GOOS == "windows" {
 		bin += ".exe"
@@ -321,7 +256,7 @@ func TestKrewManifest(t *testing.T) {
 		if got := fileSHA256(t, archive); p.SHA256 != got {
 			t.Errorf("%s/%s: sha256 %s, the archive hashes to %s", goos, goarch, p.SHA256, got)
 		}
-		names := extract(t, archive, t.TempDir())
+		names := extract(t, archive, t.TempDir(), flatName)
 		for _, f := range p.Files {
 			if !slices.Contains(names, f.From) {
 				t.Errorf("%s/%s: files.from %q is not in %s (%v)", goos, goarch, f.From, want, names)

@@ -1,14 +1,10 @@
 package releasecheck
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -24,60 +20,6 @@ var controlPlaneBinaries = []string{"etcd", "kube-apiserver", "kube-controller-m
 
 func controlPlaneArchiveName(version, goarch string) string {
 	return fmt.Sprintf("nodekeeper-controlplane_%s_linux_%s.tar.gz", version, goarch)
-}
-
-// extractTree unpacks a .tar.gz whose entries are controlplane/ and the files in it (one level
-// deep, nothing else) into dir, and returns the files' paths relative to dir.
-func extractTree(t *testing.T, archive, dir string) []string {
-	t.Helper()
-	f, err := os.Open(archive)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	tr := tar.NewReader(gz)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return names
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		name := path.Clean(h.Name)
-		top, rest, _ := strings.Cut(name, "/")
-		if top != "controlplane" || strings.Contains(rest, "/") || rest == ".." {
-			t.Fatalf("%s: entry %q is not controlplane/ or a file in it", archive, h.Name)
-		}
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
-				t.Fatal(err)
-			}
-		case tar.TypeReg:
-			if err := os.MkdirAll(filepath.Join(dir, top), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			out, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_EXCL|os.O_WRONLY, os.FileMode(h.Mode).Perm()|0o600)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := io.Copy(out, io.LimitReader(tr, 1<<30)); err != nil {
-				t.Fatal(err)
-			}
-			if err := out.Close(); err != nil {
-				t.Fatal(err)
-			}
-			names = append(names, name)
-		default:
-			t.Fatalf("%s: entry %q is neither a directory nor a regular file", archive, h.Name)
-		}
-	}
 }
 
 // Each Linux platform has its control-plane archive, in the checksums file, holding exactly
@@ -97,7 +39,7 @@ func TestControlPlaneArchives(t *testing.T) {
 		if got := fileSHA256(t, archive); sums[name] != got {
 			t.Errorf("%s: checksums file says %q, the file hashes to %s", name, sums[name], got)
 		}
-		names := extractTree(t, archive, t.TempDir())
+		names := extract(t, archive, t.TempDir(), controlPlaneName)
 		slices.Sort(names)
 		want := []string{"controlplane/LICENSE"}
 		for _, b := range controlPlaneBinaries {
@@ -122,8 +64,8 @@ func TestSandboxFromArchives(t *testing.T) {
 		t.Skipf("the sandbox runs on Linux only; this is %s", runtime.GOOS)
 	}
 	install := t.TempDir()
-	extract(t, filepath.Join(r.dist, archiveName(r.version, runtime.GOOS, runtime.GOARCH)), install)
-	extractTree(t, filepath.Join(r.dist, controlPlaneArchiveName(r.version, runtime.GOARCH)), install)
+	extract(t, filepath.Join(r.dist, archiveName(r.version, runtime.GOOS, runtime.GOARCH)), install, flatName)
+	extract(t, filepath.Join(r.dist, controlPlaneArchiveName(r.version, runtime.GOARCH)), install, controlPlaneName)
 	bin := filepath.Join(install, "nodekeeper")
 
 	work, home, tmp := t.TempDir(), t.TempDir(), t.TempDir()
