@@ -170,7 +170,7 @@ func TestZombieReport(t *testing.T) {
 	inst := func(id, dns string, tags map[string]string) ec2types.Instance {
 		return ec2Instance(id, "running", "m5.large", "subnet-a", dns, unitNow.Add(-3*time.Hour), tags)
 	}
-	asg := map[string]string{"eks:cluster-name": "prod", asgTag: "eks-ng-a-2ac8"}
+	asg := map[string]string{"eks:cluster-name": "prod", TagAutoScalingGroup: "eks-ng-a-2ac8"}
 	deletions := []NodeDeletion{
 		{Node: "ip-10-0-1-5.ec2.internal", Time: unitNow.Add(-2 * time.Hour), User: "arn:aws:sts::111122223333:assumed-role/ops/alice", UserAgent: "kubectl/v1.31.0", Where: "audit.log:7"},
 		{Node: "ip-10-0-1-5.ec2.internal", Time: unitNow.Add(-150 * time.Minute), User: "system:serviceaccount:kube-system:node-controller", Where: "audit.log:3"},

@@ -14,10 +14,6 @@ import (
 // when (from --audit-log), its Auto Scaling group, and the one command that removes it safely.
 // nodekeeper never runs that command: terminating a machine is the operator's decision.
 
-// asgTag is the tag EC2 Auto Scaling puts on the instances it launches (EC2 Auto Scaling User
-// Guide, "Tag Auto Scaling groups and instances").
-const asgTag = "aws:autoscaling:groupName"
-
 // deletionOf is the newest deletion of the Node an instance had: the Node is named after the
 // instance's private DNS name (EKS's default), or after its ID (resource-name hostnames,
 // i-0abc.REGION.compute.internal).
@@ -41,7 +37,7 @@ func deletionOf(inst ec2types.Instance, deletions []NodeDeletion) (NodeDeletion,
 func removeCommand(inst ec2types.Instance, region string) string {
 	id := strDeref(inst.InstanceId)
 	var cmd string
-	if asg := instances.TagValue(inst.Tags, asgTag); asg != "" {
+	if asg := instances.TagValue(inst.Tags, TagAutoScalingGroup); asg != "" {
 		cmd = "aws autoscaling terminate-instance-in-auto-scaling-group --instance-id " + id + " --should-decrement-desired-capacity"
 	} else {
 		cmd = "aws ec2 terminate-instances --instance-ids " + id
@@ -54,7 +50,7 @@ func removeCommand(inst ec2types.Instance, region string) string {
 
 // zombieReport is the evidence and remediation of one NK801 finding.
 func zombieReport(inst ec2types.Instance, in EC2Inputs) (evidence []string, remediation string) {
-	if asg := instances.TagValue(inst.Tags, asgTag); asg != "" {
+	if asg := instances.TagValue(inst.Tags, TagAutoScalingGroup); asg != "" {
 		evidence = append(evidence, "Auto Scaling group "+asg)
 	} else {
 		evidence = append(evidence, "not in an Auto Scaling group")
@@ -72,7 +68,7 @@ func zombieReport(inst ec2types.Instance, in EC2Inputs) (evidence []string, reme
 	}
 	cmd := removeCommand(inst, in.Region)
 	remediation = "once sure nothing runs on it, remove it with: " + cmd + " (nodekeeper never runs it)"
-	if instances.TagValue(inst.Tags, asgTag) != "" {
+	if instances.TagValue(inst.Tags, TagAutoScalingGroup) != "" {
 		remediation += "; the call fails if it would take the group below its minimum size: lower the minimum first"
 	}
 	return evidence, remediation

@@ -93,12 +93,12 @@ func CheckPodCapacity(n NodeCapacity, m CNIMode) CapacityResult {
 		mode += " (trunk ENI reserved)"
 	}
 	if m.ReservedENIs > 0 {
-		mode += fmt.Sprintf(", %d reserved ENIs", m.ReservedENIs)
+		mode += ", " + findings.Noun{One: "reserved ENI", Many: "reserved ENIs"}.Count(m.ReservedENIs)
 	}
 	if n.CapacityPods > limit.MaxAllowed {
 		f := RuleMaxPodsAboveIPs.New(n.Resource,
-			"kubelet allows %d pods but %s with %s gives addresses for %d (%d ENIs x %d + %d host-network): %d pods would wait in ContainerCreating",
-			n.CapacityPods, n.InstanceType, mode, limit.MaxAllowed, limit.ENIsForPods, limit.PodIPsPerENI, eni.HostNetworkPods, n.CapacityPods-limit.MaxAllowed)
+			"kubelet allows %d pods but %s with %s gives addresses for %d (%s x %d + %d host-network): %d pods would wait in ContainerCreating",
+			n.CapacityPods, n.InstanceType, mode, limit.MaxAllowed, findings.Noun{One: "ENI", Many: "ENIs"}.Count(limit.ENIsForPods), limit.PodIPsPerENI, eni.HostNetworkPods, n.CapacityPods-limit.MaxAllowed)
 		if s.CustomNetworking && n.CapacityPods <= r.WithoutCustomNetworking {
 			f = f.WithEvidence(fmt.Sprintf("without custom networking the limit would be %d: max pods was not lowered for custom networking", r.WithoutCustomNetworking))
 		}

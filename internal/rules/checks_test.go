@@ -178,4 +178,9 @@ func TestCheckPodCapacity(t *testing.T) {
 	if len(r.Findings[0].Evidence) != 1 || r.WithoutCustomNetworking != 29 {
 		t.Errorf("custom networking evidence missing: %+v", r)
 	}
+	// A t3.micro under custom networking keeps one of its two ENIs for pods: the count reads right.
+	r = CheckPodCapacity(NodeCapacity{Resource: "node/y", InstanceType: "t3.micro", CapacityPods: 11}, mode("AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG", "true"))
+	if len(r.Findings) != 1 || !strings.Contains(r.Findings[0].Message, "(1 ENI x ") {
+		t.Errorf("one ENI for pods: %+v", r.Findings)
+	}
 }
