@@ -23,11 +23,12 @@ const MaxMetricQueries = 500
 
 // Series is one query's answer: datapoints by time, merged from every page.
 type Series struct {
-	ID     string
 	Points map[time.Time]float64
-	// Partial: CloudWatch said it did not return every datapoint (StatusCode PartialData on
-	// the last page, or InternalError).
+	// Partial: CloudWatch said it did not return every datapoint: InternalError on any page,
+	// or PartialData on the last one (earlier pages say PartialData when more pages follow).
 	Partial bool
+
+	failed bool // InternalError on a page read so far
 }
 
 // GetMetricData runs the queries (in requests of at most MaxMetricQueries), follows every page
@@ -49,7 +50,7 @@ func GetMetricData(ctx context.Context, api CloudWatchAPI, queries []cwtypes.Met
 				id := deref(r.Id)
 				s := out[id]
 				if s == nil {
-					s = &Series{ID: id, Points: map[time.Time]float64{}}
+					s = &Series{Points: map[time.Time]float64{}}
 					out[id] = s
 				}
 				if len(r.Timestamps) != len(r.Values) {
@@ -58,7 +59,8 @@ func GetMetricData(ctx context.Context, api CloudWatchAPI, queries []cwtypes.Met
 				for i, ts := range r.Timestamps {
 					s.Points[ts.UTC()] = r.Values[i]
 				}
-				s.Partial = r.StatusCode == cwtypes.StatusCodePartialData || r.StatusCode == cwtypes.StatusCodeInternalError
+				s.failed = s.failed || r.StatusCode == cwtypes.StatusCodeInternalError
+				s.Partial = s.failed || r.StatusCode == cwtypes.StatusCodePartialData
 			}
 		}
 	}

@@ -823,6 +823,7 @@ func TestHelmRejectsBadValues(t *testing.T) {
 		{"EC2 loop without a cluster", "controller: {aws: {enabled: true}}", "/controller/aws"},
 		{"EC2 loop with an empty cluster", "controller: {aws: {enabled: true, eksCluster: \"\"}}", "/controller/aws/eksCluster"},
 		{"EC2 loop interval zero", "controller: {aws: {enabled: true, eksCluster: prod, interval: 0s}}", "/controller/aws/interval"},
+		{"EC2 loop register grace zero", "controller: {aws: {enabled: true, eksCluster: prod, registerGrace: 0m}}", "/controller/aws/registerGrace"},
 		{"EC2 loop region typo", "controller: {aws: {enabled: true, eksCluster: prod, region: US-EAST-1}}", "/controller/aws/region"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

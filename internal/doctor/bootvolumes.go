@@ -44,6 +44,9 @@ type BootVolume struct {
 	// percent; gp2, st1 and sc1 only), and the Sums of VolumeReadOps, VolumeWriteOps,
 	// VolumeReadBytes and VolumeWriteBytes over each minute.
 	Queue, Burst, ReadOps, WriteOps, ReadBytes, WriteBytes map[time.Time]float64
+	// Partial names the metrics CloudWatch answered only in part: the volume is judged on
+	// what it returned, and the report says so.
+	Partial []string
 }
 
 // BootFacts is what the boot volume read found.
@@ -160,6 +163,9 @@ func (g *gatherer) bootVolumes(ctx context.Context) error {
 		for _, m := range bootMetrics {
 			pts := map[time.Time]float64{}
 			if s := series[fmt.Sprintf("v%d_%s", i, m.id)]; s != nil {
+				if s.Partial {
+					b.Partial = append(b.Partial, m.metric)
+				}
 				for t, v := range s.Points {
 					if !t.Before(b.Launched.Truncate(time.Minute)) {
 						pts[t] = v
@@ -346,7 +352,16 @@ func checkBootVolumes(vols []BootVolume, stuck map[string]*StuckPod, now time.Ti
 	var out []findings.Finding
 	for _, b := range vols {
 		v := judgeBoot(b)
+		partial := ""
+		if len(b.Partial) > 0 {
+			partial = "CloudWatch returned only part of " + strings.Join(b.Partial, ", ") + ": judged on what it returned"
+		}
 		if !v.ioBound() {
+			if partial != "" {
+				// Not shown IO-bound, but not shown healthy either: say so rather than nothing.
+				out = append(out, RuleBootVolumeIOBound.At(findings.Info, "node/"+b.Node, "%s of %s (%s): %s",
+					strDeref(b.Volume.VolumeId), b.InstanceID, b.Node, partial))
+			}
 			continue
 		}
 		var why []string
@@ -378,6 +393,9 @@ func checkBootVolumes(vols []BootVolume, stuck map[string]*StuckPod, now time.Ti
 		}
 		if v.minBurst >= 0 {
 			ev = append(ev, fmt.Sprintf("burst balance down to %.0f%%", v.minBurst))
+		}
+		if partial != "" {
+			ev = append(ev, partial)
 		}
 		for i, p := range pods {
 			if i == maxStuckListed {

@@ -163,6 +163,17 @@ func TestCheckBootVolumes(t *testing.T) {
 	if strings.Contains(strings.Join(got[1].Evidence, "\n"), "stuck pod") {
 		t.Errorf("a node without stuck pods lists some: %v", got[1].Evidence)
 	}
+
+	// CloudWatch answered part of a series: an IO-bound volume says so in its evidence, and a
+	// volume not shown IO-bound gets an info finding instead of silence.
+	partBound, partCalm := bound("busy"), healthy
+	partBound.Partial, partCalm.Partial = []string{"VolumeReadOps"}, []string{"VolumeQueueLength", "BurstBalance"}
+	got = checkBootVolumes([]BootVolume{partBound, partCalm}, nil, unitNow)
+	if len(got) != 2 || got[0].Severity != findings.Warning || got[1].Severity != findings.Info ||
+		!strings.Contains(strings.Join(got[0].Evidence, "\n"), "CloudWatch returned only part of VolumeReadOps") ||
+		!strings.Contains(got[1].Message, "CloudWatch returned only part of VolumeQueueLength, BurstBalance") {
+		t.Errorf("partial data: %+v", got)
+	}
 }
 
 // TestZombieReport: the evidence and the command of an instance running without a Node.

@@ -148,8 +148,9 @@ func (a *awsOptions) validate(changed func(string) bool) error {
 	if strings.TrimSpace(a.loop.Cluster) == "" {
 		return errors.New("--aws needs --eks-cluster: the EKS cluster's name, which its instances are tagged with")
 	}
-	if a.loop.Interval <= 0 || a.loop.RegisterGrace < 0 {
-		return fmt.Errorf("--aws-interval must be positive and --register-grace not negative, got %s and %s", a.loop.Interval, a.loop.RegisterGrace)
+	if a.loop.Interval <= 0 || a.loop.RegisterGrace <= 0 {
+		// Zero would read as "the default" to the loop: refuse it rather than change it quietly.
+		return fmt.Errorf("--aws-interval and --register-grace must be positive, got %s and %s", a.loop.Interval, a.loop.RegisterGrace)
 	}
 	return nil
 }

@@ -271,8 +271,8 @@ func (l *Loop) nodes(ctx context.Context) (*instances.NodeSet, error) {
 	return set, err
 }
 
-// report logs each instance without a Node the first time it is seen and, on the leader,
-// records a Warning Event about it (at most MaxEventsPerScan a scan). An instance that gets a
+// report, on the leader, logs each instance without a Node the first time it is seen and
+// records a Warning Event about it (at most MaxEventsPerScan a scan; the rest on later scans). An instance that gets a
 // Node, or stops, is forgotten, so that it is reported again if it loses its Node later.
 func (l *Loop) report(ctx context.Context, orphans []instances.Orphan) int {
 	logger := klog.FromContext(ctx)

@@ -12,8 +12,11 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -220,21 +223,27 @@ func TestScanFailures(t *testing.T) {
 	var clk *clocktesting.FakeClock
 	for _, tc := range []struct {
 		name   string
-		break_ func(c *awsfake.Cloud)
+		break_ func(r *rig)
 		result string
 	}{
-		{"denied", func(c *awsfake.Cloud) { c.Deny[instances.PermDescribeInstances] = true }, instances.FailureDenied},
-		{"throttled", func(c *awsfake.Cloud) {
-			c.SetBefore(func(_ context.Context, p string) error { return awsfake.Throttled(p) })
+		{"denied", func(r *rig) { r.cloud.Deny[instances.PermDescribeInstances] = true }, instances.FailureDenied},
+		{"throttled", func(r *rig) {
+			r.cloud.SetBefore(func(_ context.Context, p string) error { return awsfake.Throttled(p) })
 		}, instances.FailureThrottled},
-		{"never answers", func(c *awsfake.Cloud) {
-			c.SetBefore(func(ctx context.Context, p string) error {
+		{"never answers", func(r *rig) {
+			r.cloud.SetBefore(func(ctx context.Context, p string) error {
 				clk.Step(time.Minute + time.Second) // past the scan's deadline, on the loop's clock
 				return awsfake.Hang(ctx, p)
 			})
 		}, instances.FailureOther},
-		{"fails otherwise", func(c *awsfake.Cloud) {
-			c.SetBefore(func(context.Context, string) error { return errors.New("connection reset by peer") })
+		{"fails otherwise", func(r *rig) {
+			r.cloud.SetBefore(func(context.Context, string) error { return errors.New("connection reset by peer") })
+		}, instances.FailureOther},
+		// EC2 answers but the Node LIST fails: no comparison against a missing Node list.
+		{"node list fails", func(r *rig) {
+			r.client.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, apierrors.NewServiceUnavailable("etcd leader changed")
+			})
 		}, instances.FailureOther},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -245,7 +254,7 @@ func TestScanFailures(t *testing.T) {
 				t.Fatal(s.Err)
 			}
 			r.drain()
-			tc.break_(r.cloud)
+			tc.break_(r)
 			s := r.loop.ScanOnce(context.Background())
 			if s.Err == nil || s.Result != tc.result || (tc.name == "never answers" && !strings.Contains(s.Err.Error(), "deadline of 1m0s")) {
 				t.Fatalf("scan result %q (%v), want %q", s.Result, s.Err, tc.result)
