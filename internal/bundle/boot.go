@@ -282,6 +282,10 @@ func (a *analysis) reportBoot(rep *findings.Report) {
 	}
 	after := first.t.Sub(boot)
 	if after > bootWindow {
+		if !exact {
+			// The refusals kept are the latest: the first after the boot may have been dropped.
+			skip(fmt.Sprintf("NK621 and NK611 both fired, but more connection refused lines came than the %d kept, and the earliest kept is %s after the boot: the first one after the boot is not known", maxRefusals, after.Round(time.Second)))
+		}
 		return // ipamd refused connections long after the boot: not the boot's IO
 	}
 	came := "came at"

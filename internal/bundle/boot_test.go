@@ -27,6 +27,11 @@ func TestBootIODelay(t *testing.T) {
 	for i := 0; i < maxRefusals+904; i++ {
 		many.WriteString(refusedAt(boot.Add(20*time.Second + time.Duration(i)*100*time.Millisecond)))
 	}
+	// As many, a second apart: the earliest kept is 15 minutes after the boot.
+	var manyLong strings.Builder
+	for i := 0; i < maxRefusals+904; i++ {
+		manyLong.WriteString(refusedAt(boot.Add(20*time.Second + time.Duration(i)*time.Second)))
+	}
 	for _, tc := range []struct {
 		name   string
 		change func(files map[string]string)
@@ -58,6 +63,9 @@ func TestBootIODelay(t *testing.T) {
 		{name: "more refusals than kept: the first is bounded", change: func(f map[string]string) {
 			f["var_log/aws-routed-eni/plugin.log"] = many.String()
 		}, want: "warning", says: []string{"came by T+110s"}},
+		{name: "more refusals than kept, for longer than the boot window", change: func(f map[string]string) {
+			f["var_log/aws-routed-eni/plugin.log"] = manyLong.String()
+		}, want: "skipped", says: []string{"more connection refused lines came than the 4096 kept", "the first one after the boot is not known"}},
 		{name: "no boot time in the bundle", change: func(f map[string]string) {
 			f[pCloudInitOut] = strings.Replace(f[pCloudInitOut], seedStage, "Cloud-init v. 19.3-46.amzn2 running 'modules:final'\n", 1)
 			f[pProcStat] += "btime not-a-number\n"

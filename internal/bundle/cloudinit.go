@@ -125,7 +125,7 @@ func (c *cloudInitFacts) init(lines *lineReader) {
 			c.commands.add(linePos{file, n}, string(m[3]), path.Base(string(m[1]))+" line "+string(m[2]))
 		}}
 	c.nodeadm = &pattern{rule: RuleNodeadmFailed, what: findings.Noun{One: "nodeadm error", Many: "nodeadm errors"},
-		any: bs("nodeadm", ".go:"), re: reNodeadmAny,
+		any: bs("error ", "fatal ", "panic ", "nodeadm-"), re: reNodeadmAny,
 		onMatchAt: func(file string, n int, line []byte) {
 			at := linePos{file, n}
 			if m := reNodeadmLog.FindSubmatch(line); m != nil {

@@ -135,6 +135,16 @@ func TestUserDataErrors(t *testing.T) {
 			},
 		},
 		{
+			// A #!/bin/sh script run by dash: "SCRIPT: N: CMD: not found" (dash's own wording).
+			name: "a sh script under dash: a command not found",
+			files: map[string]string{
+				pCloudInitOut: al2Stage + "/var/lib/cloud/instance/scripts/part-001: 4: jq: not found\n" +
+					strings.Replace(al2Failed, "[1]", "[127]", 1) + al2Finished,
+			},
+			want: "NK636:error NK637:warning",
+			says: map[string][]string{"NK637": {"1 command or file", "jq (part-001 line 4)"}},
+		},
+		{
 			name: "AL2023: AL2 user data calls bootstrap.sh, cloud-init 22.2.2's log",
 			files: map[string]string{
 				pCloudInitOut: al2023Stage + "+ /etc/eks/bootstrap.sh prod --kubelet-extra-args '--max-pods=58'\n" + al2023Removed + al2023Finished,
