@@ -33,10 +33,13 @@ func eachBounded(ctx context.Context, workers, n int, progress func(done, total 
 			}
 		}()
 	}
-	for i := 0; i < n; i++ {
+feed:
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		// select picks at random among ready cases: check ctx first so that none starts after.
 		select {
 		case work <- i:
 		case <-ctx.Done():
+			break feed
 		}
 	}
 	close(work)

@@ -188,8 +188,7 @@ func (g *gatherer) readCNIMetrics(ctx context.Context, ns string) error {
 	var errs, requests atomic.Int64
 	eachBounded(ctx, g.o.CNIMetricsWorkers, len(ready), g.o.CNIMetricsProgress, func(i int) {
 		c := ready[i]
-		requests.Add(1)
-		c.Metrics, c.Err = g.readIPAMD(ctx, proxy, ns, c)
+		c.Metrics, c.Err = g.readIPAMD(ctx, proxy, ns, c, &requests)
 	})
 	for _, c := range ready {
 		if c.Metrics == nil && c.Err == "" {
@@ -237,10 +236,11 @@ func podReady(p *corev1.Pod) bool {
 }
 
 // readIPAMD reads one ipamd's metrics through the pod proxy, once, bounded.
-func (g *gatherer) readIPAMD(ctx context.Context, proxy rest.Interface, ns string, c *CNINode) (*IPAMDMetrics, string) {
+func (g *gatherer) readIPAMD(ctx context.Context, proxy rest.Interface, ns string, c *CNINode, requests *atomic.Int64) (*IPAMDMetrics, string) {
 	if ctx.Err() != nil {
 		return nil, ctx.Err().Error()
 	}
+	requests.Add(1)
 	ctx, cancel := context.WithTimeout(ctx, g.o.ConfigzTimeout)
 	defer cancel()
 	_, name, _ := strings.Cut(c.Pod, "/")
