@@ -421,3 +421,30 @@ func TestAWSNodePodsListedOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestRestartGroupsOverflow: past maxRestartGroups, further (container, reason, exit code)
+// combinations share one group that names none of them, so no pod shows under another
+// container's reason.
+func TestRestartGroupsOverflow(t *testing.T) {
+	var a AddonFacts
+	for i := range maxRestartGroups + 3 {
+		a.addPod(restartingPod(fmt.Sprintf("p%d", i), "a", nil, fmt.Sprintf("c%d", i), "Error", int32(i), 2, unitNow.Add(-time.Minute), false), unitNow)
+	}
+	if len(a.Restarts) != maxRestartGroups || a.Restarting != maxRestartGroups+3 {
+		t.Fatalf("%d groups, %d restarting pods", len(a.Restarts), a.Restarting)
+	}
+	other := a.Restarts[maxRestartGroups-1]
+	if !other.Other || other.Container != "" || other.ExitCode != 0 || other.Pods != 4 {
+		t.Fatalf("overflow group %+v", other)
+	}
+	for _, g := range a.Restarts[:maxRestartGroups-1] {
+		if g.Other || g.Pods != 1 {
+			t.Errorf("group %+v", g)
+		}
+	}
+	f := &Facts{Now: unitNow, Addons: []AddonFacts{{Name: "kube-proxy", Found: true, Resource: "daemonset/kube-system/kube-proxy", Pods: a.Pods, Restarting: a.Restarting, Restarts: a.Restarts}}}
+	ev := strings.Join(runOne(addonRestartsCheck{}, f).Findings()[0].Evidence, "\n")
+	if !strings.Contains(ev, "other containers, reasons and exit codes: 4 pods") || strings.Contains(ev, "container c7:") {
+		t.Errorf("evidence:\n%s", ev)
+	}
+}

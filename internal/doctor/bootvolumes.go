@@ -16,6 +16,7 @@ import (
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/instances"
+	"github.com/nodekeeper/nodekeeper/internal/rules"
 )
 
 // Boot volumes (doctor --aws): a node whose root volume sat at its IOPS or throughput limit, or
@@ -83,7 +84,7 @@ const bottlerocketDataDevice = "/dev/xvdb"
 // on Bottlerocket the data volume's. "" when the instance has no such EBS volume.
 func bootVolumeID(inst ec2types.Instance, n *corev1.Node) (id, what string) {
 	device, what := strDeref(inst.RootDeviceName), "root volume"
-	if strings.Contains(n.Status.NodeInfo.OSImage, "Bottlerocket") {
+	if rules.DetectNodeOS(n.Status.NodeInfo.OSImage) == rules.OSBottlerocket {
 		device, what = bottlerocketDataDevice, "data volume ("+bottlerocketDataDevice+", Bottlerocket's images)"
 	}
 	for _, m := range inst.BlockDeviceMappings {
@@ -399,7 +400,7 @@ func checkBootVolumes(vols []BootVolume, stuck map[string]*StuckPod, now time.Ti
 		}
 		for i, p := range pods {
 			if i == maxStuckListed {
-				ev = append(ev, fmt.Sprintf("... and %d more stuck pods", len(pods)-i))
+				ev = append(ev, "... and "+plural(len(pods)-i, "more stuck pod"))
 				break
 			}
 			ev = append(ev, fmt.Sprintf("stuck pod %s/%s since %s (%s)", p.Namespace, p.Name, p.Since.UTC().Format(time.RFC3339), p.Cause))

@@ -25,7 +25,11 @@ func (addonRestartsCheck) Run(f *Facts) Result {
 			if !g.Last.IsZero() {
 				last = "last " + age(f.Now, g.Last) + " ago"
 			}
-			fd = fd.WithEvidence(fmt.Sprintf("container %s: last terminated %s, exit code %d: %s, %s, %s", g.Container, g.Reason, g.ExitCode, plural(g.Pods, "pod"), plural(int(g.Restarts), "restart"), last))
+			what := fmt.Sprintf("container %s: last terminated %s, exit code %d", g.Container, g.Reason, g.ExitCode)
+			if g.Other {
+				what = "other containers, reasons and exit codes"
+			}
+			fd = fd.WithEvidence(fmt.Sprintf("%s: %s, %s, %s", what, plural(g.Pods, "pod"), plural(int(g.Restarts), "restart"), last))
 			for _, ex := range g.Examples {
 				fd = fd.WithEvidence("  " + ex)
 			}

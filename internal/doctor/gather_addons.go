@@ -84,6 +84,9 @@ type AddonFacts struct {
 type RestartGroup struct {
 	Container, Reason string
 	ExitCode          int32
+	// Other: the group of every combination past maxRestartGroups (Container, Reason and
+	// ExitCode are then empty).
+	Other bool
 	// Pods counts the pods, Restarts their containers' restart counts.
 	Pods     int
 	Restarts int32
@@ -260,8 +263,12 @@ func (a *AddonFacts) restartGroup(container, reason string, code int32) *Restart
 		}
 	}
 	if len(a.Restarts) == maxRestartGroups {
+		// The last group takes every further combination; it names none of them, so that no
+		// pod is shown under another container's reason or exit code.
 		last := a.Restarts[len(a.Restarts)-1]
-		last.Reason = "other reasons"
+		if !last.Other {
+			last.Other, last.Container, last.Reason, last.ExitCode = true, "", "", 0
+		}
 		return last
 	}
 	grp := &RestartGroup{Container: container, Reason: reason, ExitCode: code}

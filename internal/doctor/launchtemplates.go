@@ -170,9 +170,6 @@ func (g *gatherer) launchTemplates(ctx context.Context) error {
 			}
 		}
 	}
-	if o.LaunchTemplates == nil {
-		return nil
-	}
 	versions, err := readTemplateVersions(ctx, o.LaunchTemplates, use)
 	if denied(err) {
 		return nil
