@@ -313,13 +313,22 @@ func (g *gatherer) ec2(ctx context.Context) error {
 		return err
 	}
 	running := listing.Running
+	// The Nodes' instances: those the listing of running ones already holds, and EC2 asked
+	// only about the others (stopped, terminated, or no longer tagged for the cluster).
+	listed := make(map[string]ec2types.Instance, len(running))
+	for _, inst := range running {
+		listed[strDeref(inst.InstanceId)] = inst
+	}
+	byID := map[string]ec2types.Instance{}
 	var ids []string
 	for i := range g.f.Nodes {
-		if id := instances.InstanceIDFromProviderID(g.f.Nodes[i].Spec.ProviderID); id != "" {
+		id := instances.InstanceIDFromProviderID(g.f.Nodes[i].Spec.ProviderID)
+		if inst, ok := listed[id]; ok {
+			byID[id] = inst
+		} else if id != "" {
 			ids = append(ids, id)
 		}
 	}
-	byID := map[string]ec2types.Instance{}
 	insts, err := describeByID(ids, "instance-id", func(filters []ec2types.Filter) ([]ec2types.Instance, error) {
 		return nkaws.DescribeInstances(ctx, o.API, &ec2.DescribeInstancesInput{Filters: filters})
 	})
