@@ -6,6 +6,7 @@
 package groundtruth
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -54,21 +55,30 @@ const (
 	zombieMinInLog = 8 * time.Second
 )
 
+// runs numbers the runs of the scenario in this process (go test -count=N): each run has its
+// own node names and reads only the part of the shared API server's audit log it wrote.
+var runs atomic.Int32
+
 func TestAuditLogGroundTruth(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	adminClient := kubernetes.NewForConfigOrDie(env.UserConfig(admin, "system:masters"))
+	run := runs.Add(1)
+	logStart := int64(0)
+	if fi, err := os.Stat(env.AuditLogPath()); err == nil {
+		logStart = fi.Size()
+	}
 
 	fleet := env.NewFleet(t)
 	names := map[string]string{
-		"modern":      "ip-10-0-1-1.us-west-2.compute.internal",
-		"legacy":      "ip-10-0-1-2.us-west-2.compute.internal",
-		"restart":     "ip-10-0-1-3.us-west-2.compute.internal",
-		"leaseonly":   "ip-10-0-1-4.us-west-2.compute.internal",
-		"dead":        "ip-10-0-1-5.us-west-2.compute.internal",
-		"bystander":   "ip-10-0-1-6.us-west-2.compute.internal",
-		"legacyalive": "ip-10-0-1-7.us-west-2.compute.internal",
-		"legacylease": "ip-10-0-1-8.us-west-2.compute.internal",
+		"modern":      fmt.Sprintf("ip-10-%d-1-1.us-west-2.compute.internal", run),
+		"legacy":      fmt.Sprintf("ip-10-%d-1-2.us-west-2.compute.internal", run),
+		"restart":     fmt.Sprintf("ip-10-%d-1-3.us-west-2.compute.internal", run),
+		"leaseonly":   fmt.Sprintf("ip-10-%d-1-4.us-west-2.compute.internal", run),
+		"dead":        fmt.Sprintf("ip-10-%d-1-5.us-west-2.compute.internal", run),
+		"bystander":   fmt.Sprintf("ip-10-%d-1-6.us-west-2.compute.internal", run),
+		"legacyalive": fmt.Sprintf("ip-10-%d-1-7.us-west-2.compute.internal", run),
+		"legacylease": fmt.Sprintf("ip-10-%d-1-8.us-west-2.compute.internal", run),
 	}
 	kubelets := map[string]*kubeletsim.Kubelet{}
 	for role, name := range names {
@@ -130,7 +140,7 @@ func TestAuditLogGroundTruth(t *testing.T) {
 		t.Fatalf("restarted kubelet has no owned lease: %v", err)
 	}
 	n429 := <-throttled
-	denied := deny(ctx, t)
+	denied := deny(ctx, t, names["bystander"])
 	time.Sleep(3 * renewEvery)
 	// The dead machine's lease must be gone before the log is read (the garbage collector).
 	if _, err := adminClient.CoordinationV1().Leases(kubeletsim.NodeLeaseNamespace).Get(ctx, names["dead"], metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -143,7 +153,7 @@ func TestAuditLogGroundTruth(t *testing.T) {
 			os.WriteFile(keep, data, 0o644)
 		}
 	}
-	inputs, err := read.ExpandInputs([]string{env.AuditLogPath()}, nil)
+	inputs, err := read.ExpandInputs([]string{logSince(t, env.AuditLogPath(), logStart)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +319,7 @@ const deniedUser = "tenant-without-rbac"
 
 // deny makes requests as a user no role is bound to and returns how many 403s of each
 // (verb resource namespace/name) it received.
-func deny(ctx context.Context, t *testing.T) map[string]int64 {
+func deny(ctx context.Context, t *testing.T, bystander string) map[string]int64 {
 	cs := kubernetes.NewForConfigOrDie(env.UserConfig(deniedUser, "nodekeeper:test-tenants"))
 	out := map[string]int64{}
 	count := func(key string, err error) {
@@ -328,8 +338,8 @@ func deny(ctx context.Context, t *testing.T) map[string]int64 {
 		count("list nodes /", err)
 	}
 	for i := 0; i < 2; i++ {
-		err := cs.CoordinationV1().Leases(kubeletsim.NodeLeaseNamespace).Delete(ctx, "ip-10-0-1-6.us-west-2.compute.internal", metav1.DeleteOptions{})
-		count("delete leases kube-node-lease/ip-10-0-1-6.us-west-2.compute.internal", err)
+		err := cs.CoordinationV1().Leases(kubeletsim.NodeLeaseNamespace).Delete(ctx, bystander, metav1.DeleteOptions{})
+		count("delete leases kube-node-lease/"+bystander, err)
 	}
 	return out
 }
@@ -367,6 +377,11 @@ func throttle(ctx context.Context, t *testing.T, admin kubernetes.Interface) int
 		t.Errorf("create priority level: %v", err)
 		return 0
 	}
+	t.Cleanup(func() {
+		fc.FlowSchemas().Delete(context.Background(), "report-exporter", metav1.DeleteOptions{})
+		fc.PriorityLevelConfigurations().Delete(context.Background(), "one-seat", metav1.DeleteOptions{})
+		admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), "report-exporter-view", metav1.DeleteOptions{})
+	})
 	_, err = fc.FlowSchemas().Create(ctx, &flowcontrolv1.FlowSchema{
 		ObjectMeta: metav1.ObjectMeta{Name: "report-exporter"},
 		Spec: flowcontrolv1.FlowSchemaSpec{PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: "one-seat"},
@@ -425,3 +440,28 @@ func throttle(ctx context.Context, t *testing.T, admin kubernetes.Interface) int
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// logSince copies the audit log from offset on (whole lines: the API server writes each event
+// as one line, and offset was its size between two writes) into a file of the test's own.
+func logSince(t *testing.T, path string, offset int64) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if offset > int64(len(data)) {
+		t.Fatalf("the audit log shrank from %d to %d bytes", offset, len(data))
+	}
+	tail := data[offset:]
+	if offset > 0 && data[offset-1] != '\n' {
+		// The size was read while a line was half written: start at the next line.
+		if j := bytes.IndexByte(tail, '\n'); j >= 0 {
+			tail = tail[j+1:]
+		}
+	}
+	out := t.TempDir() + "/audit.log"
+	if err := os.WriteFile(out, tail, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
