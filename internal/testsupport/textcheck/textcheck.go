@@ -22,3 +22,25 @@ func Contains(t testing.TB, what, text string, want, not []string) {
 		}
 	}
 }
+
+// WantError is the error half of a table case that may expect one. With want set it fails the
+// test (t.Fatalf) unless err mentions want, and returns true: the case ends there. With want
+// empty it fails the test on any err and returns false: the case goes on to check the result.
+//
+//	got, err := Parse(tc.in)
+//	if textcheck.WantError(t, err, tc.wantErr) {
+//		return
+//	}
+func WantError(t testing.TB, err error, want string) bool {
+	t.Helper()
+	if want != "" {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("error %v, want one mentioning %q", err, want)
+		}
+		return true
+	}
+	if err != nil {
+		t.Fatalf("unexpected error: %v", err)
+	}
+	return false
+}

@@ -43,3 +43,45 @@ func TestContains(t *testing.T) {
 		})
 	}
 }
+
+// fatalRecorder records Fatalf messages instead of ending the test.
+type fatalRecorder struct {
+	testing.TB
+	fatals []string
+}
+
+func (r *fatalRecorder) Helper() {}
+func (r *fatalRecorder) Fatalf(format string, args ...any) {
+	r.fatals = append(r.fatals, fmt.Sprintf(format, args...))
+}
+
+// TestWantError: an expected error ends the case, a wrong or missing one fails it, and an
+// unexpected one fails a case that wanted none.
+func TestWantError(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		err      error
+		want     string
+		wantDone bool
+		fatal    string
+	}{
+		{"no error wanted, none came", nil, "", false, ""},
+		{"no error wanted, one came", fmt.Errorf("boom"), "", false, "unexpected error: boom"},
+		{"error wanted and came", fmt.Errorf("line 3: bad field"), "line 3", true, ""},
+		{"error wanted, another came", fmt.Errorf("line 4: bad field"), "line 3", true, `error line 4: bad field, want one mentioning "line 3"`},
+		{"error wanted, none came", nil, "line 3", true, `error <nil>, want one mentioning "line 3"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &fatalRecorder{TB: t}
+			if done := WantError(r, tc.err, tc.want); done != tc.wantDone {
+				t.Errorf("WantError returned %v, want %v", done, tc.wantDone)
+			}
+			switch {
+			case tc.fatal == "" && len(r.fatals) > 0:
+				t.Errorf("failed the test: %q", r.fatals)
+			case tc.fatal != "" && (len(r.fatals) != 1 || r.fatals[0] != tc.fatal):
+				t.Errorf("failures %q, want exactly %q", r.fatals, tc.fatal)
+			}
+		})
+	}
+}
