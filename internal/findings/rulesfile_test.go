@@ -70,7 +70,7 @@ func TestParseRules(t *testing.T) {
 		{name: "unknown doc key", in: testRule("doc", "pages"), wantErr: `line 7: rule NK901: doc: unknown doc key "pages"`},
 		{name: "a URL for a doc key", in: testRule("doc", "https://example.com/page"), wantErr: `doc: unknown doc key "https://example.com/page"`},
 		{name: "doc key with two pages", in: testRule("doc", "page"),
-			docs: []DocPages{pages, {"page": "https://example.com/elsewhere"}},
+			docs:    []DocPages{pages, {"page": "https://example.com/elsewhere"}},
 			wantErr: `rule NK901: doc: doc key "page" names two pages, https://example.com/page and https://example.com/elsewhere`},
 		{name: "code given twice", in: testRule() + "\n" + testRule("name", "other"), wantErr: "line 9: rule NK901: code: already used by the rule at line 1"},
 		{name: "name given twice, in another case", in: testRule() + testRule("code", "NK902", "name", "Test-Rule"),
