@@ -7,6 +7,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"sigs.k8s.io/yaml"
 )
@@ -57,4 +58,15 @@ func FileListedOnce(t testing.TB, path string, list []findings.Rule) {
 			t.Errorf("%s: %s is %s, and %s in Rules", path, f.Code, f.Name, rs[0].Name)
 		}
 	}
+}
+
+// Version parses a VPC CNI version for a test table (the version a check is given, or nil for
+// one it could not read); a bad one fails the test.
+func Version(t testing.TB, s string) *eni.Version {
+	t.Helper()
+	v, err := eni.ParseVersion(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &v
 }
