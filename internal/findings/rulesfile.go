@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -31,6 +32,11 @@ func ParseRules(data []byte, sections []string, docs ...DocPages) ([]Rule, error
 	}
 	if root.Kind != yaml.DocumentNode || len(root.Content) != 1 || root.Content[0].Kind != yaml.SequenceNode {
 		return nil, fmt.Errorf("rules file: line %d: want a list of rules", root.Line)
+	}
+	// A second document would be rules nobody reads.
+	var more yaml.Node
+	if err := dec.Decode(&more); err != io.EOF {
+		return nil, fmt.Errorf("rules file: line %d: want one YAML document, the list of rules", more.Line)
 	}
 	var out []Rule
 	codes, names := map[string]int{}, map[string]int{}

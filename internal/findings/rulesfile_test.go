@@ -54,6 +54,8 @@ func TestParseRules(t *testing.T) {
 		{name: "not YAML", in: "- code: [NK901\n", wantErr: "rules file: yaml: line 1"},
 		{name: "empty file", in: "", wantErr: "rules file: EOF"},
 		{name: "not a list", in: "code: NK901\n", wantErr: "line 1: want a list of rules"},
+		{name: "a second document", in: testRule() + "---\n" + testRule("code", "NK902", "name", "second"), wantErr: "line 8: want one YAML document, the list of rules"},
+		{name: "a second document that is not YAML", in: testRule() + "---\n- [\n", wantErr: "want one YAML document"},
 		{name: "an item not a mapping", in: testRule() + "- NK902\n", wantErr: "line 8: want a rule (a mapping of code, name,"},
 		{name: "no code", in: testRule("code", ""), wantErr: "line 1: rule without a code"},
 		{name: "unknown field", in: testRule() + "  titel: a title\n", wantErr: `line 8: rule NK901: titel: unknown field (want code, name, section, severity, title, remediation, doc)`},
