@@ -1,6 +1,7 @@
 package bootstrap
 
 import (
+	_ "embed"
 	"regexp"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
@@ -9,49 +10,28 @@ import (
 // Section is the report section of the user-data rules, in bundle's report and in doctor's.
 const Section = "bootstrap"
 
-// Documentation pages the user-data rules link to.
-const (
-	DocUserData = "https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html#launch-template-user-data"
-	DocNodeadm  = "https://awslabs.github.io/amazon-eks-ami/nodeadm/"
-)
+// Docs are the documentation pages the user-data rules link to (the doc keys of rules.yaml);
+// bundle's rules about the user data cite them too.
+var Docs = findings.DocPages{
+	"user-data": "https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html#launch-template-user-data",
+	"nodeadm":   "https://awslabs.github.io/amazon-eks-ami/nodeadm/",
+}
 
-// The user-data rules (NK631-NK635). bundle and doctor both list them; the catalog counts a rule
-// listed twice once.
+//go:embed rules.yaml
+var rulesFile []byte
+
+// Rules lists the user-data rules (NK631-NK635), for the catalog: their texts are data, in
+// rules.yaml. bundle and doctor both list them; the catalog counts a rule listed twice once.
+var Rules = findings.MustParseRules(rulesFile, []string{Section}, Docs)
+
+// The user-data rules by the names the checks use.
 var (
-	RuleHostname = findings.Rule{
-		Code: "NK631", Name: "user-data-hostname-override", Section: Section, Severity: findings.Warning,
-		Title:       "user data overrides the hostname",
-		Remediation: "let the node keep its EC2 private DNS name; the Node name, its lease and the AWS cloud provider expect it",
-		DocURL:      DocUserData,
-	}
-	RuleIptablesFlush = findings.Rule{
-		Code: "NK632", Name: "user-data-iptables-flush", Section: Section, Severity: findings.Error,
-		Title:       "user data flushes iptables",
-		Remediation: "remove the flush: it deletes the rules kube-proxy and the VPC CNI program at boot (Service routing, SNAT, pod traffic)",
-		DocURL:      DocUserData,
-	}
-	RuleDocker = findings.Rule{
-		Code: "NK633", Name: "user-data-docker-on-containerd", Section: Section, Severity: findings.Warning,
-		Title:       "user data manages the Docker service on a node whose runtime is containerd",
-		Remediation: "remove the Docker steps from the bootstrap script; containerd is the runtime and a restarted dockerd only adds iptables rules and load",
-		DocURL:      DocUserData,
-	}
-	RuleUserDataUntraced = findings.Rule{
-		Code: "NK634", Name: "user-data-not-traced", Section: Section, Severity: findings.Skipped,
-		Title:       "the user data's commands are not in cloud-init-output.log",
-		Remediation: "the user data runs without `set -x`, so the hostname, iptables and Docker checks (NK631-NK633) could not see its commands: pass the user data itself with --user-data FILE (aws ec2 describe-instance-attribute --attribute userData, or the launch template)",
-		DocURL:      DocUserData,
-	}
-	RuleUserDataUnreadable = findings.Rule{
-		Code: "NK635", Name: "user-data-unreadable", Section: Section, Severity: findings.Warning,
-		Title:       "a part of the user data could not be read",
-		Remediation: "check the MIME structure (boundary, Content-Type of each part) and the NodeConfig YAML; nodeadm and cloud-init skip what they cannot parse, so the node may boot without that part",
-		DocURL:      DocNodeadm,
-	}
+	RuleHostname           = findings.MustRule(Rules, "NK631")
+	RuleIptablesFlush      = findings.MustRule(Rules, "NK632")
+	RuleDocker             = findings.MustRule(Rules, "NK633")
+	RuleUserDataUntraced   = findings.MustRule(Rules, "NK634")
+	RuleUserDataUnreadable = findings.MustRule(Rules, "NK635")
 )
-
-// Rules lists the user-data rules, for the catalog.
-var Rules = []findings.Rule{RuleHostname, RuleIptablesFlush, RuleDocker, RuleUserDataUntraced, RuleUserDataUnreadable}
 
 var (
 	// Hostname: hostnamectl set-hostname (also as a cloud-config runcmd list,

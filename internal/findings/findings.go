@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -77,19 +78,15 @@ const FailNever Severity = math.MaxInt
 // FailOnNames are the values --fail-on accepts.
 var FailOnNames = []string{"info", "warning", "error", "none"}
 
-// ParseFailOn reads a --fail-on value: info, warning, error or none.
+// ParseFailOn reads a --fail-on value: one of FailOnNames, a severity's name or none.
 func ParseFailOn(s string) (Severity, error) {
-	switch s {
-	case "info":
-		return Info, nil
-	case "warning":
-		return Warning, nil
-	case "error":
-		return Error, nil
-	case "none":
+	switch {
+	case !slices.Contains(FailOnNames, s):
+		return OK, fmt.Errorf("unknown --fail-on %q (want one of %s)", s, strings.Join(FailOnNames, ", "))
+	case s == "none":
 		return FailNever, nil
 	}
-	return OK, fmt.Errorf("unknown --fail-on %q (want one of %s)", s, strings.Join(FailOnNames, ", "))
+	return ParseSeverity(s)
 }
 
 // ExitCode maps the highest severity of a report to the process exit code under the default

@@ -133,8 +133,11 @@ func TestExitCodeAt(t *testing.T) {
 	if ExitCodeAt(Warning, OK) != ExitFindings {
 		t.Error("the zero threshold is not the default (warning)")
 	}
-	if _, err := ParseFailOn("warn"); err == nil {
-		t.Error("--fail-on warn accepted")
+	// Severities below info (ok, skipped) are no threshold, and names are lower case.
+	for _, bad := range []string{"warn", "ok", "skipped", "Error", ""} {
+		if _, err := ParseFailOn(bad); err == nil {
+			t.Errorf("--fail-on %q accepted", bad)
+		}
 	}
 }
 

@@ -79,13 +79,6 @@ func TestCheckCNISettings(t *testing.T) {
 		}
 		return m
 	}
-	v := func(s string) *eni.Version {
-		x, err := eni.ParseVersion(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &x
-	}
 	tests := []struct {
 		name    string
 		env     map[string]string
@@ -113,9 +106,9 @@ func TestCheckCNISettings(t *testing.T) {
 		{name: "cooldown negative", env: with("IP_COOLDOWN_PERIOD", "-5"), want: []string{"NK407:error"}},
 		{name: "cooldown zero", env: with("IP_COOLDOWN_PERIOD", "0"), want: []string{"NK408:warning"}},
 		{name: "cooldown fine", env: with("IP_COOLDOWN_PERIOD", "10"), want: nil},
-		{name: "ancient cni", env: map[string]string{}, version: v("1.11.4"), want: []string{"NK401:info", "NK410:error"}},
-		{name: "old cni", env: base, version: v("1.16.0"), want: []string{"NK410:warning"}},
-		{name: "current cni", env: base, version: v("1.20.1"), want: nil},
+		{name: "ancient cni", env: map[string]string{}, version: findingstest.Version(t, "1.11.4"), want: []string{"NK401:info", "NK410:error"}},
+		{name: "old cni", env: base, version: findingstest.Version(t, "1.16.0"), want: []string{"NK410:warning"}},
+		{name: "current cni", env: base, version: findingstest.Version(t, "1.20.1"), want: nil},
 		{name: "unread", env: base, unread: []string{"WARM_IP_TARGET"}, want: []string{"NK412:info"}},
 	}
 	for _, tc := range tests {

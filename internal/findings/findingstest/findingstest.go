@@ -3,9 +3,13 @@
 package findingstest
 
 import (
+	"os"
 	"sort"
+	"testing"
 
+	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"sigs.k8s.io/yaml"
 )
 
 // Codes returns "CODE:severity" for each finding, sorted, so tables can state expectations tersely.
@@ -20,3 +24,49 @@ func Codes(fs []findings.Finding) []string {
 
 // ReportCodes is Codes over every finding of a report.
 func ReportCodes(r *findings.Report) []string { return Codes(r.Findings()) }
+
+// FileListedOnce checks that every rule of a package's rules file (path, read here on its own,
+// not through the package's parser) is in list, the package's Rules, exactly once, with the
+// file's name for its code, and that list has no code twice.
+func FileListedOnce(t testing.TB, path string, list []findings.Rule) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file []struct{ Code, Name string }
+	if err := yaml.Unmarshal(data, &file); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if len(file) == 0 {
+		t.Fatalf("%s lists no rule", path)
+	}
+	listed := map[string][]findings.Rule{}
+	for _, r := range list {
+		listed[r.Code] = append(listed[r.Code], r)
+	}
+	for code, rs := range listed {
+		if len(rs) > 1 {
+			t.Errorf("Rules lists %s %d times", code, len(rs))
+		}
+	}
+	for _, f := range file {
+		switch rs := listed[f.Code]; {
+		case len(rs) == 0:
+			t.Errorf("%s: %s %s is not in Rules", path, f.Code, f.Name)
+		case rs[0].Name != f.Name:
+			t.Errorf("%s: %s is %s, and %s in Rules", path, f.Code, f.Name, rs[0].Name)
+		}
+	}
+}
+
+// Version parses a VPC CNI version for a test table (the version a check is given, or nil for
+// one it could not read); a bad one fails the test.
+func Version(t testing.TB, s string) *eni.Version {
+	t.Helper()
+	v, err := eni.ParseVersion(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &v
+}

@@ -1,0 +1,10 @@
+package bundle
+
+import (
+	"testing"
+
+	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
+)
+
+// TestRulesFileListedOnce: every rule of rules.yaml, bundle's own rules (Rules adds bootstrap's), is in Rules exactly once.
+func TestRulesFileListedOnce(t *testing.T) { findingstest.FileListedOnce(t, "rules.yaml", Rules) }

@@ -1,0 +1,10 @@
+package doctor
+
+import (
+	"testing"
+
+	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
+)
+
+// TestRulesFileListedOnce: every rule of rules.yaml, doctor's own rules (Rules adds bootstrap's), is in Rules exactly once.
+func TestRulesFileListedOnce(t *testing.T) { findingstest.FileListedOnce(t, "rules.yaml", Rules) }
