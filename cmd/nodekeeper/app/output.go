@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -38,13 +39,8 @@ func (o *outputFlags) RegisterCompletion(cmd *cobra.Command) {
 
 // Validate refuses a format the command does not offer.
 func (o *outputFlags) Validate() error {
-	if o.Output == o.def {
+	if o.Output == o.def || slices.Contains(o.formats, o.Output) {
 		return nil
-	}
-	for _, f := range o.formats {
-		if o.Output == f {
-			return nil
-		}
 	}
 	return fmt.Errorf("unknown output format %q (want %s)", o.Output, orList(o.formats))
 }
