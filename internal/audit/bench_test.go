@@ -84,6 +84,25 @@ func writeLogFile(tb testing.TB, path string, fill func(w *bufio.Writer) error) 
 	}
 }
 
+// writeEventLog writes n lines to path, line i as appendLine appends it to an empty buffer, and
+// returns path and the bytes written.
+func writeEventLog(tb testing.TB, path string, n int, appendLine func(line []byte, i int) []byte) (string, int64) {
+	tb.Helper()
+	var size int64
+	writeLogFile(tb, path, func(w *bufio.Writer) error {
+		var line []byte
+		for i := 0; i < n; i++ {
+			line = appendLine(line[:0], i)
+			size += int64(len(line))
+			if _, err := w.Write(line); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return path, size
+}
+
 // writeBenchLog generates a log of at least size bytes into dir.
 func writeBenchLog(tb testing.TB, dir string, size int64) (string, gen.Truth) {
 	tb.Helper()
@@ -231,33 +250,22 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 // its own user (user-<i>): the worst case for per-key state, every key new.
 func writeDistinctLog(tb testing.TB, dir string, n int) (string, int64) {
 	tb.Helper()
-	path := filepath.Join(dir, fmt.Sprintf("distinct-%d.log", n))
-	var size int64
-	writeLogFile(tb, path, func(w *bufio.Writer) error {
-		t0 := time.Date(2024, 4, 5, 6, 0, 0, 0, time.UTC)
-		var line []byte
-		for i := 0; i < n; i++ {
-			at := t0.Add(time.Duration(i) * 100 * time.Microsecond)
-			id := strconv.Itoa(10000000 + i)
-			line = append(line[:0], `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"a-`...)
-			line = append(line, id...)
-			line = append(line, `","stage":"ResponseComplete","requestURI":"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases","verb":"create","user":{"username":"user-`...)
-			line = append(line, id...)
-			line = append(line, `","groups":["system:authenticated"]},"sourceIPs":["10.0.0.1"],"userAgent":"loadgen/1.0","objectRef":{"resource":"leases","namespace":"kube-node-lease","name":"node-`...)
-			line = append(line, id...)
-			line = append(line, `","apiGroup":"coordination.k8s.io","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":201},"requestReceivedTimestamp":"`...)
-			line = at.AppendFormat(line, time.RFC3339Nano)
-			line = append(line, `","stageTimestamp":"`...)
-			line = at.Add(2*time.Millisecond).AppendFormat(line, time.RFC3339Nano)
-			line = append(line, "\"}\n"...)
-			size += int64(len(line))
-			if _, err := w.Write(line); err != nil {
-				return err
-			}
-		}
-		return nil
+	t0 := time.Date(2024, 4, 5, 6, 0, 0, 0, time.UTC)
+	return writeEventLog(tb, filepath.Join(dir, fmt.Sprintf("distinct-%d.log", n)), n, func(line []byte, i int) []byte {
+		at := t0.Add(time.Duration(i) * 100 * time.Microsecond)
+		id := strconv.Itoa(10000000 + i)
+		line = append(line, `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"a-`...)
+		line = append(line, id...)
+		line = append(line, `","stage":"ResponseComplete","requestURI":"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases","verb":"create","user":{"username":"user-`...)
+		line = append(line, id...)
+		line = append(line, `","groups":["system:authenticated"]},"sourceIPs":["10.0.0.1"],"userAgent":"loadgen/1.0","objectRef":{"resource":"leases","namespace":"kube-node-lease","name":"node-`...)
+		line = append(line, id...)
+		line = append(line, `","apiGroup":"coordination.k8s.io","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":201},"requestReceivedTimestamp":"`...)
+		line = at.AppendFormat(line, time.RFC3339Nano)
+		line = append(line, `","stageTimestamp":"`...)
+		line = at.Add(2*time.Millisecond).AppendFormat(line, time.RFC3339Nano)
+		return append(line, "\"}\n"...)
 	})
-	return path, size
 }
 
 // BenchmarkAuditDistinctKeys measures the peak RSS of a separate analysing process on a log
@@ -344,61 +352,51 @@ type kubeletRequest struct{ verb, res, uri, code, ua string }
 // path and size.
 func writeKubeletLog(tb testing.TB, path string, n int, plan func(i int) (k int, req kubeletRequest)) (string, int64) {
 	tb.Helper()
-	var size int64
-	writeLogFile(tb, path, func(w *bufio.Writer) error {
-		t0 := time.Date(2024, 4, 5, 6, 0, 0, 0, time.UTC)
-		var line []byte
-		for i := 0; i < n; i++ {
-			k, req := plan(i)
-			node := kubeletNode(k)
-			done := t0.Add(time.Duration(i) * 250 * time.Microsecond)
-			recv := done.Add(-time.Duration(2+i%7) * time.Millisecond)
-			line = append(line[:0], `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"`...)
-			line = strconv.AppendInt(line, int64(0x5a000000+i), 16)
-			line = append(line, `-4c1e-4b8a-9f0e-1d2c3b4a5968","stage":"ResponseComplete","requestURI":"`...)
-			line = append(line, req.uri...)
-			line = append(line, `","verb":"`...)
-			line = append(line, req.verb...)
-			line = append(line, `","user":{"username":"system:node:`...)
+	t0 := time.Date(2024, 4, 5, 6, 0, 0, 0, time.UTC)
+	return writeEventLog(tb, path, n, func(line []byte, i int) []byte {
+		k, req := plan(i)
+		node := kubeletNode(k)
+		done := t0.Add(time.Duration(i) * 250 * time.Microsecond)
+		recv := done.Add(-time.Duration(2+i%7) * time.Millisecond)
+		line = append(line, `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"`...)
+		line = strconv.AppendInt(line, int64(0x5a000000+i), 16)
+		line = append(line, `-4c1e-4b8a-9f0e-1d2c3b4a5968","stage":"ResponseComplete","requestURI":"`...)
+		line = append(line, req.uri...)
+		line = append(line, `","verb":"`...)
+		line = append(line, req.verb...)
+		line = append(line, `","user":{"username":"system:node:`...)
+		line = append(line, node...)
+		line = append(line, `","uid":"aws-iam-authenticator:123456789012:AROAEXAMPLEROLEID","groups":["system:bootstrappers","system:nodes","system:authenticated"],"extra":{"accessKeyId":["ASIAEXAMPLEKEYID"],"arn":["arn:aws:sts::123456789012:assumed-role/eks-node-role/i-0`...)
+		line = strconv.AppendInt(line, int64(0x1000000+k), 16)
+		line = append(line, `"],"canonicalArn":["arn:aws:iam::123456789012:role/eks-node-role"],"principalId":["AROAEXAMPLEROLEID"],"sessionName":["i-0`...)
+		line = strconv.AppendInt(line, int64(0x1000000+k), 16)
+		line = append(line, `"]}},"sourceIPs":["10.0.`...)
+		line = strconv.AppendInt(line, int64(k/250%250), 10)
+		line = append(line, '.')
+		line = strconv.AppendInt(line, int64(k%250), 10)
+		line = append(line, `"],"userAgent":"`...)
+		line = append(line, req.ua...)
+		line = append(line, `","objectRef":{"resource":"`...)
+		line = append(line, req.res...)
+		if req.res == "leases" {
+			line = append(line, `","namespace":"kube-node-lease","name":"`...)
 			line = append(line, node...)
-			line = append(line, `","uid":"aws-iam-authenticator:123456789012:AROAEXAMPLEROLEID","groups":["system:bootstrappers","system:nodes","system:authenticated"],"extra":{"accessKeyId":["ASIAEXAMPLEKEYID"],"arn":["arn:aws:sts::123456789012:assumed-role/eks-node-role/i-0`...)
-			line = strconv.AppendInt(line, int64(0x1000000+k), 16)
-			line = append(line, `"],"canonicalArn":["arn:aws:iam::123456789012:role/eks-node-role"],"principalId":["AROAEXAMPLEROLEID"],"sessionName":["i-0`...)
-			line = strconv.AppendInt(line, int64(0x1000000+k), 16)
-			line = append(line, `"]}},"sourceIPs":["10.0.`...)
-			line = strconv.AppendInt(line, int64(k/250%250), 10)
-			line = append(line, '.')
-			line = strconv.AppendInt(line, int64(k%250), 10)
-			line = append(line, `"],"userAgent":"`...)
-			line = append(line, req.ua...)
-			line = append(line, `","objectRef":{"resource":"`...)
-			line = append(line, req.res...)
-			if req.res == "leases" {
-				line = append(line, `","namespace":"kube-node-lease","name":"`...)
-				line = append(line, node...)
-				line = append(line, `","apiGroup":"coordination.k8s.io","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":`...)
-			} else {
-				line = append(line, `","name":"`...)
-				line = append(line, node...)
-				if req.verb == "patch" {
-					line = append(line, `","subresource":"status`...)
-				}
-				line = append(line, `","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":`...)
+			line = append(line, `","apiGroup":"coordination.k8s.io","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":`...)
+		} else {
+			line = append(line, `","name":"`...)
+			line = append(line, node...)
+			if req.verb == "patch" {
+				line = append(line, `","subresource":"status`...)
 			}
-			line = append(line, req.code...)
-			line = append(line, `},"requestReceivedTimestamp":"`...)
-			line = recv.AppendFormat(line, "2006-01-02T15:04:05.000000Z")
-			line = append(line, `","stageTimestamp":"`...)
-			line = done.AppendFormat(line, "2006-01-02T15:04:05.000000Z")
-			line = append(line, `","annotations":{"authorization.k8s.io/decision":"allow","authorization.k8s.io/reason":"","apiserver.latency.k8s.io/etcd":"1.52ms","apiserver.latency.k8s.io/total":"2.9ms"}}`+"\n"...)
-			size += int64(len(line))
-			if _, err := w.Write(line); err != nil {
-				return err
-			}
+			line = append(line, `","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":`...)
 		}
-		return nil
+		line = append(line, req.code...)
+		line = append(line, `},"requestReceivedTimestamp":"`...)
+		line = recv.AppendFormat(line, "2006-01-02T15:04:05.000000Z")
+		line = append(line, `","stageTimestamp":"`...)
+		line = done.AppendFormat(line, "2006-01-02T15:04:05.000000Z")
+		return append(line, `","annotations":{"authorization.k8s.io/decision":"allow","authorization.k8s.io/reason":"","apiserver.latency.k8s.io/etcd":"1.52ms","apiserver.latency.k8s.io/total":"2.9ms"}}`+"\n"...)
 	})
-	return path, size
 }
 
 // BenchmarkAuditWorstCaseVsJQ is BenchmarkAuditVsJQ on the worst case for the fast path: every

@@ -14,6 +14,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
 	"github.com/nodekeeper/nodekeeper/internal/audit/gen"
 	"github.com/nodekeeper/nodekeeper/internal/audit/read"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/textcheck"
 )
 
 func jsonReader(s string) io.Reader { return strings.NewReader(s) }
@@ -273,20 +274,15 @@ func TestExpandInputs(t *testing.T) {
 		{[]string{filepath.Join(dir, "nope.log")}, "", "no such file"},
 		{[]string{filepath.Join(dir, "*.nothing")}, "", "no file matches"},
 	} {
-		in, err := read.ExpandInputs(tc.args, strings.NewReader(""))
-		if tc.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Errorf("%v: err %v, want %q", tc.args, err, tc.wantErr)
+		t.Run(strings.ReplaceAll(fmt.Sprint(tc.args), dir, "DIR"), func(t *testing.T) {
+			in, err := read.ExpandInputs(tc.args, strings.NewReader(""))
+			if textcheck.WantError(t, err, tc.wantErr) {
+				return
 			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("%v: %v", tc.args, err)
-			continue
-		}
-		if got := fmt.Sprint(names(in)); got != tc.want {
-			t.Errorf("%v: %s, want %s", tc.args, got, tc.want)
-		}
+			if got := fmt.Sprint(names(in)); got != tc.want {
+				t.Errorf("%s, want %s", got, tc.want)
+			}
+		})
 	}
 }
 

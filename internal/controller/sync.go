@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -256,12 +257,12 @@ func (c *Controller) act(ctx context.Context, logger klog.Logger, a *action, l *
 		counter.WithLabelValues(resultDryRun).Inc()
 		c.events.emit(l, corev1.EventTypeNormal, a.dryRunReason, a.eventAction(), "%s", a.note(r, true))
 		c.setDryRunRV(l)
-	case isOneOf(r.Outcome, a.stopped):
+	case slices.Contains(a.stopped, r.Outcome):
 		logger.Info(a.stoppedLog(), kv...)
 		counter.WithLabelValues(resultPrecondition).Inc()
 		c.metrics.skips.WithLabelValues(string(r.Outcome)).Inc()
 		return result{retry: true}, nil
-	case isOneOf(r.Outcome, a.nothing):
+	case slices.Contains(a.nothing, r.Outcome):
 		logger.V(2).Info(a.nothingLog(), kv...)
 		c.metrics.skips.WithLabelValues(string(r.Outcome)).Inc()
 	case r.Outcome == deleter.Failed:
@@ -273,15 +274,6 @@ func (c *Controller) act(ctx context.Context, logger klog.Logger, a *action, l *
 		return result{}, fmt.Errorf("lease %s: unexpected outcome %q of %s", l.Name, r.Outcome, a.eventAction())
 	}
 	return result{}, nil
-}
-
-func isOneOf(o deleter.Outcome, list []deleter.Outcome) bool {
-	for _, x := range list {
-		if x == o {
-			return true
-		}
-	}
-	return false
 }
 
 // reportZombie reports a kubelet that renews its lease without a Node, once per lease, and

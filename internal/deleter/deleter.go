@@ -149,9 +149,7 @@ func (d *Deleter) Delete(ctx context.Context, l *coordinationv1.Lease, node *lea
 	r.Requests += n
 	switch {
 	case err != nil:
-		r.Outcome, r.Step, r.Err = Failed, "get node", err
-		r.Reason = fmt.Sprintf("not deleted: live read of Node %s failed: %v", l.Name, err)
-		return r
+		return r.failed("get node", err, fmt.Sprintf("not deleted: live read of Node %s failed: %v", l.Name, err))
 	case exists:
 		r.Outcome = NodeExists
 		r.Reason = fmt.Sprintf("not deleted: a live read found Node %s (the cached view was stale)", l.Name)
@@ -166,9 +164,7 @@ func (d *Deleter) Delete(ctx context.Context, l *coordinationv1.Lease, node *lea
 	uid, rv := l.UID, l.ResourceVersion
 	release, err := d.acquire(ctx)
 	if err != nil {
-		r.Outcome, r.Step, r.Err = Failed, "delete lease", err
-		r.Reason = fmt.Sprintf("not deleted: %v", err)
-		return r
+		return r.failed("delete lease", err, fmt.Sprintf("not deleted: %v", err))
 	}
 	r.Requests++
 	err = d.leases.Delete(ctx, l.Name, metav1.DeleteOptions{
@@ -186,9 +182,14 @@ func (d *Deleter) Delete(ctx context.Context, l *coordinationv1.Lease, node *lea
 		r.Outcome = PreconditionFailed
 		r.Reason = fmt.Sprintf("not deleted: lease changed since resourceVersion %s (renewed, adopted or re-created): %v", rv, err)
 	default:
-		r.Outcome, r.Step, r.Err = Failed, "delete lease", err
-		r.Reason = fmt.Sprintf("DELETE failed: %v", err)
+		r = r.failed("delete lease", err, fmt.Sprintf("DELETE failed: %v", err))
 	}
+	return r
+}
+
+// failed is r for a request (step) that failed with err; reason is its line for the user.
+func (r Result) failed(step string, err error, reason string) Result {
+	r.Outcome, r.Step, r.Err, r.Reason = Failed, step, err, reason
 	return r
 }
 
@@ -217,10 +218,8 @@ func (d *Deleter) admit(l *coordinationv1.Lease, node *lease.NodeRef, want lease
 		return r, false
 	}
 	if l.UID == "" || l.ResourceVersion == "" {
-		r.Outcome, r.Step = Failed, "check lease"
-		r.Err = fmt.Errorf("lease %s/%s has no uid or resourceVersion; refusing to %s without preconditions", l.Namespace, l.Name, verb)
-		r.Reason = r.Err.Error()
-		return r, false
+		err := fmt.Errorf("lease %s/%s has no uid or resourceVersion; refusing to %s without preconditions", l.Namespace, l.Name, verb)
+		return r.failed("check lease", err, err.Error()), false
 	}
 	return r, true
 }
@@ -242,9 +241,7 @@ func (d *Deleter) Adopt(ctx context.Context, l *coordinationv1.Lease, node *leas
 		r.Reason = fmt.Sprintf("not adopted: a live GET found no Node %s", l.Name)
 		return r
 	case err != nil:
-		r.Outcome, r.Step, r.Err = Failed, "get node", err
-		r.Reason = fmt.Sprintf("not adopted: live GET of Node %s failed: %v", l.Name, err)
-		return r
+		return r.failed("get node", err, fmt.Sprintf("not adopted: live GET of Node %s failed: %v", l.Name, err))
 	}
 	if d.opts.DryRun {
 		r.Outcome = WouldAdopt
@@ -253,15 +250,11 @@ func (d *Deleter) Adopt(ctx context.Context, l *coordinationv1.Lease, node *leas
 	}
 	patch, err := AdoptPatch(l, live.Name, live.UID)
 	if err != nil {
-		r.Outcome, r.Step, r.Err = Failed, "build patch", err
-		r.Reason = err.Error()
-		return r
+		return r.failed("build patch", err, err.Error())
 	}
 	release, err := d.acquire(ctx)
 	if err != nil {
-		r.Outcome, r.Step, r.Err = Failed, "patch lease", err
-		r.Reason = fmt.Sprintf("not adopted: %v", err)
-		return r
+		return r.failed("patch lease", err, fmt.Sprintf("not adopted: %v", err))
 	}
 	r.Requests++
 	_, err = d.leases.Patch(ctx, l.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: kube.FieldManager})
@@ -277,8 +270,7 @@ func (d *Deleter) Adopt(ctx context.Context, l *coordinationv1.Lease, node *leas
 		r.Outcome = PreconditionFailed
 		r.Reason = fmt.Sprintf("not adopted: lease changed since resourceVersion %s: %v", l.ResourceVersion, err)
 	default:
-		r.Outcome, r.Step, r.Err = Failed, "patch lease", err
-		r.Reason = fmt.Sprintf("adoption PATCH failed: %v", err)
+		r = r.failed("patch lease", err, fmt.Sprintf("adoption PATCH failed: %v", err))
 	}
 	return r
 }

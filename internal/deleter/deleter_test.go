@@ -73,6 +73,18 @@ func TestDelete(t *testing.T) {
 	admin := env.AdminClient()
 	d := newDeleter(t, env.AdminConfig(), false)
 	dry := newDeleter(t, env.AdminConfig(), true)
+	leases := admin.CoordinationV1().Leases(lease.NodeLeaseNamespace)
+	// leakedThen is a leaked lease as the caller classified it, which change then alters on the
+	// server before the Deleter acts.
+	leakedThen := func(change func(t *testing.T, l *coordinationv1.Lease) error) func(t *testing.T, name string) (*coordinationv1.Lease, *lease.NodeRef) {
+		return func(t *testing.T, name string) (*coordinationv1.Lease, *lease.NodeRef) {
+			l := createLease(t, admin, name, 2*time.Hour)
+			if err := change(t, l); err != nil {
+				t.Fatal(err)
+			}
+			return l, nil
+		}
+	}
 
 	tests := []struct {
 		name        string
@@ -122,50 +134,39 @@ func TestDelete(t *testing.T) {
 		},
 		{
 			name: "lease renewed between classification and delete: precondition saves it",
-			setup: func(t *testing.T, name string) (*coordinationv1.Lease, *lease.NodeRef) {
-				l := createLease(t, admin, name, 2*time.Hour)
+			setup: leakedThen(func(t *testing.T, l *coordinationv1.Lease) error {
 				fresh := l.DeepCopy()
 				fresh.Spec.RenewTime = ptr.To(metav1.NowMicro())
-				if _, err := admin.CoordinationV1().Leases(lease.NodeLeaseNamespace).Update(ctx, fresh, metav1.UpdateOptions{}); err != nil {
-					t.Fatal(err)
-				}
-				return l, nil
-			},
+				_, err := leases.Update(ctx, fresh, metav1.UpdateOptions{})
+				return err
+			}),
 			want: PreconditionFailed, wantSurvive: true, wantReqs: 2,
 		},
 		{
 			name: "lease adopted between classification and delete: precondition saves it",
-			setup: func(t *testing.T, name string) (*coordinationv1.Lease, *lease.NodeRef) {
-				l := createLease(t, admin, name, 2*time.Hour)
-				patch := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"Node","name":%q,"uid":"0a0a0a0a-0000-0000-0000-000000000001"}]}}`, name)
-				if _, err := admin.CoordinationV1().Leases(lease.NodeLeaseNamespace).Patch(ctx, name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
-					t.Fatal(err)
-				}
-				return l, nil
-			},
+			setup: leakedThen(func(t *testing.T, l *coordinationv1.Lease) error {
+				patch := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"Node","name":%q,"uid":"0a0a0a0a-0000-0000-0000-000000000001"}]}}`, l.Name)
+				_, err := leases.Patch(ctx, l.Name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{})
+				return err
+			}),
 			want: PreconditionFailed, wantSurvive: true, wantReqs: 2,
 		},
 		{
 			name: "lease deleted and re-created under the same name: the UID precondition saves the new one",
-			setup: func(t *testing.T, name string) (*coordinationv1.Lease, *lease.NodeRef) {
-				l := createLease(t, admin, name, 2*time.Hour)
-				if err := admin.CoordinationV1().Leases(lease.NodeLeaseNamespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-					t.Fatal(err)
+			setup: leakedThen(func(t *testing.T, l *coordinationv1.Lease) error {
+				if err := leases.Delete(ctx, l.Name, metav1.DeleteOptions{}); err != nil {
+					return err
 				}
-				createLease(t, admin, name, 2*time.Hour)
-				return l, nil
-			},
+				createLease(t, admin, l.Name, 2*time.Hour)
+				return nil
+			}),
 			want: PreconditionFailed, wantSurvive: true, wantReqs: 2,
 		},
 		{
 			name: "lease already gone",
-			setup: func(t *testing.T, name string) (*coordinationv1.Lease, *lease.NodeRef) {
-				l := createLease(t, admin, name, 2*time.Hour)
-				if err := admin.CoordinationV1().Leases(lease.NodeLeaseNamespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-					t.Fatal(err)
-				}
-				return l, nil
-			},
+			setup: leakedThen(func(t *testing.T, l *coordinationv1.Lease) error {
+				return leases.Delete(ctx, l.Name, metav1.DeleteOptions{})
+			}),
 			want: Gone, wantReqs: 2,
 		},
 		{

@@ -3,6 +3,8 @@ package doctor
 import (
 	"bytes"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -45,13 +47,8 @@ func ParseMetrics(data []byte, prefix string) ([]Sample, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metrics of %s*: %w", prefix, err)
 	}
-	names := make([]string, 0, len(families))
-	for name := range families {
-		names = append(names, name)
-	}
-	sort.Strings(names)
 	var out []Sample
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(families)) {
 		vec, err := expfmt.ExtractSamples(&expfmt.DecodeOptions{}, families[name])
 		if err != nil {
 			return nil, fmt.Errorf("metric %s: %w", name, err)
@@ -101,13 +98,8 @@ func CheckAPF(samples []Sample) ([]findings.Finding, int) {
 		a.reasons[s.Labels["reason"]] += s.Value
 		a.flows[s.Labels["flow_schema"]] += s.Value
 	}
-	names := make([]string, 0, len(rejected))
-	for pl := range rejected {
-		names = append(names, pl)
-	}
-	sort.Strings(names)
 	var out []findings.Finding
-	for _, pl := range names {
+	for _, pl := range slices.Sorted(maps.Keys(rejected)) {
 		a := rejected[pl]
 		out = append(out, RuleAPFRejected.New("prioritylevelconfiguration/"+pl,
 			"%.0f requests rejected since the API server started (%s) from flow schemas %s",

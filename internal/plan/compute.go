@@ -3,8 +3,10 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -327,7 +329,7 @@ func subnetLimit(seq sequence, p *Plan, known map[string]Subnet, custom bool) (L
 				if sn, ok := known[id]; ok {
 					free[id], initial[id] = sn.Free, sn.Free
 					used[id] = true
-				} else if !contains(unknown, id) {
+				} else if !slices.Contains(unknown, id) {
 					unknown = append(unknown, id)
 				}
 			}
@@ -420,12 +422,7 @@ func subnetLimit(seq sequence, p *Plan, known map[string]Subnet, custom bool) (L
 		want = want[1:]
 	}
 	var out []SubnetPlan
-	ids := make([]string, 0, len(used))
-	for id := range used {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(used)) {
 		out = append(out, SubnetPlan{Subnet: known[id], Taken: taken[id], Nodes: nodes[id], Left: initial[id] - taken[id]})
 	}
 	// Nodes that found no room still want their addresses: show the shortfall on the subnet
@@ -472,25 +469,11 @@ func subnetNeeds(pl Placement, h Holding, custom bool) map[string]int {
 }
 
 func needText(needs map[string]int) string {
-	ids := make([]string, 0, len(needs))
-	for id := range needs {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
 	var parts []string
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(needs)) {
 		parts = append(parts, fmt.Sprintf("%d from %s", needs[id], id))
 	}
 	return strings.Join(parts, " and ")
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // perNodeLimit is a limit each node meets alone (pods per node, image pulls): it is reached at

@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -62,13 +63,8 @@ func WithChanges(env, changes map[string]string) map[string]string {
 }
 
 func changesText(changes map[string]string) string {
-	keys := make([]string, 0, len(changes))
-	for k := range changes {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var parts []string
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(changes)) {
 		parts = append(parts, k+"="+changes[k])
 	}
 	return strings.Join(parts, " ")

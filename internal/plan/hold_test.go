@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"maps"
 	"testing"
 
 	"github.com/nodekeeper/nodekeeper/internal/eni"
@@ -13,6 +14,19 @@ func mustType(t *testing.T, name string) eni.InstanceType {
 		t.Fatal(err)
 	}
 	return it
+}
+
+// docHold is the holding of a row of the CNI's docs: instance type typ with the aws-node settings
+// env, whose empty values (a column the row leaves blank) it deletes, and pods pods that need an
+// address; the host-network DaemonSet pods are added to them.
+func docHold(t *testing.T, typ string, env map[string]string, pods int) Holding {
+	t.Helper()
+	maps.DeleteFunc(env, func(_, v string) bool { return v == "" })
+	h, err := Hold(mustType(t, typ), eni.ParseSettings(env), 0, pods+eni.HostNetworkPods)
+	if err != nil {
+		t.Fatalf("%s %v with %d pods: %v", typ, env, pods, err)
+	}
+	return h
 }
 
 // The holdings follow the VPC CNI's documented warm-pool behaviour (amazon-vpc-cni-k8s
@@ -125,16 +139,8 @@ func TestHoldMatchesTheCNIDocs(t *testing.T) {
 		{"p3dn.24xlarge", "", "5", "10", 15, 1, 20},
 		{"p3dn.24xlarge", "", "5", "10", 45, 2, 50},
 	} {
-		env := map[string]string{}
-		for k, v := range map[string]string{"WARM_ENI_TARGET": tc.warmENI, "WARM_IP_TARGET": tc.warmIP, "MINIMUM_IP_TARGET": tc.minIP} {
-			if v != "" {
-				env[k] = v
-			}
-		}
-		h, err := Hold(mustType(t, tc.typ), eni.ParseSettings(env), 0, tc.pods+eni.HostNetworkPods)
-		if err != nil {
-			t.Fatalf("%+v: %v", tc, err)
-		}
+		env := map[string]string{"WARM_ENI_TARGET": tc.warmENI, "WARM_IP_TARGET": tc.warmIP, "MINIMUM_IP_TARGET": tc.minIP}
+		h := docHold(t, tc.typ, env, tc.pods)
 		if h.ENIs != tc.enis || h.Addresses != tc.addresses {
 			t.Errorf("%s %v with %d pods: %d ENIs, %d addresses; the CNI's docs say %d ENIs, %d secondary IPs", tc.typ, env, tc.pods, h.ENIs, h.Addresses, tc.enis, tc.addresses)
 		}
@@ -176,16 +182,8 @@ func TestHoldMatchesTheCNIPrefixDocs(t *testing.T) {
 		{"p3dn.24xlarge", "", "5", "10", 15, 2, 0},
 		{"p3dn.24xlarge", "", "5", "10", 45, 4, 0},
 	} {
-		env := map[string]string{"ENABLE_PREFIX_DELEGATION": "true"}
-		for k, v := range map[string]string{"WARM_PREFIX_TARGET": tc.warmPrefix, "WARM_IP_TARGET": tc.warmIP, "MINIMUM_IP_TARGET": tc.minIP} {
-			if v != "" {
-				env[k] = v
-			}
-		}
-		h, err := Hold(mustType(t, tc.typ), eni.ParseSettings(env), 0, tc.pods+eni.HostNetworkPods)
-		if err != nil {
-			t.Fatalf("%+v: %v", tc, err)
-		}
+		env := map[string]string{"ENABLE_PREFIX_DELEGATION": "true", "WARM_PREFIX_TARGET": tc.warmPrefix, "WARM_IP_TARGET": tc.warmIP, "MINIMUM_IP_TARGET": tc.minIP}
+		h := docHold(t, tc.typ, env, tc.pods)
 		if h.Prefixes != tc.prefixes || h.Addresses != 16*tc.prefixes || (tc.enis > 0 && h.ENIs != tc.enis) {
 			t.Errorf("%s %v with %d pods: %d prefixes (%d addresses) on %d ENIs; the CNI's docs say %d prefixes on %d ENIs",
 				tc.typ, env, tc.pods, h.Prefixes, h.Addresses, h.ENIs, tc.prefixes, tc.enis)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -311,15 +312,5 @@ func (o *auditOptions) write(rep *analyze.Report) error {
 	if err != nil || o.htmlFile == "" {
 		return err
 	}
-	// Not waiting for a reader should --html name a FIFO: opened without blocking, it fails at
-	// once when nobody reads it.
-	f, err := os.OpenFile(o.htmlFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|openNonBlock, 0o666)
-	if err != nil {
-		return err
-	}
-	if err := render.WriteHTML(f, rep); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return writeHTMLFile(o.htmlFile, func(w io.Writer) error { return render.WriteHTML(w, rep) })
 }

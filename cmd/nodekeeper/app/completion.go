@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -88,23 +90,15 @@ func (g *globalOptions) kubeconfigNames(kind string) []string {
 	if err != nil {
 		return nil
 	}
-	var out []string
 	switch kind {
 	case "context":
-		for name := range raw.Contexts {
-			out = append(out, name)
-		}
+		return slices.Sorted(maps.Keys(raw.Contexts))
 	case "cluster":
-		for name := range raw.Clusters {
-			out = append(out, name)
-		}
+		return slices.Sorted(maps.Keys(raw.Clusters))
 	case "user":
-		for name := range raw.AuthInfos {
-			out = append(out, name)
-		}
+		return slices.Sorted(maps.Keys(raw.AuthInfos))
 	}
-	sort.Strings(out)
-	return out
+	return nil
 }
 
 // namespaces lists the cluster's namespaces with the connection flags given so far; nothing when

@@ -2,6 +2,9 @@ package app
 
 import (
 	"fmt"
+	"io"
+	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -36,13 +39,8 @@ func (o *outputFlags) RegisterCompletion(cmd *cobra.Command) {
 
 // Validate refuses a format the command does not offer.
 func (o *outputFlags) Validate() error {
-	if o.Output == o.def {
+	if o.Output == o.def || slices.Contains(o.formats, o.Output) {
 		return nil
-	}
-	for _, f := range o.formats {
-		if o.Output == f {
-			return nil
-		}
 	}
 	return fmt.Errorf("unknown output format %q (want %s)", o.Output, orList(o.formats))
 }
@@ -53,4 +51,18 @@ func orList(items []string) string {
 		return strings.Join(items, "")
 	}
 	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
+}
+
+// writeHTMLFile writes the page of --html to path. Not waiting for a reader should path name a
+// FIFO: opened without blocking, it fails at once when nobody reads it.
+func writeHTMLFile(path string, write func(io.Writer) error) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|openNonBlock, 0o666)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -271,13 +271,5 @@ func (o *planOptions) write(out io.Writer, res *plan.Result) error {
 	if err != nil || o.htmlFile == "" {
 		return err
 	}
-	f, err := os.Create(o.htmlFile)
-	if err != nil {
-		return err
-	}
-	if err := render.WriteHTML(f, res); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return writeHTMLFile(o.htmlFile, func(w io.Writer) error { return render.WriteHTML(w, res) })
 }

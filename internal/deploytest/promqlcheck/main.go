@@ -14,8 +14,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
@@ -103,9 +104,6 @@ func check(p parser.Parser, in input) output {
 		}
 		return nil
 	})
-	for l := range grouping {
-		o.Grouping = append(o.Grouping, l)
-	}
-	sort.Strings(o.Grouping)
+	o.Grouping = append(o.Grouping, slices.Sorted(maps.Keys(grouping))...)
 	return o
 }

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -394,7 +395,7 @@ func (r *reader) group(ctx context.Context, q Request, nodes []corev1.Node, eniC
 	}
 	for _, s := range subnets {
 		z := subnetZone[s]
-		if len(q.Zones) > 0 && z != "" && !contains(q.Zones, z) {
+		if len(q.Zones) > 0 && z != "" && !slices.Contains(q.Zones, z) {
 			continue
 		}
 		pl := plan.Placement{Zone: z, NodeSubnet: s}
@@ -414,15 +415,6 @@ func (r *reader) group(ctx context.Context, q Request, nodes []corev1.Node, eniC
 		}
 	}
 	return g, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // podSubnet is the ENIConfig a new node of group in zone selects, and its subnet: --eniconfig,

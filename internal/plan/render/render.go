@@ -6,7 +6,8 @@ package render
 import (
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -207,13 +208,8 @@ func settingsText(s map[string]string) string {
 }
 
 func changesText(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var parts []string
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if m[k] == "" {
 			parts = append(parts, k+" unset")
 		} else {
