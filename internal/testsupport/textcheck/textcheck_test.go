@@ -6,15 +6,19 @@ import (
 	"testing"
 )
 
-// errorRecorder is a testing.TB that records Errorf messages instead of failing the test.
-type errorRecorder struct {
+// recorder is a testing.TB that records Errorf and Fatalf messages instead of failing the test
+// (its Fatalf returns: the helpers under test must not go on after it).
+type recorder struct {
 	testing.TB
-	errors []string
+	errors, fatals []string
 }
 
-func (r *errorRecorder) Helper() {}
-func (r *errorRecorder) Errorf(format string, args ...any) {
+func (r *recorder) Helper() {}
+func (r *recorder) Errorf(format string, args ...any) {
 	r.errors = append(r.errors, fmt.Sprintf(format, args...))
+}
+func (r *recorder) Fatalf(format string, args ...any) {
+	r.fatals = append(r.fatals, fmt.Sprintf(format, args...))
 }
 
 // TestContains: each missing wanted string and each present unwanted one is one error naming it.
@@ -30,7 +34,7 @@ func TestContains(t *testing.T) {
 		{"both", []string{"delta"}, []string{"alpha"}, []string{`out lacks "delta"`, `out has "alpha"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &errorRecorder{TB: t}
+			r := &recorder{TB: t}
 			Contains(r, "out", "alpha beta", tc.want, tc.not)
 			if len(r.errors) != len(tc.errors) {
 				t.Fatalf("errors %q, want %q", r.errors, tc.errors)
@@ -42,17 +46,6 @@ func TestContains(t *testing.T) {
 			}
 		})
 	}
-}
-
-// fatalRecorder records Fatalf messages instead of ending the test.
-type fatalRecorder struct {
-	testing.TB
-	fatals []string
-}
-
-func (r *fatalRecorder) Helper() {}
-func (r *fatalRecorder) Fatalf(format string, args ...any) {
-	r.fatals = append(r.fatals, fmt.Sprintf(format, args...))
 }
 
 // TestWantError: an expected error ends the case, a wrong or missing one fails it, and an
@@ -72,7 +65,7 @@ func TestWantError(t *testing.T) {
 		{"error wanted, none came", nil, "line 3", true, `error <nil>, want one mentioning "line 3"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &fatalRecorder{TB: t}
+			r := &recorder{TB: t}
 			if done := WantError(r, tc.err, tc.want); done != tc.wantDone {
 				t.Errorf("WantError returned %v, want %v", done, tc.wantDone)
 			}
