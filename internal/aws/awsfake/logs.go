@@ -93,11 +93,10 @@ func (c *Cloud) inRange(group string, from, to int64) []LogEvent {
 // StartQuery implements LogsAPI. The time range is inclusive at both ends, in seconds; the end
 // second is taken whole (the widest reading of the API reference).
 func (c *Cloud) StartQuery(_ context.Context, in *cloudwatchlogs.StartQueryInput, _ ...func(*cloudwatchlogs.Options)) (*cloudwatchlogs.StartQueryOutput, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.call(nkaws.PermStartQuery); err != nil {
-		return nil, err
-	}
+	return answer(c, nkaws.PermStartQuery, in, c.startQuery)
+}
+
+func (c *Cloud) startQuery(in *cloudwatchlogs.StartQueryInput) (*cloudwatchlogs.StartQueryOutput, error) {
 	maxQ := c.MaxConcurrentQueries
 	if maxQ <= 0 {
 		maxQ = 30
@@ -184,11 +183,10 @@ func (c *Cloud) StartQuery(_ context.Context, in *cloudwatchlogs.StartQueryInput
 // GetQueryResults implements LogsAPI: Running for PollsBeforeComplete calls, then Complete
 // with every row (Insights does not paginate results).
 func (c *Cloud) GetQueryResults(_ context.Context, in *cloudwatchlogs.GetQueryResultsInput, _ ...func(*cloudwatchlogs.Options)) (*cloudwatchlogs.GetQueryResultsOutput, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.call(nkaws.PermGetQueryResults); err != nil {
-		return nil, err
-	}
+	return answer(c, nkaws.PermGetQueryResults, in, c.getQueryResults)
+}
+
+func (c *Cloud) getQueryResults(in *cloudwatchlogs.GetQueryResultsInput) (*cloudwatchlogs.GetQueryResultsOutput, error) {
 	q, ok := c.queries[str(in.QueryId)]
 	if !ok {
 		return nil, apiError("ResourceNotFoundException", "query %s not found", str(in.QueryId))
@@ -224,11 +222,10 @@ func (c *Cloud) finish(q *query) {
 
 // StopQuery implements LogsAPI.
 func (c *Cloud) StopQuery(_ context.Context, in *cloudwatchlogs.StopQueryInput, _ ...func(*cloudwatchlogs.Options)) (*cloudwatchlogs.StopQueryOutput, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.call(nkaws.PermStopQuery); err != nil {
-		return nil, err
-	}
+	return answer(c, nkaws.PermStopQuery, in, c.stopQuery)
+}
+
+func (c *Cloud) stopQuery(in *cloudwatchlogs.StopQueryInput) (*cloudwatchlogs.StopQueryOutput, error) {
 	q, ok := c.queries[str(in.QueryId)]
 	if !ok {
 		return nil, apiError("ResourceNotFoundException", "query %s not found", str(in.QueryId))
@@ -244,11 +241,10 @@ func (c *Cloud) StopQuery(_ context.Context, in *cloudwatchlogs.StopQueryInput, 
 // FilterLogEvents implements LogsAPI: LogStreamNamePrefix, StartTime and EndTime (milliseconds,
 // both inclusive), FilterPattern (looked up in Filters; empty matches all), Limit and NextToken.
 func (c *Cloud) FilterLogEvents(_ context.Context, in *cloudwatchlogs.FilterLogEventsInput, _ ...func(*cloudwatchlogs.Options)) (*cloudwatchlogs.FilterLogEventsOutput, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.call(nkaws.PermFilterLogEvents); err != nil {
-		return nil, err
-	}
+	return answer(c, nkaws.PermFilterLogEvents, in, c.filterLogEvents)
+}
+
+func (c *Cloud) filterLogEvents(in *cloudwatchlogs.FilterLogEventsInput) (*cloudwatchlogs.FilterLogEventsOutput, error) {
 	group := str(in.LogGroupName)
 	if _, ok := c.logs[group]; !ok {
 		return nil, apiError("ResourceNotFoundException", "The specified log group does not exist.")
