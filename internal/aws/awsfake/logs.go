@@ -187,9 +187,9 @@ func (c *Cloud) GetQueryResults(_ context.Context, in *cloudwatchlogs.GetQueryRe
 }
 
 func (c *Cloud) getQueryResults(in *cloudwatchlogs.GetQueryResultsInput) (*cloudwatchlogs.GetQueryResultsOutput, error) {
-	q, ok := c.queries[str(in.QueryId)]
-	if !ok {
-		return nil, apiError("ResourceNotFoundException", "query %s not found", str(in.QueryId))
+	q, err := c.query(in.QueryId)
+	if err != nil {
+		return nil, err
 	}
 	q.polls++
 	if q.status == "Running" && q.polls > c.PollsBeforeComplete {
@@ -211,6 +211,15 @@ func (c *Cloud) getQueryResults(in *cloudwatchlogs.GetQueryResultsInput) (*cloud
 	return out, nil
 }
 
+// query is the query of an ID (GetQueryResults, StopQuery). c.mu is held.
+func (c *Cloud) query(id *string) (*query, error) {
+	q, ok := c.queries[str(id)]
+	if !ok {
+		return nil, apiError("ResourceNotFoundException", "query %s not found", str(id))
+	}
+	return q, nil
+}
+
 func strPtr(s string) *string { return &s }
 
 func (c *Cloud) finish(q *query) {
@@ -226,9 +235,9 @@ func (c *Cloud) StopQuery(_ context.Context, in *cloudwatchlogs.StopQueryInput, 
 }
 
 func (c *Cloud) stopQuery(in *cloudwatchlogs.StopQueryInput) (*cloudwatchlogs.StopQueryOutput, error) {
-	q, ok := c.queries[str(in.QueryId)]
-	if !ok {
-		return nil, apiError("ResourceNotFoundException", "query %s not found", str(in.QueryId))
+	q, err := c.query(in.QueryId)
+	if err != nil {
+		return nil, err
 	}
 	stopped := q.status == "Running"
 	if stopped {
