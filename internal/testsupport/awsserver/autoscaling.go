@@ -186,10 +186,9 @@ type xmlASGTag struct {
 }
 
 func toXMLASGTemplate(s *asgtypes.LaunchTemplateSpecification) *xmlASGLaunchTemplate {
-	if s == nil {
-		return nil
-	}
-	return &xmlASGLaunchTemplate{s.LaunchTemplateId, s.LaunchTemplateName, s.Version}
+	return optional(s, func(s asgtypes.LaunchTemplateSpecification) xmlASGLaunchTemplate {
+		return xmlASGLaunchTemplate{s.LaunchTemplateId, s.LaunchTemplateName, s.Version}
+	})
 }
 
 func toXMLGroup(g asgtypes.AutoScalingGroup) xmlGroup {

@@ -168,7 +168,7 @@ func readGetMetricData(v cbor.Value) (*cloudwatch.GetMetricDataInput, error) {
 }
 
 func cborTime(t time.Time) cbor.Value {
-	return &cbor.Tag{ID: 1, Value: cbor.Float64(float64(t.UnixMilli()) / 1e3)}
+	return &cbor.Tag{ID: 1, Value: cbor.Float64(epochSeconds(t))}
 }
 
 func (metricsService) writeOutput(w http.ResponseWriter, reqID string, doc any) {

@@ -241,11 +241,7 @@ type xmlInterfaceID struct {
 
 // ec2Time is how EC2 writes a timestamp (ISO 8601, milliseconds, UTC).
 func ec2Time(t *time.Time) *string {
-	if t == nil {
-		return nil
-	}
-	s := t.UTC().Format("2006-01-02T15:04:05.000Z")
-	return &s
+	return optional(t, func(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") })
 }
 
 func toXMLInstance(i ec2types.Instance) xmlInstance {

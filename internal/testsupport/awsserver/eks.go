@@ -5,7 +5,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
@@ -140,7 +139,7 @@ func toJSONCluster(c *ekstypes.Cluster) *jsonCluster {
 		return nil
 	}
 	j := &jsonCluster{Name: c.Name, Arn: c.Arn, Version: c.Version, Endpoint: c.Endpoint, RoleArn: c.RoleArn,
-		Status: string(c.Status), PlatformVersion: c.PlatformVersion, Tags: c.Tags, CreatedAt: epochSeconds(c.CreatedAt)}
+		Status: string(c.Status), PlatformVersion: c.PlatformVersion, Tags: c.Tags, CreatedAt: optional(c.CreatedAt, epochSeconds)}
 	if c.Logging != nil {
 		j.Logging = &jsonLogging{ClusterLogging: []jsonLogSetup{}}
 		for _, l := range c.Logging.ClusterLogging {
@@ -200,20 +199,12 @@ type jsonLaunchTemplate struct {
 	ID      *string `json:"id,omitempty"`
 }
 
-func epochSeconds(t *time.Time) *float64 {
-	if t == nil {
-		return nil
-	}
-	secs := float64(t.UnixMilli()) / 1000
-	return &secs
-}
-
 func toJSONNodegroup(n *ekstypes.Nodegroup) *jsonNodegroup {
 	if n == nil {
 		return nil
 	}
 	j := &jsonNodegroup{NodegroupName: n.NodegroupName, NodegroupArn: n.NodegroupArn, ClusterName: n.ClusterName, Version: n.Version,
-		ReleaseVersion: n.ReleaseVersion, CreatedAt: epochSeconds(n.CreatedAt), Status: string(n.Status), CapacityType: string(n.CapacityType),
+		ReleaseVersion: n.ReleaseVersion, CreatedAt: optional(n.CreatedAt, epochSeconds), Status: string(n.Status), CapacityType: string(n.CapacityType),
 		InstanceTypes: n.InstanceTypes, Subnets: n.Subnets, AmiType: string(n.AmiType), NodeRole: n.NodeRole, Labels: n.Labels, Tags: n.Tags}
 	if s := n.ScalingConfig; s != nil {
 		j.ScalingConfig = &jsonScalingConfig{s.MinSize, s.MaxSize, s.DesiredSize}

@@ -25,10 +25,10 @@
 // refused, as AWS does. The request is decoded into the SDK's input type and handed to the
 // Cloud, whose answer (or error: awsfake's AccessDenied, UnauthorizedOperation, NotFound...) is
 // encoded the way the service does (each service's table of operations: a typed decoder, the
-// Cloud's method and an encoder, made by op), so that error naming (internal/aws.Explain) and the SDK's
-// retries work over the wire exactly as against AWS. Each encoder carries the fields nodekeeper
-// reads and the common neighbours of those (see the encoders); the package's tests compare the
-// Cloud's answers with what the SDK decodes from the wire.
+// Cloud's method and an encoder, made by op), so that error naming (internal/aws.Explain) and
+// the SDK's retries work over the wire exactly as against AWS. Each encoder carries the fields
+// nodekeeper reads and the common neighbours of those (see the encoders); the package's tests
+// compare the Cloud's answers with what the SDK decodes from the wire.
 //
 // Use:
 //
@@ -56,6 +56,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/smithy-go"
 
@@ -355,6 +356,19 @@ func (o operation[Req]) read(op string, req Req) (decoded, error) {
 	in, err := o.decode(req)
 	return decoded{op, in, o.handler}, err
 }
+
+// optional is f of *p, or nil where p is nil: a member a document leaves out when it is not set.
+func optional[T, U any](p *T, f func(T) U) *U {
+	if p == nil {
+		return nil
+	}
+	v := f(*p)
+	return &v
+}
+
+// epochSeconds is how the JSON and CBOR protocols write a timestamp: seconds since the epoch, to
+// the millisecond.
+func epochSeconds(t time.Time) float64 { return float64(t.UnixMilli()) / 1000 }
 
 // statuses are the HTTP statuses a service answers error codes with; a code not listed is the
 // client's error, 400.
