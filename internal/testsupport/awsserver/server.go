@@ -132,10 +132,9 @@ func (s *Server) Calls() []Call {
 // Operations returns "service:Operation" of each request answered so far, in order (e.g.
 // "ec2:DescribeInstances"), for compact assertions.
 func (s *Server) Operations() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]string, len(s.calls))
-	for i, c := range s.calls {
+	calls := s.Calls()
+	out := make([]string, len(calls))
+	for i, c := range calls {
 		out[i] = c.Service + ":" + c.Operation
 	}
 	return out
@@ -143,10 +142,8 @@ func (s *Server) Operations() []string {
 
 // Count is how many requests for operation were answered.
 func (s *Server) Count(operation string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	n := 0
-	for _, c := range s.calls {
+	for _, c := range s.Calls() {
 		if c.Operation == operation {
 			n++
 		}
