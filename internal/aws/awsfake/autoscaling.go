@@ -40,7 +40,7 @@ func (c *Cloud) describeAutoScalingGroups(in *autoscaling.DescribeAutoScalingGro
 		}
 		match = append(match, g)
 	}
-	p, err := pageOf(match, in.NextToken, min(size, c.pageSize(nil)))
+	p, err := pageOf(match, in.NextToken, min(size, c.pageSize(defaultPageSize, nil)))
 	if err != nil {
 		return nil, err
 	}

@@ -131,7 +131,7 @@ func (k resourceKind[T]) describe(c *Cloud, permission string, all *[]T, q descr
 				return paged[T]{}, k.unknownID(id)
 			}
 		}
-		return pageOf(match, q.token, c.pageSize(q.max))
+		return pageOf(match, q.token, c.pageSize(defaultPageSize, q.max))
 	})
 }
 
@@ -209,7 +209,7 @@ func (c *Cloud) describeInstanceTypes(in *ec2.DescribeInstanceTypesInput) (*ec2.
 	if len(in.InstanceTypes) == 0 {
 		match = c.InstanceTypes
 	}
-	p, err := pageOf(match, in.NextToken, c.pageSize(in.MaxResults))
+	p, err := pageOf(match, in.NextToken, c.pageSize(defaultPageSize, in.MaxResults))
 	if err != nil {
 		return nil, err
 	}

@@ -64,7 +64,8 @@ type Cloud struct {
 	// the call's context and IAM action; an error it returns is the call's answer. Tests make
 	// AWS slow with it (block until the context ends) or throttle (Throttled). See faults.go.
 	Before func(ctx context.Context, permission string) error
-	// PageSize bounds the items of one page of the paginated APIs (0: 1000).
+	// PageSize bounds the items of one page of the paginated APIs (0: 1000; FilterLogEvents:
+	// 10,000).
 	PageSize int
 	// RowLimit is Insights' row limit (0: 10,000).
 	RowLimit int
@@ -185,13 +186,19 @@ func apiError(code, format string, args ...any) error {
 	return &smithy.GenericAPIError{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-func (c *Cloud) pageSize(max *int32) int {
+// defaultPageSize is the page size of the paginated APIs when neither PageSize nor the call
+// sets one.
+const defaultPageSize = 1000
+
+// pageSize bounds a page: PageSize, else the service's default def, and at most what the call
+// asked for (MaxResults, Limit...; nil or 0: no ask).
+func (c *Cloud) pageSize(def int, asked *int32) int {
 	n := c.PageSize
 	if n <= 0 {
-		n = 1000
+		n = def
 	}
-	if max != nil && *max > 0 && int(*max) < n {
-		n = int(*max)
+	if asked != nil && *asked > 0 && int(*asked) < n {
+		n = int(*asked)
 	}
 	return n
 }

@@ -78,7 +78,7 @@ func (c *Cloud) describeLaunchTemplateVersions(in *ec2.DescribeLaunchTemplateVer
 			}
 		}
 	}
-	p, err := pageOf(match, in.NextToken, c.pageSize(in.MaxResults))
+	p, err := pageOf(match, in.NextToken, c.pageSize(defaultPageSize, in.MaxResults))
 	if err != nil {
 		return nil, err
 	}

@@ -277,14 +277,7 @@ func (c *Cloud) filterLogEvents(in *cloudwatchlogs.FilterLogEventsInput) (*cloud
 			match = append(match, ev)
 		}
 	}
-	size := c.PageSize
-	if size <= 0 {
-		size = 10000
-	}
-	if in.Limit != nil && *in.Limit > 0 && int(*in.Limit) < size {
-		size = int(*in.Limit)
-	}
-	lo, hi, next, err := page(in.NextToken, len(match), size)
+	lo, hi, next, err := page(in.NextToken, len(match), c.pageSize(10000, in.Limit)) // FilterLogEvents' default: 10,000 events
 	if err != nil {
 		return nil, err
 	}

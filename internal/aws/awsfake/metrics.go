@@ -125,7 +125,7 @@ func (c *Cloud) getMetricData(in *cloudwatch.GetMetricDataInput) (*cloudwatch.Ge
 			return nil, apiError("ValidationError", "The parameter MetricDataQueries.member.MetricStat.Period must be 1, 5, 10, 20, 30 or a multiple of 60 (query %s)", id)
 		}
 	}
-	p, err := pageOf(qs, in.NextToken, c.pageSize(nil))
+	p, err := pageOf(qs, in.NextToken, c.pageSize(defaultPageSize, nil))
 	if err != nil {
 		return nil, apiError("InvalidNextToken", "The service couldn't process your request because the NextToken is invalid.")
 	}

@@ -30,7 +30,7 @@ func (c *Cloud) listNodegroups(in *eks.ListNodegroupsInput) (*eks.ListNodegroups
 			names = append(names, str(ng.NodegroupName))
 		}
 	}
-	p, err := pageOf(names, in.NextToken, c.pageSize(in.MaxResults))
+	p, err := pageOf(names, in.NextToken, c.pageSize(defaultPageSize, in.MaxResults))
 	if err != nil {
 		return nil, err
 	}
