@@ -167,55 +167,45 @@ func TestEKSClusterName(t *testing.T) {
 	}
 }
 
-// TestDoctorAWSFlags: doctor without --aws never loads AWS; --aws without a cluster says what
-// to pass; AWS-only flags need --aws.
-func TestDoctorAWSFlags(t *testing.T) {
-	aws := &fakeAWS{}
+// TestAWSFlagsNeedAWS: doctor, leases and maxpods without --aws never load AWS (not even maxpods
+// for a type the table does not know, which is an error that suggests --aws); AWS-only flags
+// need --aws; doctor --aws without a cluster says what to pass.
+func TestAWSFlagsNeedAWS(t *testing.T) {
 	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
-	if _, _, err := runCmd(t, aws, "doctor", "--region", "eu-west-1"); err == nil || !strings.Contains(err.Error(), "--region needs --aws") {
-		t.Errorf("--region without --aws: %v", err)
-	}
-	if _, _, err := runCmd(t, aws, "doctor", "--aws"); err == nil || !strings.Contains(err.Error(), "--eks-cluster") {
-		t.Errorf("--aws without a cluster: %v", err)
-	}
-	// Without --aws the run fails on the missing kubeconfig, before and without AWS.
-	if _, _, err := runCmd(t, aws, "doctor"); err == nil {
-		t.Errorf("doctor without a cluster succeeded")
-	}
-	if aws.loads != 0 {
-		t.Errorf("AWS clients loaded %d times", aws.loads)
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		wantErr string // "": any error
+	}{
+		{"doctor --region without --aws", []string{"doctor", "--region", "eu-west-1"}, "--region needs --aws"},
+		{"doctor --aws without a cluster", []string{"doctor", "--aws"}, "--eks-cluster"},
+		// Without --aws the run fails on the missing kubeconfig, before and without AWS.
+		{"doctor without a cluster", []string{"doctor"}, ""},
+		{"leases --profile without --aws", []string{"leases", "--profile", "x"}, "--profile needs --aws"},
+		{"leases without a cluster", []string{"leases"}, ""},
+		{"maxpods of an unknown type without --aws", []string{"maxpods", "m9z.large"}, "pass --aws"},
+		{"maxpods --region without --aws", []string{"maxpods", "m5.large", "--region", "us-east-1"}, "--region needs --aws"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			aws := &fakeAWS{}
+			_, _, err := runCmd(t, aws, tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("error %v, want one mentioning %q", err, tc.wantErr)
+			}
+			if aws.loads != 0 {
+				t.Errorf("AWS clients loaded %d times", aws.loads)
+			}
+		})
 	}
 }
 
-// TestLeasesAWSFlags: leases without --aws never loads AWS; AWS-only flags need --aws.
-func TestLeasesAWSFlags(t *testing.T) {
-	aws := &fakeAWS{}
-	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
-	if _, _, err := runCmd(t, aws, "leases", "--profile", "x"); err == nil || !strings.Contains(err.Error(), "--profile needs --aws") {
-		t.Errorf("--profile without --aws: %v", err)
-	}
-	if _, _, err := runCmd(t, aws, "leases"); err == nil {
-		t.Errorf("leases without a cluster succeeded")
-	}
-	if aws.loads != 0 {
-		t.Errorf("AWS clients loaded %d times", aws.loads)
-	}
-}
-
-// TestMaxPodsAWS: maxpods without --aws never loads AWS clients (not even for a type the table
-// does not know, which is an error that suggests --aws); with --aws it asks EC2 about that type
-// and says the figure came from EC2; --region without --aws is refused.
+// TestMaxPodsAWS: maxpods knows a type of its table without --aws; with --aws it asks EC2 about a
+// type the table does not know and says the figure came from EC2 (the refusals without --aws:
+// TestAWSFlagsNeedAWS).
 func TestMaxPodsAWS(t *testing.T) {
 	_, _, err := runCmd(t, nil, "maxpods", "M5.Large", "-o", "value")
 	if err != nil {
 		t.Fatalf("M5.Large without --aws: %v", err)
-	}
-	none := &fakeAWS{}
-	if _, _, err := runCmd(t, none, "maxpods", "m9z.large"); err == nil || !strings.Contains(err.Error(), "pass --aws") || none.loads != 0 {
-		t.Fatalf("unknown type without --aws: err %v, %d loads", err, none.loads)
-	}
-	if _, _, err := runCmd(t, none, "maxpods", "m5.large", "--region", "us-east-1"); err == nil || !strings.Contains(err.Error(), "--region needs --aws") {
-		t.Errorf("--region without --aws: %v", err)
 	}
 	cloud := awsfake.New()
 	cloud.InstanceTypes = []ec2types.InstanceTypeInfo{{InstanceType: "m9z.large", Hypervisor: ec2types.InstanceTypeHypervisorNitro,

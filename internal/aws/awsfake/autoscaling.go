@@ -16,16 +16,15 @@ var _ nkaws.AutoScalingAPI = (*Cloud)(nil)
 // unknown names are left out, not an error, as in Auto Scaling), IncludeInstances (default
 // true), paged by MaxRecords (default 50, at most 100) and NextToken.
 func (c *Cloud) DescribeAutoScalingGroups(_ context.Context, in *autoscaling.DescribeAutoScalingGroupsInput, _ ...func(*autoscaling.Options)) (*autoscaling.DescribeAutoScalingGroupsOutput, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.call(nkaws.PermDescribeAutoScalingGroups); err != nil {
+	return answer(c, nkaws.PermDescribeAutoScalingGroups, in, c.describeAutoScalingGroups)
+}
+
+func (c *Cloud) describeAutoScalingGroups(in *autoscaling.DescribeAutoScalingGroupsInput) (*autoscaling.DescribeAutoScalingGroupsOutput, error) {
+	if err := checkPageSize(in.MaxRecords, 100, "ValidationError", "MaxRecords"); err != nil {
 		return nil, err
 	}
 	size := 50
 	if in.MaxRecords != nil {
-		if *in.MaxRecords < 1 || *in.MaxRecords > 100 {
-			return nil, apiError("ValidationError", "MaxRecords must be between 1 and 100")
-		}
 		size = int(*in.MaxRecords)
 	}
 	if len(in.AutoScalingGroupNames) > size {
@@ -41,9 +40,9 @@ func (c *Cloud) DescribeAutoScalingGroups(_ context.Context, in *autoscaling.Des
 		}
 		match = append(match, g)
 	}
-	from, to, next, err := page(in.NextToken, len(match), min(size, c.pageSize(nil)))
+	p, err := pageOf(match, in.NextToken, min(size, c.pageSize(defaultPageSize, nil)))
 	if err != nil {
 		return nil, err
 	}
-	return &autoscaling.DescribeAutoScalingGroupsOutput{AutoScalingGroups: match[from:to], NextToken: next}, nil
+	return &autoscaling.DescribeAutoScalingGroupsOutput{AutoScalingGroups: p.items, NextToken: p.next}, nil
 }

@@ -91,47 +91,48 @@ func unknownSubnet(id string) error {
 	return apiError("InvalidSubnetID.NotFound", "The subnet ID '%s' does not exist", id)
 }
 
-// describe answers a Describe call: under the fake's lock it counts the call (and applies Deny),
-// keeps the resources of *all whose ID is in ids (every one when ids is empty) and that match
-// filters, and returns the page token and max ask for with the next token.
-func (k resourceKind[T]) describe(c *Cloud, permission string, all *[]T, ids []string, filters []ec2types.Filter, token *string, max *int32) ([]T, *string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.call(permission); err != nil {
-		return nil, nil, err
-	}
-	var match []T
-	known := map[string]bool{}
-	for _, r := range *all {
-		tags, attrs := k.values(r)
-		id := attrs[k.idFilter][0]
-		known[id] = true
-		if len(ids) > 0 && !slices.Contains(ids, id) {
-			continue
-		}
-		ok, err := matchFilters(filters, func(name string) ([]string, bool) {
-			if v, ok := attrs[name]; ok {
-				return v, true
+// describeQuery is what a Describe call asks for: the IDs (none: every resource), the filters,
+// and the page (NextToken, MaxResults).
+type describeQuery struct {
+	ids     []string
+	filters []ec2types.Filter
+	token   *string
+	max     *int32
+}
+
+// describe answers a Describe call as the IAM action permission: it keeps the resources of *all
+// whose ID is in q's IDs and that match its filters, and returns the page q asks for.
+func (k resourceKind[T]) describe(c *Cloud, permission string, all *[]T, q describeQuery) (paged[T], error) {
+	return answer(c, permission, q, func(q describeQuery) (paged[T], error) {
+		var match []T
+		known := map[string]bool{}
+		for _, r := range *all {
+			tags, attrs := k.values(r)
+			id := attrs[k.idFilter][0]
+			known[id] = true
+			if len(q.ids) > 0 && !slices.Contains(q.ids, id) {
+				continue
 			}
-			return tagValues(tags, name)
-		})
-		if err != nil {
-			return nil, nil, err
+			ok, err := matchFilters(q.filters, func(name string) ([]string, bool) {
+				if v, ok := attrs[name]; ok {
+					return v, true
+				}
+				return tagValues(tags, name)
+			})
+			if err != nil {
+				return paged[T]{}, err
+			}
+			if ok {
+				match = append(match, r)
+			}
 		}
-		if ok {
-			match = append(match, r)
+		for _, id := range q.ids {
+			if !known[id] && k.unknownID != nil {
+				return paged[T]{}, k.unknownID(id)
+			}
 		}
-	}
-	for _, id := range ids {
-		if !known[id] && k.unknownID != nil {
-			return nil, nil, k.unknownID(id)
-		}
-	}
-	from, to, next, err := page(token, len(match), c.pageSize(max))
-	if err != nil {
-		return nil, nil, err
-	}
-	return match[from:to], next, nil
+		return pageOf(match, q.token, c.pageSize(defaultPageSize, q.max))
+	})
 }
 
 // instanceValues is what DescribeInstances filters see on an instance.
@@ -159,12 +160,12 @@ func (c *Cloud) DescribeInstances(ctx context.Context, in *ec2.DescribeInstances
 	if err := c.before(ctx, nkaws.PermDescribeInstances); err != nil {
 		return nil, err
 	}
-	instances, next, err := instanceKind.describe(c, nkaws.PermDescribeInstances, &c.Instances, in.InstanceIds, in.Filters, in.NextToken, in.MaxResults)
+	p, err := instanceKind.describe(c, nkaws.PermDescribeInstances, &c.Instances, describeQuery{in.InstanceIds, in.Filters, in.NextToken, in.MaxResults})
 	if err != nil {
 		return nil, err
 	}
-	out := &ec2.DescribeInstancesOutput{NextToken: next}
-	for _, inst := range instances {
+	out := &ec2.DescribeInstancesOutput{NextToken: p.next}
+	for _, inst := range p.items {
 		out.Reservations = append(out.Reservations, ec2types.Reservation{Instances: []ec2types.Instance{inst}})
 	}
 	return out, nil
@@ -172,21 +173,20 @@ func (c *Cloud) DescribeInstances(ctx context.Context, in *ec2.DescribeInstances
 
 // DescribeSubnets implements EC2API: SubnetIds, and the filters subnet-id, vpc-id, tag:KEY.
 func (c *Cloud) DescribeSubnets(_ context.Context, in *ec2.DescribeSubnetsInput, _ ...func(*ec2.Options)) (*ec2.DescribeSubnetsOutput, error) {
-	subnets, next, err := subnetKind.describe(c, nkaws.PermDescribeSubnets, &c.Subnets, in.SubnetIds, in.Filters, in.NextToken, in.MaxResults)
+	p, err := subnetKind.describe(c, nkaws.PermDescribeSubnets, &c.Subnets, describeQuery{in.SubnetIds, in.Filters, in.NextToken, in.MaxResults})
 	if err != nil {
 		return nil, err
 	}
-	return &ec2.DescribeSubnetsOutput{Subnets: subnets, NextToken: next}, nil
+	return &ec2.DescribeSubnetsOutput{Subnets: p.items, NextToken: p.next}, nil
 }
 
 // DescribeInstanceTypes implements EC2API: InstanceTypes, at most 100 of them as in EC2, where
 // unknown names fail the whole request with InvalidInstanceType listing them.
 func (c *Cloud) DescribeInstanceTypes(_ context.Context, in *ec2.DescribeInstanceTypesInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstanceTypesOutput, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.call(nkaws.PermDescribeInstanceTypes); err != nil {
-		return nil, err
-	}
+	return answer(c, nkaws.PermDescribeInstanceTypes, in, c.describeInstanceTypes)
+}
+
+func (c *Cloud) describeInstanceTypes(in *ec2.DescribeInstanceTypesInput) (*ec2.DescribeInstanceTypesOutput, error) {
 	if len(in.InstanceTypes) > 100 {
 		return nil, apiError("InvalidParameterValue", "The maximum number of instance types is 100, got %d", len(in.InstanceTypes))
 	}
@@ -209,11 +209,11 @@ func (c *Cloud) DescribeInstanceTypes(_ context.Context, in *ec2.DescribeInstanc
 	if len(in.InstanceTypes) == 0 {
 		match = c.InstanceTypes
 	}
-	from, to, next, err := page(in.NextToken, len(match), c.pageSize(in.MaxResults))
+	p, err := pageOf(match, in.NextToken, c.pageSize(defaultPageSize, in.MaxResults))
 	if err != nil {
 		return nil, err
 	}
-	return &ec2.DescribeInstanceTypesOutput{InstanceTypes: match[from:to], NextToken: next}, nil
+	return &ec2.DescribeInstanceTypesOutput{InstanceTypes: p.items, NextToken: p.next}, nil
 }
 
 // InstanceTypesAsked lists the names DescribeInstanceTypes requests asked about, in order (a

@@ -46,20 +46,17 @@ func apiCode(err error) string {
 func TestDescribeSelectsAndPages(t *testing.T) {
 	ctx := context.Background()
 	instances := func(in *ec2.DescribeInstancesInput) ([]string, string, error) {
-		var ids []string
-		for {
-			out, err := testCloud().DescribeInstances(ctx, in)
-			if err != nil {
-				return nil, apiCode(err), err
-			}
+		c := testCloud()
+		return allPages(func(token *string) (*ec2.DescribeInstancesOutput, error) {
+			in.NextToken = token
+			return c.DescribeInstances(ctx, in)
+		}, func(out *ec2.DescribeInstancesOutput) ([]string, *string) {
+			var ids []string
 			for _, r := range out.Reservations {
 				ids = append(ids, *r.Instances[0].InstanceId)
 			}
-			if out.NextToken == nil {
-				return ids, "", nil
-			}
-			in.NextToken = out.NextToken
-		}
+			return ids, out.NextToken
+		})
 	}
 	subnets := func(in *ec2.DescribeSubnetsInput) ([]string, string, error) {
 		out, err := testCloud().DescribeSubnets(ctx, in)
@@ -104,6 +101,24 @@ type selectCase struct {
 	call     func() ([]string, string, error)
 	want     []string
 	wantCode string
+}
+
+// allPages reads every page of a paginated call, or its error code: page asks for the page of a
+// token (nil: the first), names gives the names on a page and its NextToken.
+func allPages[Out any](page func(token *string) (*Out, error), names func(*Out) ([]string, *string)) ([]string, string, error) {
+	var all []string
+	var token *string
+	for {
+		out, err := page(token)
+		if err != nil {
+			return nil, apiCode(err), err
+		}
+		got, next := names(out)
+		all = append(all, got...)
+		if token = next; token == nil {
+			return all, "", nil
+		}
+	}
 }
 
 func runSelectCases(t *testing.T, cases []selectCase) {

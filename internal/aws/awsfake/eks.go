@@ -12,11 +12,10 @@ var _ nkaws.EKSAPI = (*Cloud)(nil)
 
 // DescribeCluster implements EKSAPI.
 func (c *Cloud) DescribeCluster(_ context.Context, in *eks.DescribeClusterInput, _ ...func(*eks.Options)) (*eks.DescribeClusterOutput, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.call(nkaws.PermDescribeCluster); err != nil {
-		return nil, err
-	}
+	return answer(c, nkaws.PermDescribeCluster, in, c.describeCluster)
+}
+
+func (c *Cloud) describeCluster(in *eks.DescribeClusterInput) (*eks.DescribeClusterOutput, error) {
 	cl, ok := c.Clusters[str(in.Name)]
 	if !ok {
 		return nil, apiError("ResourceNotFoundException", "No cluster found for name: %s.", str(in.Name))

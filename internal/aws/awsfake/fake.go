@@ -64,7 +64,8 @@ type Cloud struct {
 	// the call's context and IAM action; an error it returns is the call's answer. Tests make
 	// AWS slow with it (block until the context ends) or throttle (Throttled). See faults.go.
 	Before func(ctx context.Context, permission string) error
-	// PageSize bounds the items of one page of the paginated APIs (0: 1000).
+	// PageSize bounds the items of one page of the paginated APIs (0: 1000; FilterLogEvents:
+	// 10,000).
 	PageSize int
 	// RowLimit is Insights' row limit (0: 10,000).
 	RowLimit int
@@ -168,19 +169,62 @@ func (c *Cloud) call(permission string) error {
 	return nil
 }
 
+// answer is every operation's frame: under the fake's lock it counts the call of the IAM action
+// permission (answering AccessDenied when Deny names it) and answers in with f, which runs
+// with c.mu held.
+func answer[In, Out any](c *Cloud, permission string, in In, f func(In) (Out, error)) (Out, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.call(permission); err != nil {
+		var none Out
+		return none, err
+	}
+	return f(in)
+}
+
 func apiError(code, format string, args ...any) error {
 	return &smithy.GenericAPIError{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-func (c *Cloud) pageSize(max *int32) int {
+// defaultPageSize is the page size of the paginated APIs when neither PageSize nor the call
+// sets one.
+const defaultPageSize = 1000
+
+// pageSize bounds a page: PageSize, else the service's default def, and at most what the call
+// asked for (MaxResults, Limit...; nil or 0: no ask).
+func (c *Cloud) pageSize(def int, asked *int32) int {
 	n := c.PageSize
 	if n <= 0 {
-		n = 1000
+		n = def
 	}
-	if max != nil && *max > 0 && int(*max) < n {
-		n = int(*max)
+	if asked != nil && *asked > 0 && int(*asked) < n {
+		n = int(*asked)
 	}
 	return n
+}
+
+// checkPageSize refuses a page size asked for (MaxResults, MaxRecords...: name, as the service
+// spells it) outside [1, most], with the service's error code.
+func checkPageSize(asked *int32, most int32, code, name string) error {
+	if asked != nil && (*asked < 1 || *asked > most) {
+		return apiError(code, "%s must be between 1 and %d", name, most)
+	}
+	return nil
+}
+
+// paged is one page of a paginated answer and the token of the next (nil after the last).
+type paged[T any] struct {
+	items []T
+	next  *string
+}
+
+// pageOf is the page of items that token and size ask for.
+func pageOf[T any](items []T, token *string, size int) (paged[T], error) {
+	from, to, next, err := page(token, len(items), size)
+	if err != nil {
+		return paged[T]{}, err
+	}
+	return paged[T]{items[from:to], next}, nil
 }
 
 // page cuts [0,total) at the offset in token; it returns the range and the next token.

@@ -23,17 +23,16 @@ var _ nkaws.LaunchTemplatesAPI = (*Cloud)(nil)
 // InvalidLaunchTemplateName.NotFoundException (by name), an unknown version number
 // InvalidLaunchTemplateId.VersionNotFound.
 func (c *Cloud) DescribeLaunchTemplateVersions(_ context.Context, in *ec2.DescribeLaunchTemplateVersionsInput, _ ...func(*ec2.Options)) (*ec2.DescribeLaunchTemplateVersionsOutput, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.call(nkaws.PermDescribeLaunchTemplateVersions); err != nil {
-		return nil, err
-	}
+	return answer(c, nkaws.PermDescribeLaunchTemplateVersions, in, c.describeLaunchTemplateVersions)
+}
+
+func (c *Cloud) describeLaunchTemplateVersions(in *ec2.DescribeLaunchTemplateVersionsInput) (*ec2.DescribeLaunchTemplateVersionsOutput, error) {
 	id, name := str(in.LaunchTemplateId), str(in.LaunchTemplateName)
 	if (id == "") == (name == "") {
 		return nil, apiError("InvalidParameterCombination", "specify either the launch template ID or the launch template name, not both")
 	}
-	if in.MaxResults != nil && (*in.MaxResults < 1 || *in.MaxResults > 200) {
-		return nil, apiError("InvalidParameterValue", "MaxResults must be between 1 and 200")
+	if err := checkPageSize(in.MaxResults, 200, "InvalidParameterValue", "MaxResults"); err != nil {
+		return nil, err
 	}
 	var all []ec2types.LaunchTemplateVersion
 	for _, v := range c.LaunchTemplateVersions {
@@ -79,11 +78,11 @@ func (c *Cloud) DescribeLaunchTemplateVersions(_ context.Context, in *ec2.Descri
 			}
 		}
 	}
-	from, to, next, err := page(in.NextToken, len(match), c.pageSize(in.MaxResults))
+	p, err := pageOf(match, in.NextToken, c.pageSize(defaultPageSize, in.MaxResults))
 	if err != nil {
 		return nil, err
 	}
-	return &ec2.DescribeLaunchTemplateVersionsOutput{LaunchTemplateVersions: match[from:to], NextToken: next}, nil
+	return &ec2.DescribeLaunchTemplateVersionsOutput{LaunchTemplateVersions: p.items, NextToken: p.next}, nil
 }
 
 func num(p *int64) int64 {

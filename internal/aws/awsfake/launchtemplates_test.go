@@ -38,37 +38,23 @@ func templateCloud() *Cloud {
 func TestLaunchTemplateNodegroupAutoScalingReads(t *testing.T) {
 	ctx := context.Background()
 	versions := func(in *ec2.DescribeLaunchTemplateVersionsInput) ([]string, string, error) {
-		var got []string
 		c := templateCloud()
-		for {
-			out, err := c.DescribeLaunchTemplateVersions(ctx, in)
-			if err != nil {
-				return nil, apiCode(err), err
-			}
+		return allPages(func(token *string) (*ec2.DescribeLaunchTemplateVersionsOutput, error) {
+			in.NextToken = token
+			return c.DescribeLaunchTemplateVersions(ctx, in)
+		}, func(out *ec2.DescribeLaunchTemplateVersionsOutput) ([]string, *string) {
+			var got []string
 			for _, v := range out.LaunchTemplateVersions {
 				got = append(got, strconv.FormatInt(*v.VersionNumber, 10))
 			}
-			if out.NextToken == nil {
-				return got, "", nil
-			}
-			in.NextToken = out.NextToken
-		}
+			return got, out.NextToken
+		})
 	}
 	nodegroups := func(cluster string) ([]string, string, error) {
-		var got []string
 		c := templateCloud()
-		in := &eks.ListNodegroupsInput{ClusterName: aws.String(cluster)}
-		for {
-			out, err := c.ListNodegroups(ctx, in)
-			if err != nil {
-				return nil, apiCode(err), err
-			}
-			got = append(got, out.Nodegroups...)
-			if out.NextToken == nil {
-				return got, "", nil
-			}
-			in.NextToken = out.NextToken
-		}
+		return allPages(func(token *string) (*eks.ListNodegroupsOutput, error) {
+			return c.ListNodegroups(ctx, &eks.ListNodegroupsInput{ClusterName: aws.String(cluster), NextToken: token})
+		}, func(out *eks.ListNodegroupsOutput) ([]string, *string) { return out.Nodegroups, out.NextToken })
 	}
 	groups := func(in *autoscaling.DescribeAutoScalingGroupsInput) ([]string, string, error) {
 		out, err := templateCloud().DescribeAutoScalingGroups(ctx, in)

@@ -93,11 +93,10 @@ func (c *Cloud) inRange(group string, from, to int64) []LogEvent {
 // StartQuery implements LogsAPI. The time range is inclusive at both ends, in seconds; the end
 // second is taken whole (the widest reading of the API reference).
 func (c *Cloud) StartQuery(_ context.Context, in *cloudwatchlogs.StartQueryInput, _ ...func(*cloudwatchlogs.Options)) (*cloudwatchlogs.StartQueryOutput, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.call(nkaws.PermStartQuery); err != nil {
-		return nil, err
-	}
+	return answer(c, nkaws.PermStartQuery, in, c.startQuery)
+}
+
+func (c *Cloud) startQuery(in *cloudwatchlogs.StartQueryInput) (*cloudwatchlogs.StartQueryOutput, error) {
 	maxQ := c.MaxConcurrentQueries
 	if maxQ <= 0 {
 		maxQ = 30
@@ -184,14 +183,13 @@ func (c *Cloud) StartQuery(_ context.Context, in *cloudwatchlogs.StartQueryInput
 // GetQueryResults implements LogsAPI: Running for PollsBeforeComplete calls, then Complete
 // with every row (Insights does not paginate results).
 func (c *Cloud) GetQueryResults(_ context.Context, in *cloudwatchlogs.GetQueryResultsInput, _ ...func(*cloudwatchlogs.Options)) (*cloudwatchlogs.GetQueryResultsOutput, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.call(nkaws.PermGetQueryResults); err != nil {
+	return answer(c, nkaws.PermGetQueryResults, in, c.getQueryResults)
+}
+
+func (c *Cloud) getQueryResults(in *cloudwatchlogs.GetQueryResultsInput) (*cloudwatchlogs.GetQueryResultsOutput, error) {
+	q, err := c.query(in.QueryId)
+	if err != nil {
 		return nil, err
-	}
-	q, ok := c.queries[str(in.QueryId)]
-	if !ok {
-		return nil, apiError("ResourceNotFoundException", "query %s not found", str(in.QueryId))
 	}
 	q.polls++
 	if q.status == "Running" && q.polls > c.PollsBeforeComplete {
@@ -213,6 +211,15 @@ func (c *Cloud) GetQueryResults(_ context.Context, in *cloudwatchlogs.GetQueryRe
 	return out, nil
 }
 
+// query is the query of an ID (GetQueryResults, StopQuery). c.mu is held.
+func (c *Cloud) query(id *string) (*query, error) {
+	q, ok := c.queries[str(id)]
+	if !ok {
+		return nil, apiError("ResourceNotFoundException", "query %s not found", str(id))
+	}
+	return q, nil
+}
+
 func strPtr(s string) *string { return &s }
 
 func (c *Cloud) finish(q *query) {
@@ -224,14 +231,13 @@ func (c *Cloud) finish(q *query) {
 
 // StopQuery implements LogsAPI.
 func (c *Cloud) StopQuery(_ context.Context, in *cloudwatchlogs.StopQueryInput, _ ...func(*cloudwatchlogs.Options)) (*cloudwatchlogs.StopQueryOutput, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.call(nkaws.PermStopQuery); err != nil {
+	return answer(c, nkaws.PermStopQuery, in, c.stopQuery)
+}
+
+func (c *Cloud) stopQuery(in *cloudwatchlogs.StopQueryInput) (*cloudwatchlogs.StopQueryOutput, error) {
+	q, err := c.query(in.QueryId)
+	if err != nil {
 		return nil, err
-	}
-	q, ok := c.queries[str(in.QueryId)]
-	if !ok {
-		return nil, apiError("ResourceNotFoundException", "query %s not found", str(in.QueryId))
 	}
 	stopped := q.status == "Running"
 	if stopped {
@@ -244,11 +250,10 @@ func (c *Cloud) StopQuery(_ context.Context, in *cloudwatchlogs.StopQueryInput, 
 // FilterLogEvents implements LogsAPI: LogStreamNamePrefix, StartTime and EndTime (milliseconds,
 // both inclusive), FilterPattern (looked up in Filters; empty matches all), Limit and NextToken.
 func (c *Cloud) FilterLogEvents(_ context.Context, in *cloudwatchlogs.FilterLogEventsInput, _ ...func(*cloudwatchlogs.Options)) (*cloudwatchlogs.FilterLogEventsOutput, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.call(nkaws.PermFilterLogEvents); err != nil {
-		return nil, err
-	}
+	return answer(c, nkaws.PermFilterLogEvents, in, c.filterLogEvents)
+}
+
+func (c *Cloud) filterLogEvents(in *cloudwatchlogs.FilterLogEventsInput) (*cloudwatchlogs.FilterLogEventsOutput, error) {
 	group := str(in.LogGroupName)
 	if _, ok := c.logs[group]; !ok {
 		return nil, apiError("ResourceNotFoundException", "The specified log group does not exist.")
@@ -272,14 +277,7 @@ func (c *Cloud) FilterLogEvents(_ context.Context, in *cloudwatchlogs.FilterLogE
 			match = append(match, ev)
 		}
 	}
-	size := c.PageSize
-	if size <= 0 {
-		size = 10000
-	}
-	if in.Limit != nil && *in.Limit > 0 && int(*in.Limit) < size {
-		size = int(*in.Limit)
-	}
-	lo, hi, next, err := page(in.NextToken, len(match), size)
+	lo, hi, next, err := page(in.NextToken, len(match), c.pageSize(10000, in.Limit)) // FilterLogEvents' default: 10,000 events
 	if err != nil {
 		return nil, err
 	}

@@ -94,11 +94,10 @@ var statistics = map[string]func(vs []float64) float64{
 // expressions are not modelled and answered with ValidationError. Results are paged by query
 // (PageSize results a page); ScanBy orders each result's datapoints.
 func (c *Cloud) GetMetricData(_ context.Context, in *cloudwatch.GetMetricDataInput, _ ...func(*cloudwatch.Options)) (*cloudwatch.GetMetricDataOutput, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.call(nkaws.PermGetMetricData); err != nil {
-		return nil, err
-	}
+	return answer(c, nkaws.PermGetMetricData, in, c.getMetricData)
+}
+
+func (c *Cloud) getMetricData(in *cloudwatch.GetMetricDataInput) (*cloudwatch.GetMetricDataOutput, error) {
 	qs := in.MetricDataQueries
 	if len(qs) == 0 || len(qs) > nkaws.MaxMetricQueries {
 		return nil, apiError("ValidationError", "MetricDataQueries must hold 1 to %d queries, got %d", nkaws.MaxMetricQueries, len(qs))
@@ -126,12 +125,12 @@ func (c *Cloud) GetMetricData(_ context.Context, in *cloudwatch.GetMetricDataInp
 			return nil, apiError("ValidationError", "The parameter MetricDataQueries.member.MetricStat.Period must be 1, 5, 10, 20, 30 or a multiple of 60 (query %s)", id)
 		}
 	}
-	from, to, next, err := page(in.NextToken, len(qs), c.pageSize(nil))
+	p, err := pageOf(qs, in.NextToken, c.pageSize(defaultPageSize, nil))
 	if err != nil {
 		return nil, apiError("InvalidNextToken", "The service couldn't process your request because the NextToken is invalid.")
 	}
-	out := &cloudwatch.GetMetricDataOutput{NextToken: next}
-	for _, q := range qs[from:to] {
+	out := &cloudwatch.GetMetricDataOutput{NextToken: p.next}
+	for _, q := range p.items {
 		out.MetricDataResults = append(out.MetricDataResults, c.metricResult(q, *in.StartTime, *in.EndTime, in.ScanBy))
 	}
 	return out, nil

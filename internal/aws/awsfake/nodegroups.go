@@ -13,17 +13,16 @@ var _ nkaws.NodegroupsAPI = (*Cloud)(nil)
 // ListNodegroups implements NodegroupsAPI: the names of the cluster's node groups, paged by
 // MaxResults (at most 100, as EKS) and NextToken. An unknown cluster is ResourceNotFoundException.
 func (c *Cloud) ListNodegroups(_ context.Context, in *eks.ListNodegroupsInput, _ ...func(*eks.Options)) (*eks.ListNodegroupsOutput, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.call(nkaws.PermListNodegroups); err != nil {
-		return nil, err
-	}
+	return answer(c, nkaws.PermListNodegroups, in, c.listNodegroups)
+}
+
+func (c *Cloud) listNodegroups(in *eks.ListNodegroupsInput) (*eks.ListNodegroupsOutput, error) {
 	cluster := str(in.ClusterName)
 	if _, ok := c.Clusters[cluster]; !ok {
 		return nil, apiError("ResourceNotFoundException", "No cluster found for name: %s.", cluster)
 	}
-	if in.MaxResults != nil && (*in.MaxResults < 1 || *in.MaxResults > 100) {
-		return nil, apiError("InvalidParameterException", "maxResults must be between 1 and 100")
+	if err := checkPageSize(in.MaxResults, 100, "InvalidParameterException", "maxResults"); err != nil {
+		return nil, err
 	}
 	var names []string
 	for _, ng := range c.Nodegroups {
@@ -31,20 +30,19 @@ func (c *Cloud) ListNodegroups(_ context.Context, in *eks.ListNodegroupsInput, _
 			names = append(names, str(ng.NodegroupName))
 		}
 	}
-	from, to, next, err := page(in.NextToken, len(names), c.pageSize(in.MaxResults))
+	p, err := pageOf(names, in.NextToken, c.pageSize(defaultPageSize, in.MaxResults))
 	if err != nil {
 		return nil, err
 	}
-	return &eks.ListNodegroupsOutput{Nodegroups: names[from:to], NextToken: next}, nil
+	return &eks.ListNodegroupsOutput{Nodegroups: p.items, NextToken: p.next}, nil
 }
 
 // DescribeNodegroup implements NodegroupsAPI.
 func (c *Cloud) DescribeNodegroup(_ context.Context, in *eks.DescribeNodegroupInput, _ ...func(*eks.Options)) (*eks.DescribeNodegroupOutput, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.call(nkaws.PermDescribeNodegroup); err != nil {
-		return nil, err
-	}
+	return answer(c, nkaws.PermDescribeNodegroup, in, c.describeNodegroup)
+}
+
+func (c *Cloud) describeNodegroup(in *eks.DescribeNodegroupInput) (*eks.DescribeNodegroupOutput, error) {
 	for _, ng := range c.Nodegroups {
 		if str(ng.ClusterName) == str(in.ClusterName) && str(ng.NodegroupName) == str(in.NodegroupName) {
 			return &eks.DescribeNodegroupOutput{Nodegroup: &ng}, nil

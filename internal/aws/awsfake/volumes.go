@@ -35,9 +35,9 @@ func volumeValues(v ec2types.Volume) ([]ec2types.Tag, map[string][]string) {
 // DescribeVolumes implements EC2API: VolumeIds, and the filters volume-id, volume-type, status,
 // attachment.instance-id, availability-zone, tag:KEY and tag-key.
 func (c *Cloud) DescribeVolumes(_ context.Context, in *ec2.DescribeVolumesInput, _ ...func(*ec2.Options)) (*ec2.DescribeVolumesOutput, error) {
-	volumes, next, err := volumeKind.describe(c, nkaws.PermDescribeVolumes, &c.Volumes, in.VolumeIds, in.Filters, in.NextToken, in.MaxResults)
+	p, err := volumeKind.describe(c, nkaws.PermDescribeVolumes, &c.Volumes, describeQuery{in.VolumeIds, in.Filters, in.NextToken, in.MaxResults})
 	if err != nil {
 		return nil, err
 	}
-	return &ec2.DescribeVolumesOutput{Volumes: volumes, NextToken: next}, nil
+	return &ec2.DescribeVolumesOutput{Volumes: p.items, NextToken: p.next}, nil
 }

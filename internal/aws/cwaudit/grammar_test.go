@@ -262,30 +262,34 @@ func (p *iparser) stats() error {
 	return err
 }
 
-func (p *iparser) or() (iexpr, error) {
-	l, err := p.and()
-	for err == nil && p.peek() == (itok{"ident", "or"}) {
-		p.next()
-		var r iexpr
-		if r, err = p.and(); err == nil {
-			a, b := l, r
-			l = func(f func(string) (any, bool)) bool { return a(f) || b(f) }
+// leftFold parses operand (operator operand)..., joining the operands from the left; operator
+// consumes the operator when it comes next. Both grammars' "or" and "and" are such chains.
+func leftFold[E any](operand func() (E, error), operator func() bool, join func(a, b E) E) (E, error) {
+	l, err := operand()
+	for err == nil && operator() {
+		var r E
+		if r, err = operand(); err == nil {
+			l = join(l, r)
 		}
 	}
 	return l, err
 }
 
-func (p *iparser) and() (iexpr, error) {
-	l, err := p.unary()
-	for err == nil && p.peek() == (itok{"ident", "and"}) {
-		p.next()
-		var r iexpr
-		if r, err = p.unary(); err == nil {
-			a, b := l, r
-			l = func(f func(string) (any, bool)) bool { return a(f) && b(f) }
+func (p *iparser) or() (iexpr, error)  { return leftFold(p.and, p.word("or"), iOr) }
+func (p *iparser) and() (iexpr, error) { return leftFold(p.unary, p.word("and"), iAnd) }
+
+func iOr(a, b iexpr) iexpr  { return func(f func(string) (any, bool)) bool { return a(f) || b(f) } }
+func iAnd(a, b iexpr) iexpr { return func(f func(string) (any, bool)) bool { return a(f) && b(f) } }
+
+// word is the operator that is the keyword w.
+func (p *iparser) word(w string) func() bool {
+	return func() bool {
+		if p.peek() != (itok{"ident", w}) {
+			return false
 		}
+		p.next()
+		return true
 	}
-	return l, err
 }
 
 func (p *iparser) unary() (iexpr, error) {
@@ -489,29 +493,14 @@ func parsePattern(s string) (pexpr, error) {
 	return e, nil
 }
 
-func (p *pparser) or() (pexpr, error) {
-	l, err := p.and()
-	for err == nil && p.eat("||") {
-		var r pexpr
-		if r, err = p.and(); err == nil {
-			a, b := l, r
-			l = func(d map[string]any) bool { return a(d) || b(d) }
-		}
-	}
-	return l, err
-}
+func (p *pparser) or() (pexpr, error)  { return leftFold(p.and, p.operator("||"), pOr) }
+func (p *pparser) and() (pexpr, error) { return leftFold(p.atom, p.operator("&&"), pAnd) }
 
-func (p *pparser) and() (pexpr, error) {
-	l, err := p.atom()
-	for err == nil && p.eat("&&") {
-		var r pexpr
-		if r, err = p.atom(); err == nil {
-			a, b := l, r
-			l = func(d map[string]any) bool { return a(d) && b(d) }
-		}
-	}
-	return l, err
-}
+func pOr(a, b pexpr) pexpr  { return func(d map[string]any) bool { return a(d) || b(d) } }
+func pAnd(a, b pexpr) pexpr { return func(d map[string]any) bool { return a(d) && b(d) } }
+
+// operator is the operator lit.
+func (p *pparser) operator(lit string) func() bool { return func() bool { return p.eat(lit) } }
 
 var (
 	selectorRE = regexp.MustCompile(`^\$(\.[A-Za-z_][A-Za-z0-9_-]*|\[[0-9]+\])+`)

@@ -1,10 +1,9 @@
 package awsserver
 
 import (
-	"context"
 	"encoding/xml"
-	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
@@ -13,34 +12,38 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
 )
 
-// Auto Scaling's Query protocol (awsQuery): a form like EC2's (Action, Version=2011-01-01, lists
-// flattened as Name.member.N), answered with XML in the
-// http://autoscaling.amazonaws.com/doc/2011-01-01/ namespace, the output inside an
-// ACTIONResult element and the request ID in ResponseMetadata; errors as
+// Auto Scaling's Query protocol (awsQuery, query.go): a form like EC2's (Action,
+// Version=2011-01-01, lists flattened as Name.member.N), answered with XML, the output inside
+// an ACTIONResult element and the request ID in ResponseMetadata; errors as
 // <ErrorResponse><Error><Type>Sender</Type><Code>..</Code><Message>..</Message></Error>
-// <RequestId>..</RequestId></ErrorResponse>. The form is told from EC2's by the service of its
+// <RequestId>..</RequestId></ErrorResponse>. (Auto Scaling writes its namespace,
+// http://autoscaling.amazonaws.com/doc/2011-01-01/, on the root element; awsserver has never
+// written it, and the SDK does not read it.) The form is told from EC2's by the service of its
 // SigV4 credential scope. API reference: "DescribeAutoScalingGroups", "Common errors".
-
-const asgNamespace = "http://autoscaling.amazonaws.com/doc/2011-01-01/"
 
 type asgService struct{}
 
 func (asgService) name() string { return AutoScaling }
 
-var asgParams = map[string]queryParams{
-	"DescribeAutoScalingGroups": {plain: []string{"NextToken", "MaxRecords", "IncludeInstances"}, lists: []string{"AutoScalingGroupNames"}},
+var asgOps = map[string]queryOperation[url.Values]{
+	"DescribeAutoScalingGroups": {queryParams{plain: []string{"NextToken", "MaxRecords", "IncludeInstances"}, lists: []string{"AutoScalingGroupNames"}},
+		op(decodeDescribeAutoScalingGroups, (*awsfake.Cloud).DescribeAutoScalingGroups, encodeDescribeAutoScalingGroups)},
 }
 
-func (asgService) decode(r *http.Request) (string, any, error) {
-	op, form, err := decodeQueryForm(r, "2011-01-01", asgParams)
+func (asgService) decode(r *http.Request) (decoded, error) {
+	op, o, form, err := decodeQueryForm(r, "2011-01-01", asgOps)
 	if err != nil {
-		return op, nil, err
+		return decoded{op: op}, err
 	}
+	return o.read(op, form)
+}
+
+func decodeDescribeAutoScalingGroups(form url.Values) (*autoscaling.DescribeAutoScalingGroupsInput, error) {
 	in := &autoscaling.DescribeAutoScalingGroupsInput{AutoScalingGroupNames: formList(form, "AutoScalingGroupNames.member"), NextToken: formString(form, "NextToken")}
 	if v := formString(form, "MaxRecords"); v != nil {
 		n, err := strconv.ParseInt(*v, 10, 32)
 		if err != nil {
-			return op, nil, apiError("ValidationError", "MaxRecords %q", *v)
+			return nil, apiError("ValidationError", "MaxRecords %q", *v)
 		}
 		m := int32(n)
 		in.MaxRecords = &m
@@ -48,32 +51,20 @@ func (asgService) decode(r *http.Request) (string, any, error) {
 	if v := formString(form, "IncludeInstances"); v != nil {
 		b, err := strconv.ParseBool(*v)
 		if err != nil {
-			return op, nil, apiError("ValidationError", "IncludeInstances %q", *v)
+			return nil, apiError("ValidationError", "IncludeInstances %q", *v)
 		}
 		in.IncludeInstances = &b
 	}
-	return op, in, nil
+	return in, nil
 }
 
-func (asgService) call(ctx context.Context, cloud *awsfake.Cloud, op string, in any) (any, error) {
-	if in, ok := in.(*autoscaling.DescribeAutoScalingGroupsInput); ok {
-		return cloud.DescribeAutoScalingGroups(ctx, in)
-	}
-	return nil, apiError("InvalidAction", "awsserver does not serve the Auto Scaling action %s", op)
-}
-
-// asgStatus is the HTTP status Auto Scaling answers an error code with.
-func asgStatus(code string) int {
-	switch code {
-	case "AccessDenied", "MissingAuthenticationToken":
-		return http.StatusForbidden
-	case "InternalFailure", "InternalError":
-		return http.StatusInternalServerError
-	case "ServiceUnavailable":
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusBadRequest // Throttling, ValidationError, InvalidNextToken...
-}
+// asgStatuses are the HTTP statuses Auto Scaling answers error codes with (Throttling,
+// ValidationError, InvalidNextToken...: 400).
+var asgStatuses = byStatus(map[int][]string{
+	http.StatusForbidden:           {"AccessDenied", "MissingAuthenticationToken"},
+	http.StatusInternalServerError: {"InternalFailure", "InternalError"},
+	http.StatusServiceUnavailable:  {"ServiceUnavailable"},
+})
 
 type asgErrorResponse struct {
 	XMLName   xml.Name `xml:"ErrorResponse"`
@@ -88,26 +79,27 @@ type asgError struct {
 }
 
 func (asgService) writeError(w http.ResponseWriter, reqID, code, msg string) {
-	typ := "Sender"
-	if asgStatus(code) >= 500 {
-		typ = "Receiver"
-	}
-	r := asgErrorResponse{Error: asgError{typ, code, msg}, RequestID: reqID}
-	r.XMLName.Space = asgNamespace
-	writeXML(w, asgStatus(code), r)
+	status := asgStatuses.of(code)
+	writeXML(w, status, asgErrorResponse{Error: asgError{fault(status), code, msg}, RequestID: reqID})
 }
 
-func (asgService) writeOutput(w http.ResponseWriter, reqID, op string, out any) {
-	o, ok := out.(*autoscaling.DescribeAutoScalingGroupsOutput)
-	if !ok {
-		asgService{}.writeError(w, reqID, "InternalFailure", fmt.Sprintf("awsserver: no encoder for %T of %s", out, op))
-		return
+// fault is who an error status blames, as the awsQuery errors' Type says it.
+func fault(status int) string {
+	if status >= 500 {
+		return "Receiver"
 	}
+	return "Sender"
+}
+
+func (asgService) writeOutput(w http.ResponseWriter, _ string, doc any) {
+	writeXML(w, http.StatusOK, doc)
+}
+
+func encodeDescribeAutoScalingGroups(reqID string, out *autoscaling.DescribeAutoScalingGroupsOutput) any {
 	r := describeAutoScalingGroupsResponse{RequestID: reqID}
-	r.XMLName.Space = asgNamespace
-	r.Result.Groups = members(o.AutoScalingGroups, toXMLGroup)
-	r.Result.NextToken = o.NextToken
-	writeXML(w, http.StatusOK, r)
+	r.Result.Groups = members(out.AutoScalingGroups, toXMLGroup)
+	r.Result.NextToken = out.NextToken
+	return r
 }
 
 type describeAutoScalingGroupsResponse struct {
@@ -194,10 +186,9 @@ type xmlASGTag struct {
 }
 
 func toXMLASGTemplate(s *asgtypes.LaunchTemplateSpecification) *xmlASGLaunchTemplate {
-	if s == nil {
-		return nil
-	}
-	return &xmlASGLaunchTemplate{s.LaunchTemplateId, s.LaunchTemplateName, s.Version}
+	return optional(s, func(s asgtypes.LaunchTemplateSpecification) xmlASGLaunchTemplate {
+		return xmlASGLaunchTemplate{s.LaunchTemplateId, s.LaunchTemplateName, s.Version}
+	})
 }
 
 func toXMLGroup(g asgtypes.AutoScalingGroup) xmlGroup {

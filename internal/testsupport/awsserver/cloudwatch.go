@@ -1,7 +1,6 @@
 package awsserver
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -34,30 +33,31 @@ func (metricsService) name() string { return CloudWatch }
 // maxCBORBody bounds a request body: GetMetricData's 500 queries fit in far less.
 const maxCBORBody = 4 << 20
 
-func (metricsService) decode(r *http.Request) (string, any, error) {
+var metricsOps = map[string]operation[cbor.Value]{
+	"GetMetricData": op(decodeGetMetricData, (*awsfake.Cloud).GetMetricData, encodeGetMetricData),
+}
+
+func (metricsService) decode(r *http.Request) (decoded, error) {
 	rest, ok := strings.CutPrefix(r.URL.Path, "/service/"+cloudWatchService+"/operation/")
 	if r.Method != http.MethodPost || !ok {
-		return "", nil, apiError("InvalidAction", "CloudWatch takes POST /service/%s/operation/NAME, not %s %s", cloudWatchService, r.Method, r.URL.Path)
+		return decoded{}, apiError("InvalidAction", "CloudWatch takes POST /service/%s/operation/NAME, not %s %s", cloudWatchService, r.Method, r.URL.Path)
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "application/cbor" {
-		return rest, nil, apiError("ValidationError", "Content-Type %q is not application/cbor", ct)
+		return decoded{op: rest}, apiError("ValidationError", "Content-Type %q is not application/cbor", ct)
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxCBORBody+1))
 	if err != nil || len(body) > maxCBORBody {
-		return rest, nil, apiError("ValidationError", "reading the request: too large or cut (%v)", err)
+		return decoded{op: rest}, apiError("ValidationError", "reading the request: too large or cut (%v)", err)
 	}
-	if rest != "GetMetricData" {
-		return rest, nil, apiError("InvalidAction", "awsserver does not serve CloudWatch's %s", rest)
+	o, ok := metricsOps[rest]
+	if !ok {
+		return decoded{op: rest}, apiError("InvalidAction", "awsserver does not serve CloudWatch's %s", rest)
 	}
 	v, err := cbor.Decode(body)
 	if err != nil {
-		return rest, nil, apiError("SerializationException", "the body is not CBOR: %v", err)
+		return decoded{op: rest}, apiError("SerializationException", "the body is not CBOR: %v", err)
 	}
-	in, err := decodeGetMetricData(v)
-	if err != nil {
-		return rest, nil, apiError("SerializationException", "GetMetricData: %v", err)
-	}
-	return rest, in, nil
+	return o.read(rest, v)
 }
 
 // cborReader turns CBOR values into the SDK's input members, remembering the first mismatch.
@@ -123,6 +123,14 @@ func (c *cborReader) list(m cbor.Map, key string) cbor.List {
 }
 
 func decodeGetMetricData(v cbor.Value) (*cloudwatch.GetMetricDataInput, error) {
+	in, err := readGetMetricData(v)
+	if err != nil {
+		return nil, apiError("SerializationException", "GetMetricData: %v", err)
+	}
+	return in, nil
+}
+
+func readGetMetricData(v cbor.Value) (*cloudwatch.GetMetricDataInput, error) {
 	var c cborReader
 	m := c.mapOf(v, "input")
 	in := &cloudwatch.GetMetricDataInput{StartTime: c.time(m, "StartTime"), EndTime: c.time(m, "EndTime"),
@@ -159,23 +167,15 @@ func decodeGetMetricData(v cbor.Value) (*cloudwatch.GetMetricDataInput, error) {
 	return in, c.err
 }
 
-func (metricsService) call(ctx context.Context, cloud *awsfake.Cloud, op string, in any) (any, error) {
-	if in, ok := in.(*cloudwatch.GetMetricDataInput); ok {
-		return cloud.GetMetricData(ctx, in)
-	}
-	return nil, apiError("InvalidAction", "awsserver does not serve CloudWatch's %s", op)
-}
-
 func cborTime(t time.Time) cbor.Value {
-	return &cbor.Tag{ID: 1, Value: cbor.Float64(float64(t.UnixMilli()) / 1e3)}
+	return &cbor.Tag{ID: 1, Value: cbor.Float64(epochSeconds(t))}
 }
 
-func (metricsService) writeOutput(w http.ResponseWriter, reqID, op string, out any) {
-	o, ok := out.(*cloudwatch.GetMetricDataOutput)
-	if !ok {
-		metricsService{}.writeError(w, reqID, "InternalFailure", fmt.Sprintf("awsserver: no encoder for %T of %s", out, op))
-		return
-	}
+func (metricsService) writeOutput(w http.ResponseWriter, reqID string, doc any) {
+	writeCBOR(w, reqID, http.StatusOK, doc.(cbor.Value))
+}
+
+func encodeGetMetricData(_ string, o *cloudwatch.GetMetricDataOutput) any {
 	results := cbor.List{}
 	for _, r := range o.MetricDataResults {
 		rm := cbor.Map{"StatusCode": cbor.String(r.StatusCode)}
@@ -197,31 +197,21 @@ func (metricsService) writeOutput(w http.ResponseWriter, reqID, op string, out a
 	if o.NextToken != nil {
 		body["NextToken"] = cbor.String(*o.NextToken)
 	}
-	writeCBOR(w, reqID, http.StatusOK, body)
+	return body
 }
 
-// cloudWatchStatus is the HTTP status CloudWatch answers an error code with.
-func cloudWatchStatus(code string) int {
-	switch code {
-	case "AccessDenied", "AccessDeniedException", "MissingAuthenticationToken":
-		return http.StatusForbidden
-	case "Throttling", "ThrottlingException":
-		return http.StatusBadRequest
-	case "InternalFailure", "InternalServiceFault", "InternalError":
-		return http.StatusInternalServerError
-	case "ServiceUnavailable":
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusBadRequest
-}
+// cloudWatchStatuses are the HTTP statuses CloudWatch answers error codes with (throttling:
+// 400).
+var cloudWatchStatuses = byStatus(map[int][]string{
+	http.StatusForbidden:           {"AccessDenied", "AccessDeniedException", "MissingAuthenticationToken"},
+	http.StatusInternalServerError: {"InternalFailure", "InternalServiceFault", "InternalError"},
+	http.StatusServiceUnavailable:  {"ServiceUnavailable"},
+})
 
 func (metricsService) writeError(w http.ResponseWriter, reqID, code, msg string) {
-	fault := "Sender"
-	if cloudWatchStatus(code) >= 500 {
-		fault = "Receiver"
-	}
-	w.Header().Set("X-Amzn-Query-Error", code+";"+fault)
-	writeCBOR(w, reqID, cloudWatchStatus(code), cbor.Map{"__type": cbor.String(code), "message": cbor.String(msg)})
+	status := cloudWatchStatuses.of(code)
+	w.Header().Set("X-Amzn-Query-Error", code+";"+fault(status))
+	writeCBOR(w, reqID, status, cbor.Map{"__type": cbor.String(code), "message": cbor.String(msg)})
 }
 
 func writeCBOR(w http.ResponseWriter, reqID string, status int, v cbor.Value) {

@@ -1,14 +1,10 @@
 package awsserver
 
 import (
-	"context"
 	"encoding/xml"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -17,138 +13,84 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
 )
 
-// EC2's Query protocol: the request is a form (Action, Version, then the parameters with
-// lists flattened as Name.1, Name.2, structures as Name.1.Member), the answer XML in EC2's
-// namespace. API reference: "Query requests for Amazon EC2" and each action's "Response
+// EC2's Query protocol (query.go): the request is a form (Action, Version, then the parameters
+// with lists flattened as Name.1, Name.2, structures as Name.1.Member), the answer XML
+// (ec2Response). API reference: "Query requests for Amazon EC2" and each action's "Response
 // elements".
-
-const ec2Namespace = "http://ec2.amazonaws.com/doc/2016-11-15/"
 
 type ec2Service struct{}
 
 func (ec2Service) name() string { return EC2 }
 
-// ec2Params are the parameters each action understands besides Action, Version and DryRun:
-// the plain ones and the flattened lists (Name.N...). A parameter outside them is refused with
-// UnknownParameter, as EC2 does, so that a request the SDK builds differently fails the tests.
-var ec2Params = map[string]queryParams{
-	"DescribeInstances":     {plain: []string{"MaxResults", "NextToken"}, lists: []string{"Filter", "InstanceId"}},
-	"DescribeSubnets":       {plain: []string{"MaxResults", "NextToken"}, lists: []string{"Filter", "SubnetId"}},
-	"DescribeInstanceTypes": {plain: []string{"MaxResults", "NextToken"}, lists: []string{"Filter", "InstanceType"}},
-	"DescribeVolumes":       {plain: []string{"MaxResults", "NextToken"}, lists: []string{"Filter", "VolumeId"}},
-	"DescribeLaunchTemplateVersions": {plain: []string{"MaxResults", "NextToken", "LaunchTemplateId", "LaunchTemplateName", "MinVersion", "MaxVersion", "ResolveAlias"},
-		lists: []string{"Filter", "LaunchTemplateVersion"}},
+// ec2Request is an EC2 form with what every Describe action reads of it: filters and the page.
+type ec2Request struct {
+	form       url.Values
+	filters    []ec2types.Filter
+	maxResults *int32
+	token      *string
 }
 
-// queryParams are the parameters of one action of a Query protocol: the plain ones and the
-// flattened lists (Name.N..., Name.member.N...).
-type queryParams struct{ plain, lists []string }
-
-// decodeQueryForm reads a Query protocol request (EC2's, Auto Scaling's): a POSTed form whose
-// Action is one of actions, of the API version given, with only the parameters that action
-// understands (and DryRun).
-func decodeQueryForm(r *http.Request, version string, actions map[string]queryParams) (string, url.Values, error) {
-	if r.Method != http.MethodPost {
-		return "", nil, apiError("InvalidAction", "the Query protocol takes a POST of a form, not %s %s", r.Method, r.URL.Path)
-	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		return "", nil, apiError("InvalidRequest", "reading the request: %v", err)
-	}
-	form, err := url.ParseQuery(string(body))
-	if err != nil {
-		return "", nil, apiError("InvalidRequest", "the body is not a form: %v", err)
-	}
-	op := form.Get("Action")
-	params, ok := actions[op]
-	if !ok {
-		return op, nil, apiError("InvalidAction", "The action %s is not valid for this web service.", op)
-	}
-	if v := form.Get("Version"); v != version {
-		return op, nil, apiError("InvalidParameterValue", "Version %q is not %s", v, version)
-	}
-	for key := range form {
-		head, _, _ := strings.Cut(key, ".")
-		known := key == "Action" || key == "Version" || key == "DryRun"
-		for _, p := range params.plain {
-			known = known || key == p
-		}
-		for _, l := range params.lists {
-			known = known || (head == l && key != l)
-		}
-		if !known {
-			return op, nil, apiError("UnknownParameter", "The parameter %s is not recognized", key)
-		}
-	}
-	return op, form, nil
+// describeParams are the parameters of a Describe action: the page and the filters, and the list
+// of IDs (or names) named ids.
+func describeParams(ids string) queryParams {
+	return queryParams{plain: []string{"MaxResults", "NextToken"}, lists: []string{"Filter", ids}}
 }
 
-func (ec2Service) decode(r *http.Request) (string, any, error) {
-	op, form, err := decodeQueryForm(r, "2016-11-15", ec2Params)
+// ec2Ops are the actions served, with the parameters each understands besides Action, Version
+// and DryRun.
+var ec2Ops = map[string]queryOperation[ec2Request]{
+	"DescribeInstances": {describeParams("InstanceId"), op(func(r ec2Request) (*ec2.DescribeInstancesInput, error) {
+		return &ec2.DescribeInstancesInput{InstanceIds: formList(r.form, "InstanceId"), Filters: r.filters, MaxResults: r.maxResults, NextToken: r.token}, nil
+	}, (*awsfake.Cloud).DescribeInstances, func(reqID string, out *ec2.DescribeInstancesOutput) any {
+		return ec2Page(reqID, "DescribeInstances", "reservationSet", mapSet(out.Reservations, toXMLReservation), out.NextToken)
+	})},
+	"DescribeSubnets": {describeParams("SubnetId"), op(func(r ec2Request) (*ec2.DescribeSubnetsInput, error) {
+		return &ec2.DescribeSubnetsInput{SubnetIds: formList(r.form, "SubnetId"), Filters: r.filters, MaxResults: r.maxResults, NextToken: r.token}, nil
+	}, (*awsfake.Cloud).DescribeSubnets, func(reqID string, out *ec2.DescribeSubnetsOutput) any {
+		return ec2Page(reqID, "DescribeSubnets", "subnetSet", mapSet(out.Subnets, toXMLSubnet), out.NextToken)
+	})},
+	"DescribeInstanceTypes": {describeParams("InstanceType"), op(func(r ec2Request) (*ec2.DescribeInstanceTypesInput, error) {
+		var types []ec2types.InstanceType
+		for _, t := range formList(r.form, "InstanceType") {
+			types = append(types, ec2types.InstanceType(t))
+		}
+		return &ec2.DescribeInstanceTypesInput{InstanceTypes: types, Filters: r.filters, MaxResults: r.maxResults, NextToken: r.token}, nil
+	}, (*awsfake.Cloud).DescribeInstanceTypes, func(reqID string, out *ec2.DescribeInstanceTypesOutput) any {
+		return ec2Page(reqID, "DescribeInstanceTypes", "instanceTypeSet", mapSet(out.InstanceTypes, toXMLInstanceType), out.NextToken)
+	})},
+	"DescribeVolumes": {describeParams("VolumeId"), op(func(r ec2Request) (*ec2.DescribeVolumesInput, error) {
+		return &ec2.DescribeVolumesInput{VolumeIds: formList(r.form, "VolumeId"), Filters: r.filters, MaxResults: r.maxResults, NextToken: r.token}, nil
+	}, (*awsfake.Cloud).DescribeVolumes, func(reqID string, out *ec2.DescribeVolumesOutput) any {
+		return ec2Page(reqID, "DescribeVolumes", "volumeSet", mapSet(out.Volumes, toXMLVolume), out.NextToken)
+	})},
+	"DescribeLaunchTemplateVersions": {queryParams{plain: []string{"MaxResults", "NextToken", "LaunchTemplateId", "LaunchTemplateName", "MinVersion", "MaxVersion", "ResolveAlias"},
+		lists: []string{"Filter", "LaunchTemplateVersion"}}, op(decodeLaunchTemplateVersions, (*awsfake.Cloud).DescribeLaunchTemplateVersions,
+		func(reqID string, out *ec2.DescribeLaunchTemplateVersionsOutput) any {
+			return ec2Page(reqID, "DescribeLaunchTemplateVersions", "launchTemplateVersionSet", mapSet(out.LaunchTemplateVersions, toXMLLaunchTemplateVersion), out.NextToken)
+		})},
+}
+
+func decodeLaunchTemplateVersions(r ec2Request) (*ec2.DescribeLaunchTemplateVersionsInput, error) {
+	if len(r.filters) > 0 || r.form.Has("MinVersion") || r.form.Has("MaxVersion") {
+		return nil, apiError("InvalidParameterValue", "awsserver: DescribeLaunchTemplateVersions takes a template and versions only")
+	}
+	return &ec2.DescribeLaunchTemplateVersionsInput{LaunchTemplateId: formString(r.form, "LaunchTemplateId"), LaunchTemplateName: formString(r.form, "LaunchTemplateName"),
+		Versions: formList(r.form, "LaunchTemplateVersion"), MaxResults: r.maxResults, NextToken: r.token}, nil
+}
+
+func (ec2Service) decode(r *http.Request) (decoded, error) {
+	op, o, form, err := decodeQueryForm(r, "2016-11-15", ec2Ops)
 	if err != nil {
-		return op, nil, err
+		return decoded{op: op}, err
 	}
 	if form.Get("DryRun") == "true" {
-		return op, nil, apiError("DryRunOperation", "Request would have succeeded, but DryRun flag is set.")
+		return decoded{op: op}, apiError("DryRunOperation", "Request would have succeeded, but DryRun flag is set.")
 	}
 	maxResults, err := formInt32(form, "MaxResults")
 	if err != nil {
-		return op, nil, err
+		return decoded{op: op}, err
 	}
-	token := formString(form, "NextToken")
-	filters := formFilters(form)
-	switch op {
-	case "DescribeInstances":
-		return op, &ec2.DescribeInstancesInput{InstanceIds: formList(form, "InstanceId"), Filters: filters, MaxResults: maxResults, NextToken: token}, nil
-	case "DescribeSubnets":
-		return op, &ec2.DescribeSubnetsInput{SubnetIds: formList(form, "SubnetId"), Filters: filters, MaxResults: maxResults, NextToken: token}, nil
-	case "DescribeVolumes":
-		return op, &ec2.DescribeVolumesInput{VolumeIds: formList(form, "VolumeId"), Filters: filters, MaxResults: maxResults, NextToken: token}, nil
-	case "DescribeLaunchTemplateVersions":
-		if len(filters) > 0 || form.Has("MinVersion") || form.Has("MaxVersion") {
-			return op, nil, apiError("InvalidParameterValue", "awsserver: DescribeLaunchTemplateVersions takes a template and versions only")
-		}
-		return op, &ec2.DescribeLaunchTemplateVersionsInput{LaunchTemplateId: formString(form, "LaunchTemplateId"), LaunchTemplateName: formString(form, "LaunchTemplateName"),
-			Versions: formList(form, "LaunchTemplateVersion"), MaxResults: maxResults, NextToken: token}, nil
-	default: // DescribeInstanceTypes
-		var types []ec2types.InstanceType
-		for _, t := range formList(form, "InstanceType") {
-			types = append(types, ec2types.InstanceType(t))
-		}
-		return op, &ec2.DescribeInstanceTypesInput{InstanceTypes: types, Filters: filters, MaxResults: maxResults, NextToken: token}, nil
-	}
-}
-
-func formString(form url.Values, key string) *string {
-	if v, ok := form[key]; ok && len(v) > 0 {
-		return &v[0]
-	}
-	return nil
-}
-
-func formInt32(form url.Values, key string) (*int32, error) {
-	s := formString(form, key)
-	if s == nil {
-		return nil, nil
-	}
-	n, err := strconv.ParseInt(*s, 10, 32)
-	if err != nil {
-		return nil, apiError("InvalidParameterValue", "Invalid value '%s' for %s", *s, key)
-	}
-	v := int32(n)
-	return &v, nil
-}
-
-// formList reads the flattened list prefix.1, prefix.2, ... (EC2 numbers from 1, without gaps).
-func formList(form url.Values, prefix string) []string {
-	var out []string
-	for i := 1; ; i++ {
-		v, ok := form[prefix+"."+strconv.Itoa(i)]
-		if !ok {
-			return out
-		}
-		out = append(out, v[0])
-	}
+	return o.read(op, ec2Request{form, formFilters(form), maxResults, formString(form, "NextToken")})
 }
 
 // formFilters reads Filter.N.Name and Filter.N.Value.M.
@@ -165,38 +107,14 @@ func formFilters(form url.Values) []ec2types.Filter {
 	}
 }
 
-func (ec2Service) call(ctx context.Context, cloud *awsfake.Cloud, op string, in any) (any, error) {
-	switch in := in.(type) {
-	case *ec2.DescribeInstancesInput:
-		return cloud.DescribeInstances(ctx, in)
-	case *ec2.DescribeSubnetsInput:
-		return cloud.DescribeSubnets(ctx, in)
-	case *ec2.DescribeInstanceTypesInput:
-		return cloud.DescribeInstanceTypes(ctx, in)
-	case *ec2.DescribeVolumesInput:
-		return cloud.DescribeVolumes(ctx, in)
-	case *ec2.DescribeLaunchTemplateVersionsInput:
-		return cloud.DescribeLaunchTemplateVersions(ctx, in)
-	}
-	return nil, apiError("InvalidAction", "The action %s is not valid for this web service.", op)
-}
-
-// ec2Status is the HTTP status EC2 answers an error code with.
-func ec2Status(code string) int {
-	switch code {
-	case "UnauthorizedOperation", "Blocked":
-		return http.StatusForbidden
-	case "AuthFailure", "MissingAuthenticationToken":
-		return http.StatusUnauthorized
-	case "RequestLimitExceeded", "Unavailable", "ServiceUnavailable":
-		return http.StatusServiceUnavailable
-	case "InternalError", "InternalFailure":
-		return http.StatusInternalServerError
-	case "DryRunOperation":
-		return http.StatusPreconditionFailed
-	}
-	return http.StatusBadRequest
-}
+// ec2Statuses are the HTTP statuses EC2 answers error codes with.
+var ec2Statuses = byStatus(map[int][]string{
+	http.StatusForbidden:           {"UnauthorizedOperation", "Blocked"},
+	http.StatusUnauthorized:        {"AuthFailure", "MissingAuthenticationToken"},
+	http.StatusServiceUnavailable:  {"RequestLimitExceeded", "Unavailable", "ServiceUnavailable"},
+	http.StatusInternalServerError: {"InternalError", "InternalFailure"},
+	http.StatusPreconditionFailed:  {"DryRunOperation"},
+})
 
 type ec2ErrorResponse struct {
 	XMLName   xml.Name   `xml:"Response"`
@@ -210,87 +128,29 @@ type ec2Error struct {
 }
 
 func (ec2Service) writeError(w http.ResponseWriter, reqID, code, msg string) {
-	writeXML(w, ec2Status(code), ec2ErrorResponse{Errors: []ec2Error{{code, msg}}, RequestID: reqID})
+	writeXML(w, ec2Statuses.of(code), ec2ErrorResponse{Errors: []ec2Error{{code, msg}}, RequestID: reqID})
 }
 
-func writeXML(w http.ResponseWriter, status int, v any) {
-	body, err := xml.Marshal(v)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
+func (ec2Service) writeOutput(w http.ResponseWriter, _ string, doc any) {
+	writeXML(w, http.StatusOK, doc)
+}
+
+// ec2Response is the document of every Describe action's answer:
+// <ACTIONResponse><requestId>..</requestId><LIST><item>..</item>...</LIST><nextToken>..</nextToken></ACTIONResponse>,
+// an empty list and a nil token left out, as EC2 leaves out what is not set. (EC2 writes its
+// namespace on the root element; awsserver has never written it, and the SDK does not read it.)
+type ec2Response[T any] struct {
+	XMLName   xml.Name
+	RequestID string     `xml:"requestId"`
+	List      *xmlSet[T] // named by its XMLName
+	NextToken *string    `xml:"nextToken"`
+}
+
+func ec2Page[T any](reqID, action, list string, items *xmlSet[T], next *string) ec2Response[T] {
+	if items != nil {
+		items.XMLName.Local = list
 	}
-	w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
-	w.WriteHeader(status)
-	io.WriteString(w, xml.Header)
-	w.Write(body)
-}
-
-func (ec2Service) writeOutput(w http.ResponseWriter, reqID, op string, out any) {
-	var resp any
-	switch out := out.(type) {
-	case *ec2.DescribeInstancesOutput:
-		r := describeInstancesResponse{RequestID: reqID, NextToken: out.NextToken}
-		r.XMLName.Space = ec2Namespace
-		var reservations []xmlReservation
-		for _, res := range out.Reservations {
-			xr := xmlReservation{ReservationID: res.ReservationId, OwnerID: res.OwnerId, Instances: mapSet(res.Instances, toXMLInstance)}
-			reservations = append(reservations, xr)
-		}
-		r.Reservations = set(reservations)
-		resp = r
-	case *ec2.DescribeSubnetsOutput:
-		r := describeSubnetsResponse{RequestID: reqID, NextToken: out.NextToken}
-		r.XMLName.Space = ec2Namespace
-		r.Subnets = mapSet(out.Subnets, toXMLSubnet)
-		resp = r
-	case *ec2.DescribeInstanceTypesOutput:
-		r := describeInstanceTypesResponse{RequestID: reqID, NextToken: out.NextToken}
-		r.XMLName.Space = ec2Namespace
-		r.InstanceTypes = mapSet(out.InstanceTypes, toXMLInstanceType)
-		resp = r
-	case *ec2.DescribeVolumesOutput:
-		resp = describeVolumesResponse(reqID, out)
-	case *ec2.DescribeLaunchTemplateVersionsOutput:
-		r := describeLaunchTemplateVersionsResponse{RequestID: reqID, NextToken: out.NextToken}
-		r.XMLName.Space = ec2Namespace
-		r.Versions = mapSet(out.LaunchTemplateVersions, toXMLLaunchTemplateVersion)
-		resp = r
-	default:
-		ec2Service{}.writeError(w, reqID, "InternalError", fmt.Sprintf("awsserver: no encoder for %T of %s", out, op))
-		return
-	}
-	writeXML(w, http.StatusOK, resp)
-}
-
-// The response documents. Nil pointers and empty lists are left out, as EC2 leaves out what is
-// not set.
-
-type describeInstancesResponse struct {
-	XMLName      xml.Name                `xml:"DescribeInstancesResponse"`
-	RequestID    string                  `xml:"requestId"`
-	Reservations *xmlSet[xmlReservation] `xml:"reservationSet"`
-	NextToken    *string                 `xml:"nextToken"`
-}
-
-type describeSubnetsResponse struct {
-	XMLName   xml.Name           `xml:"DescribeSubnetsResponse"`
-	RequestID string             `xml:"requestId"`
-	Subnets   *xmlSet[xmlSubnet] `xml:"subnetSet"`
-	NextToken *string            `xml:"nextToken"`
-}
-
-type describeInstanceTypesResponse struct {
-	XMLName       xml.Name                 `xml:"DescribeInstanceTypesResponse"`
-	RequestID     string                   `xml:"requestId"`
-	InstanceTypes *xmlSet[xmlInstanceType] `xml:"instanceTypeSet"`
-	NextToken     *string                  `xml:"nextToken"`
-}
-
-type describeLaunchTemplateVersionsResponse struct {
-	XMLName   xml.Name                          `xml:"DescribeLaunchTemplateVersionsResponse"`
-	RequestID string                            `xml:"requestId"`
-	Versions  *xmlSet[xmlLaunchTemplateVersion] `xml:"launchTemplateVersionSet"`
-	NextToken *string                           `xml:"nextToken"`
+	return ec2Response[T]{XMLName: xml.Name{Local: action + "Response"}, RequestID: reqID, List: items, NextToken: next}
 }
 
 type xmlTag struct {
@@ -300,9 +160,11 @@ type xmlTag struct {
 
 func toXMLTag(t ec2types.Tag) xmlTag { return xmlTag{t.Key, t.Value} }
 
-// xmlSet is an EC2 list: <NAME><item>..</item>...</NAME>.
+// xmlSet is an EC2 list: <NAME><item>..</item>...</NAME>, named by the field that holds it or,
+// in an ec2Response, by its XMLName.
 type xmlSet[T any] struct {
-	Items []T `xml:"item"`
+	XMLName xml.Name
+	Items   []T `xml:"item"`
 }
 
 // set is the list of items, or nil (no element at all) when there are none, as EC2 leaves
@@ -311,7 +173,7 @@ func set[T any](items []T) *xmlSet[T] {
 	if len(items) == 0 {
 		return nil
 	}
-	return &xmlSet[T]{items}
+	return &xmlSet[T]{Items: items}
 }
 
 func mapSet[From, To any](items []From, f func(From) To) *xmlSet[To] {
@@ -326,6 +188,10 @@ type xmlReservation struct {
 	ReservationID *string              `xml:"reservationId"`
 	OwnerID       *string              `xml:"ownerId"`
 	Instances     *xmlSet[xmlInstance] `xml:"instancesSet"`
+}
+
+func toXMLReservation(r ec2types.Reservation) xmlReservation {
+	return xmlReservation{ReservationID: r.ReservationId, OwnerID: r.OwnerId, Instances: mapSet(r.Instances, toXMLInstance)}
 }
 
 // xmlInstance carries the fields of an instance nodekeeper reads (ID, type, state and its
@@ -375,11 +241,7 @@ type xmlInterfaceID struct {
 
 // ec2Time is how EC2 writes a timestamp (ISO 8601, milliseconds, UTC).
 func ec2Time(t *time.Time) *string {
-	if t == nil {
-		return nil
-	}
-	s := t.UTC().Format("2006-01-02T15:04:05.000Z")
-	return &s
+	return optional(t, func(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") })
 }
 
 func toXMLInstance(i ec2types.Instance) xmlInstance {

@@ -1,9 +1,6 @@
 package awsserver
 
 import (
-	"encoding/xml"
-
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 )
 
@@ -30,13 +27,6 @@ func toXMLBlockDevice(m ec2types.InstanceBlockDeviceMapping) xmlBlockDevice {
 		x.EBS = &xmlEBSBlock{VolumeID: e.VolumeId, Status: string(e.Status), AttachTime: ec2Time(e.AttachTime), DeleteOnTermination: e.DeleteOnTermination}
 	}
 	return x
-}
-
-type xmlDescribeVolumes struct {
-	XMLName   xml.Name           `xml:"DescribeVolumesResponse"`
-	RequestID string             `xml:"requestId"`
-	Volumes   *xmlSet[xmlVolume] `xml:"volumeSet"`
-	NextToken *string            `xml:"nextToken"`
 }
 
 // xmlVolume carries what nodekeeper reads of a volume (ID, type, size, IOPS, throughput,
@@ -66,17 +56,12 @@ type xmlVolumeAttached struct {
 	DeleteOnTermination *bool   `xml:"deleteOnTermination"`
 }
 
-func describeVolumesResponse(reqID string, out *ec2.DescribeVolumesOutput) xmlDescribeVolumes {
-	r := xmlDescribeVolumes{RequestID: reqID, NextToken: out.NextToken}
-	r.XMLName.Space = ec2Namespace
-	r.Volumes = mapSet(out.Volumes, func(v ec2types.Volume) xmlVolume {
-		return xmlVolume{VolumeID: v.VolumeId, Size: v.Size, SnapshotID: v.SnapshotId, AvailabilityZone: v.AvailabilityZone,
-			Status: string(v.State), CreateTime: ec2Time(v.CreateTime), VolumeType: string(v.VolumeType), Iops: v.Iops,
-			Throughput: v.Throughput, Encrypted: v.Encrypted, MultiAttachEnabled: v.MultiAttachEnabled, Tags: mapSet(v.Tags, toXMLTag),
-			Attachments: mapSet(v.Attachments, func(a ec2types.VolumeAttachment) xmlVolumeAttached {
-				return xmlVolumeAttached{VolumeID: a.VolumeId, InstanceID: a.InstanceId, Device: a.Device, Status: string(a.State),
-					AttachTime: ec2Time(a.AttachTime), DeleteOnTermination: a.DeleteOnTermination}
-			})}
-	})
-	return r
+func toXMLVolume(v ec2types.Volume) xmlVolume {
+	return xmlVolume{VolumeID: v.VolumeId, Size: v.Size, SnapshotID: v.SnapshotId, AvailabilityZone: v.AvailabilityZone,
+		Status: string(v.State), CreateTime: ec2Time(v.CreateTime), VolumeType: string(v.VolumeType), Iops: v.Iops,
+		Throughput: v.Throughput, Encrypted: v.Encrypted, MultiAttachEnabled: v.MultiAttachEnabled, Tags: mapSet(v.Tags, toXMLTag),
+		Attachments: mapSet(v.Attachments, func(a ec2types.VolumeAttachment) xmlVolumeAttached {
+			return xmlVolumeAttached{VolumeID: a.VolumeId, InstanceID: a.InstanceId, Device: a.Device, Status: string(a.State),
+				AttachTime: ec2Time(a.AttachTime), DeleteOnTermination: a.DeleteOnTermination}
+		})}
 }

@@ -1,13 +1,10 @@
 package awsserver
 
 import (
-	"context"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
@@ -25,55 +22,75 @@ type eksService struct{}
 
 func (eksService) name() string { return EKS }
 
+// eksRequest is an EKS request's path, unescaped: the cluster's name, then "node-groups" and
+// the node group's name when there, and its query.
+type eksRequest struct {
+	path  []string
+	query url.Values
+}
+
+// eksOps are the operations served, by the number of segments of their path.
+var eksOps = []struct {
+	name string
+	operation[eksRequest]
+}{
+	1: {"DescribeCluster", op(func(r eksRequest) (*eks.DescribeClusterInput, error) {
+		return &eks.DescribeClusterInput{Name: &r.path[0]}, nil
+	}, (*awsfake.Cloud).DescribeCluster, func(_ string, out *eks.DescribeClusterOutput) any {
+		return struct {
+			Cluster *jsonCluster `json:"cluster,omitempty"`
+		}{toJSONCluster(out.Cluster)}
+	})},
+	2: {"ListNodegroups", op(decodeListNodegroups, (*awsfake.Cloud).ListNodegroups, func(_ string, out *eks.ListNodegroupsOutput) any {
+		return struct {
+			Nodegroups []string `json:"nodegroups"`
+			NextToken  *string  `json:"nextToken,omitempty"`
+		}{append([]string{}, out.Nodegroups...), out.NextToken}
+	})},
+	3: {"DescribeNodegroup", op(func(r eksRequest) (*eks.DescribeNodegroupInput, error) {
+		return &eks.DescribeNodegroupInput{ClusterName: &r.path[0], NodegroupName: &r.path[2]}, nil
+	}, (*awsfake.Cloud).DescribeNodegroup, func(_ string, out *eks.DescribeNodegroupOutput) any {
+		return struct {
+			Nodegroup *jsonNodegroup `json:"nodegroup,omitempty"`
+		}{toJSONNodegroup(out.Nodegroup)}
+	})},
+}
+
 // decode routes GET /clusters/NAME (DescribeCluster), GET /clusters/NAME/node-groups
 // (ListNodegroups, with maxResults and nextToken in the query) and
 // GET /clusters/NAME/node-groups/NODEGROUP (DescribeNodegroup).
-func (eksService) decode(r *http.Request) (string, any, error) {
+func (eksService) decode(r *http.Request) (decoded, error) {
 	rest := strings.TrimPrefix(r.URL.EscapedPath(), "/clusters/")
 	segs := strings.Split(rest, "/")
 	if r.Method != http.MethodGet || rest == "" || len(segs) > 3 || (len(segs) > 1 && segs[1] != "node-groups") {
-		return "", nil, apiError("InvalidRequestException", "awsserver serves GET /clusters/NAME[/node-groups[/NODEGROUP]] only, not %s %s", r.Method, r.URL.Path)
+		return decoded{}, apiError("InvalidRequestException", "awsserver serves GET /clusters/NAME[/node-groups[/NODEGROUP]] only, not %s %s", r.Method, r.URL.Path)
 	}
 	names := make([]string, len(segs))
 	for i, seg := range segs {
 		name, err := url.PathUnescape(seg)
 		if err != nil {
-			return "", nil, apiError("InvalidParameterException", "path: %v", err)
+			return decoded{}, apiError("InvalidParameterException", "path: %v", err)
 		}
 		names[i] = name
 	}
-	switch len(segs) {
-	case 1:
-		return "DescribeCluster", &eks.DescribeClusterInput{Name: &names[0]}, nil
-	case 3:
-		return "DescribeNodegroup", &eks.DescribeNodegroupInput{ClusterName: &names[0], NodegroupName: &names[2]}, nil
-	}
-	in := &eks.ListNodegroupsInput{ClusterName: &names[0]}
-	q := r.URL.Query()
-	if v := q.Get("nextToken"); v != "" {
+	o := eksOps[len(segs)]
+	return o.read(o.name, eksRequest{names, r.URL.Query()})
+}
+
+func decodeListNodegroups(r eksRequest) (*eks.ListNodegroupsInput, error) {
+	in := &eks.ListNodegroupsInput{ClusterName: &r.path[0]}
+	if v := r.query.Get("nextToken"); v != "" {
 		in.NextToken = &v
 	}
-	if v := q.Get("maxResults"); v != "" {
+	if v := r.query.Get("maxResults"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 32)
 		if err != nil {
-			return "ListNodegroups", nil, apiError("InvalidParameterException", "maxResults %q", v)
+			return nil, apiError("InvalidParameterException", "maxResults %q", v)
 		}
 		m := int32(n)
 		in.MaxResults = &m
 	}
-	return "ListNodegroups", in, nil
-}
-
-func (eksService) call(ctx context.Context, cloud *awsfake.Cloud, op string, in any) (any, error) {
-	switch in := in.(type) {
-	case *eks.DescribeClusterInput:
-		return cloud.DescribeCluster(ctx, in)
-	case *eks.ListNodegroupsInput:
-		return cloud.ListNodegroups(ctx, in)
-	case *eks.DescribeNodegroupInput:
-		return cloud.DescribeNodegroup(ctx, in)
-	}
-	return nil, apiError("InvalidRequestException", "awsserver does not serve %s", op)
+	return in, nil
 }
 
 // jsonCluster carries what nodekeeper reads of a cluster (name, tags, logging) and the
@@ -122,7 +139,7 @@ func toJSONCluster(c *ekstypes.Cluster) *jsonCluster {
 		return nil
 	}
 	j := &jsonCluster{Name: c.Name, Arn: c.Arn, Version: c.Version, Endpoint: c.Endpoint, RoleArn: c.RoleArn,
-		Status: string(c.Status), PlatformVersion: c.PlatformVersion, Tags: c.Tags, CreatedAt: epochSeconds(c.CreatedAt)}
+		Status: string(c.Status), PlatformVersion: c.PlatformVersion, Tags: c.Tags, CreatedAt: optional(c.CreatedAt, epochSeconds)}
 	if c.Logging != nil {
 		j.Logging = &jsonLogging{ClusterLogging: []jsonLogSetup{}}
 		for _, l := range c.Logging.ClusterLogging {
@@ -144,27 +161,8 @@ func toJSONCluster(c *ekstypes.Cluster) *jsonCluster {
 	return j
 }
 
-func (eksService) writeOutput(w http.ResponseWriter, reqID, op string, out any) {
-	var body any
-	switch o := out.(type) {
-	case *eks.DescribeClusterOutput:
-		body = struct {
-			Cluster *jsonCluster `json:"cluster,omitempty"`
-		}{toJSONCluster(o.Cluster)}
-	case *eks.ListNodegroupsOutput:
-		body = struct {
-			Nodegroups []string `json:"nodegroups"`
-			NextToken  *string  `json:"nextToken,omitempty"`
-		}{append([]string{}, o.Nodegroups...), o.NextToken}
-	case *eks.DescribeNodegroupOutput:
-		body = struct {
-			Nodegroup *jsonNodegroup `json:"nodegroup,omitempty"`
-		}{toJSONNodegroup(o.Nodegroup)}
-	default:
-		eksService{}.writeError(w, reqID, "ServerException", fmt.Sprintf("awsserver: no encoder for %T of %s", out, op))
-		return
-	}
-	writeJSON(w, "application/json", reqID, http.StatusOK, body)
+func (eksService) writeOutput(w http.ResponseWriter, reqID string, doc any) {
+	writeJSON(w, "application/json", reqID, http.StatusOK, doc)
 }
 
 // jsonNodegroup carries what nodekeeper reads of a managed node group (name, cluster, launch
@@ -201,20 +199,12 @@ type jsonLaunchTemplate struct {
 	ID      *string `json:"id,omitempty"`
 }
 
-func epochSeconds(t *time.Time) *float64 {
-	if t == nil {
-		return nil
-	}
-	secs := float64(t.UnixMilli()) / 1000
-	return &secs
-}
-
 func toJSONNodegroup(n *ekstypes.Nodegroup) *jsonNodegroup {
 	if n == nil {
 		return nil
 	}
 	j := &jsonNodegroup{NodegroupName: n.NodegroupName, NodegroupArn: n.NodegroupArn, ClusterName: n.ClusterName, Version: n.Version,
-		ReleaseVersion: n.ReleaseVersion, CreatedAt: epochSeconds(n.CreatedAt), Status: string(n.Status), CapacityType: string(n.CapacityType),
+		ReleaseVersion: n.ReleaseVersion, CreatedAt: optional(n.CreatedAt, epochSeconds), Status: string(n.Status), CapacityType: string(n.CapacityType),
 		InstanceTypes: n.InstanceTypes, Subnets: n.Subnets, AmiType: string(n.AmiType), NodeRole: n.NodeRole, Labels: n.Labels, Tags: n.Tags}
 	if s := n.ScalingConfig; s != nil {
 		j.ScalingConfig = &jsonScalingConfig{s.MinSize, s.MaxSize, s.DesiredSize}
@@ -225,24 +215,16 @@ func toJSONNodegroup(n *ekstypes.Nodegroup) *jsonNodegroup {
 	return j
 }
 
-// eksStatus is the HTTP status EKS answers an error code with.
-func eksStatus(code string) int {
-	switch code {
-	case "AccessDeniedException", "MissingAuthenticationToken":
-		return http.StatusForbidden
-	case "ResourceNotFoundException":
-		return http.StatusNotFound
-	case "ThrottlingException", "TooManyRequestsException":
-		return http.StatusTooManyRequests
-	case "ServerException":
-		return http.StatusInternalServerError
-	case "ServiceUnavailableException":
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusBadRequest
-}
+// eksStatuses are the HTTP statuses EKS answers error codes with.
+var eksStatuses = byStatus(map[int][]string{
+	http.StatusForbidden:           {"AccessDeniedException", "MissingAuthenticationToken"},
+	http.StatusNotFound:            {"ResourceNotFoundException"},
+	http.StatusTooManyRequests:     {"ThrottlingException", "TooManyRequestsException"},
+	http.StatusInternalServerError: {"ServerException"},
+	http.StatusServiceUnavailable:  {"ServiceUnavailableException"},
+})
 
 func (eksService) writeError(w http.ResponseWriter, reqID, code, msg string) {
 	w.Header().Set("X-Amzn-ErrorType", code)
-	writeJSON(w, "application/json", reqID, eksStatus(code), map[string]string{"message": msg})
+	writeJSON(w, "application/json", reqID, eksStatuses.of(code), map[string]string{"message": msg})
 }

@@ -1,9 +1,8 @@
 package awsserver
 
 import (
-	"context"
+	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -51,68 +50,66 @@ type filterLogEventsRequest struct {
 	Interleaved         *bool    `json:"interleaved"`
 }
 
-func (logsService) decode(r *http.Request) (string, any, error) {
+// jsonRequest is a JSON 1.1 request: the operation and its body.
+type jsonRequest struct {
+	op   string
+	body []byte
+}
+
+// strictly reads a request document Doc, refusing members it does not know, and makes the SDK
+// input of it.
+func strictly[Doc, In any](input func(Doc) *In) func(jsonRequest) (*In, error) {
+	return func(r jsonRequest) (*In, error) {
+		var doc Doc
+		d := json.NewDecoder(bytes.NewReader(r.body))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&doc); err != nil {
+			return nil, apiError("SerializationException", "%s: %v", r.op, err)
+		}
+		return input(doc), nil
+	}
+}
+
+var logsOps = map[string]operation[jsonRequest]{
+	"StartQuery": op(strictly(func(q startQueryRequest) *cloudwatchlogs.StartQueryInput {
+		return &cloudwatchlogs.StartQueryInput{LogGroupName: q.LogGroupName, LogGroupNames: q.LogGroupNames,
+			StartTime: q.StartTime, EndTime: q.EndTime, QueryString: q.QueryString, Limit: q.Limit}
+	}), (*awsfake.Cloud).StartQuery, func(_ string, out *cloudwatchlogs.StartQueryOutput) any {
+		return startQueryResponse{QueryID: out.QueryId}
+	}),
+	"GetQueryResults": op(strictly(func(q queryIDRequest) *cloudwatchlogs.GetQueryResultsInput {
+		return &cloudwatchlogs.GetQueryResultsInput{QueryId: q.QueryID}
+	}), (*awsfake.Cloud).GetQueryResults, encodeQueryResults),
+	"StopQuery": op(strictly(func(q queryIDRequest) *cloudwatchlogs.StopQueryInput {
+		return &cloudwatchlogs.StopQueryInput{QueryId: q.QueryID}
+	}), (*awsfake.Cloud).StopQuery, func(_ string, out *cloudwatchlogs.StopQueryOutput) any {
+		return stopQueryResponse{out.Success}
+	}),
+	"FilterLogEvents": op(strictly(func(q filterLogEventsRequest) *cloudwatchlogs.FilterLogEventsInput {
+		return &cloudwatchlogs.FilterLogEventsInput{LogGroupName: q.LogGroupName, LogStreamNames: q.LogStreamNames,
+			LogStreamNamePrefix: q.LogStreamNamePrefix, StartTime: q.StartTime, EndTime: q.EndTime,
+			FilterPattern: q.FilterPattern, NextToken: q.NextToken, Limit: q.Limit, Interleaved: q.Interleaved}
+	}), (*awsfake.Cloud).FilterLogEvents, encodeFilterLogEvents),
+}
+
+func (logsService) decode(r *http.Request) (decoded, error) {
 	target := r.Header.Get("X-Amz-Target")
 	op, ok := strings.CutPrefix(target, logsTargetPrefix)
 	if !ok {
-		return target, nil, apiError("UnknownOperationException", "unknown target %s", target)
+		return decoded{op: target}, apiError("UnknownOperationException", "unknown target %s", target)
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "application/x-amz-json-1.1" {
-		return op, nil, apiError("SerializationException", "Content-Type %q is not application/x-amz-json-1.1", ct)
+		return decoded{op: op}, apiError("SerializationException", "Content-Type %q is not application/x-amz-json-1.1", ct)
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		return op, nil, apiError("SerializationException", "reading the request: %v", err)
+		return decoded{op: op}, apiError("SerializationException", "reading the request: %v", err)
 	}
-	strict := func(v any) error {
-		d := json.NewDecoder(strings.NewReader(string(body)))
-		d.DisallowUnknownFields()
-		if err := d.Decode(v); err != nil {
-			return apiError("SerializationException", "%s: %v", op, err)
-		}
-		return nil
+	o, ok := logsOps[op]
+	if !ok {
+		return decoded{op: op}, apiError("UnknownOperationException", "awsserver does not serve %s", target)
 	}
-	switch op {
-	case "StartQuery":
-		var q startQueryRequest
-		if err := strict(&q); err != nil {
-			return op, nil, err
-		}
-		return op, &cloudwatchlogs.StartQueryInput{LogGroupName: q.LogGroupName, LogGroupNames: q.LogGroupNames,
-			StartTime: q.StartTime, EndTime: q.EndTime, QueryString: q.QueryString, Limit: q.Limit}, nil
-	case "GetQueryResults", "StopQuery":
-		var q queryIDRequest
-		if err := strict(&q); err != nil {
-			return op, nil, err
-		}
-		if op == "StopQuery" {
-			return op, &cloudwatchlogs.StopQueryInput{QueryId: q.QueryID}, nil
-		}
-		return op, &cloudwatchlogs.GetQueryResultsInput{QueryId: q.QueryID}, nil
-	case "FilterLogEvents":
-		var q filterLogEventsRequest
-		if err := strict(&q); err != nil {
-			return op, nil, err
-		}
-		return op, &cloudwatchlogs.FilterLogEventsInput{LogGroupName: q.LogGroupName, LogStreamNames: q.LogStreamNames,
-			LogStreamNamePrefix: q.LogStreamNamePrefix, StartTime: q.StartTime, EndTime: q.EndTime,
-			FilterPattern: q.FilterPattern, NextToken: q.NextToken, Limit: q.Limit, Interleaved: q.Interleaved}, nil
-	}
-	return op, nil, apiError("UnknownOperationException", "awsserver does not serve %s", target)
-}
-
-func (logsService) call(ctx context.Context, cloud *awsfake.Cloud, op string, in any) (any, error) {
-	switch in := in.(type) {
-	case *cloudwatchlogs.StartQueryInput:
-		return cloud.StartQuery(ctx, in)
-	case *cloudwatchlogs.GetQueryResultsInput:
-		return cloud.GetQueryResults(ctx, in)
-	case *cloudwatchlogs.StopQueryInput:
-		return cloud.StopQuery(ctx, in)
-	case *cloudwatchlogs.FilterLogEventsInput:
-		return cloud.FilterLogEvents(ctx, in)
-	}
-	return nil, apiError("UnknownOperationException", "awsserver does not serve %s", op)
+	return o.read(op, jsonRequest{op, body})
 }
 
 // The response documents.
@@ -156,37 +153,31 @@ type filterLogEventsResponse struct {
 	NextToken          *string            `json:"nextToken,omitempty"`
 }
 
-func (logsService) writeOutput(w http.ResponseWriter, reqID, op string, out any) {
-	var resp any
-	switch out := out.(type) {
-	case *cloudwatchlogs.StartQueryOutput:
-		resp = startQueryResponse{QueryID: out.QueryId}
-	case *cloudwatchlogs.GetQueryResultsOutput:
-		r := getQueryResultsResponse{Results: [][]resultField{}, Status: string(out.Status)}
-		if s := out.Statistics; s != nil {
-			r.Statistics = &queryStatistics{s.RecordsMatched, s.RecordsScanned, s.BytesScanned}
-		}
-		for _, row := range out.Results {
-			xr := make([]resultField, len(row))
-			for i, f := range row {
-				xr[i] = resultField{f.Field, f.Value}
-			}
-			r.Results = append(r.Results, xr)
-		}
-		resp = r
-	case *cloudwatchlogs.StopQueryOutput:
-		resp = stopQueryResponse{out.Success}
-	case *cloudwatchlogs.FilterLogEventsOutput:
-		r := filterLogEventsResponse{Events: []filteredLogEvent{}, SearchedLogStreams: []any{}, NextToken: out.NextToken}
-		for _, e := range out.Events {
-			r.Events = append(r.Events, filteredLogEvent{e.LogStreamName, e.Timestamp, e.Message, e.IngestionTime, e.EventId})
-		}
-		resp = r
-	default:
-		logsService{}.writeError(w, reqID, "ServiceUnavailableException", fmt.Sprintf("awsserver: no encoder for %T of %s", out, op))
-		return
+func encodeQueryResults(_ string, out *cloudwatchlogs.GetQueryResultsOutput) any {
+	r := getQueryResultsResponse{Results: [][]resultField{}, Status: string(out.Status)}
+	if s := out.Statistics; s != nil {
+		r.Statistics = &queryStatistics{s.RecordsMatched, s.RecordsScanned, s.BytesScanned}
 	}
-	writeJSON(w, "application/x-amz-json-1.1", reqID, http.StatusOK, resp)
+	for _, row := range out.Results {
+		xr := make([]resultField, len(row))
+		for i, f := range row {
+			xr[i] = resultField{f.Field, f.Value}
+		}
+		r.Results = append(r.Results, xr)
+	}
+	return r
+}
+
+func encodeFilterLogEvents(_ string, out *cloudwatchlogs.FilterLogEventsOutput) any {
+	r := filterLogEventsResponse{Events: []filteredLogEvent{}, SearchedLogStreams: []any{}, NextToken: out.NextToken}
+	for _, e := range out.Events {
+		r.Events = append(r.Events, filteredLogEvent{e.LogStreamName, e.Timestamp, e.Message, e.IngestionTime, e.EventId})
+	}
+	return r
+}
+
+func (logsService) writeOutput(w http.ResponseWriter, reqID string, doc any) {
+	writeJSON(w, "application/x-amz-json-1.1", reqID, http.StatusOK, doc)
 }
 
 func writeJSON(w http.ResponseWriter, contentType, reqID string, status int, v any) {
@@ -201,18 +192,13 @@ func writeJSON(w http.ResponseWriter, contentType, reqID string, status int, v a
 	w.Write(body)
 }
 
-// logsStatus is the HTTP status CloudWatch Logs answers an error code with: 400 for the
+// logsStatuses are the HTTP statuses CloudWatch Logs answers error codes with: 400 for the
 // client's errors (throttling and AccessDenied included), 5xx for its own.
-func logsStatus(code string) int {
-	switch code {
-	case "ServiceUnavailableException", "InternalFailure":
-		return http.StatusServiceUnavailable
-	case "MissingAuthenticationToken":
-		return http.StatusForbidden
-	}
-	return http.StatusBadRequest
-}
+var logsStatuses = byStatus(map[int][]string{
+	http.StatusServiceUnavailable: {"ServiceUnavailableException", "InternalFailure"},
+	http.StatusForbidden:          {"MissingAuthenticationToken"},
+})
 
 func (logsService) writeError(w http.ResponseWriter, reqID, code, msg string) {
-	writeJSON(w, "application/x-amz-json-1.1", reqID, logsStatus(code), map[string]string{"__type": code, "message": msg})
+	writeJSON(w, "application/x-amz-json-1.1", reqID, logsStatuses.of(code), map[string]string{"__type": code, "message": msg})
 }

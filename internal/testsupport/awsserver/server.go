@@ -3,7 +3,7 @@
 // (or to the nodekeeper binary) over
 //
 //   - EC2's Query protocol: a form-encoded POST (Action=DescribeInstances&Version=2016-11-15&...)
-//     answered with XML in the http://ec2.amazonaws.com/doc/2016-11-15/ namespace, errors as
+//     answered with XML (without EC2's namespace, which the SDK does not read), errors as
 //     <Response><Errors><Error><Code>..</Code><Message>..</Message></Error></Errors>..;
 //     DescribeInstances, DescribeSubnets and DescribeInstanceTypes, with IDs, filters,
 //     MaxResults and NextToken;
@@ -24,10 +24,11 @@
 // Auto Scaling, anything else is EC2. A request without a SigV4 Authorization header is
 // refused, as AWS does. The request is decoded into the SDK's input type and handed to the
 // Cloud, whose answer (or error: awsfake's AccessDenied, UnauthorizedOperation, NotFound...) is
-// encoded the way the service does, so that error naming (internal/aws.Explain) and the SDK's
-// retries work over the wire exactly as against AWS. Each encoder carries the fields nodekeeper
-// reads and the common neighbours of those (see the encoders); the package's tests compare the
-// Cloud's answers with what the SDK decodes from the wire.
+// encoded the way the service does (each service's table of operations: a typed decoder, the
+// Cloud's method and an encoder, made by op), so that error naming (internal/aws.Explain) and
+// the SDK's retries work over the wire exactly as against AWS. Each encoder carries the fields
+// nodekeeper reads and the common neighbours of those (see the encoders); the package's tests
+// compare the Cloud's answers with what the SDK decodes from the wire.
 //
 // Use:
 //
@@ -55,6 +56,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/smithy-go"
 
@@ -130,10 +132,9 @@ func (s *Server) Calls() []Call {
 // Operations returns "service:Operation" of each request answered so far, in order (e.g.
 // "ec2:DescribeInstances"), for compact assertions.
 func (s *Server) Operations() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]string, len(s.calls))
-	for i, c := range s.calls {
+	calls := s.Calls()
+	out := make([]string, len(calls))
+	for i, c := range calls {
 		out[i] = c.Service + ":" + c.Operation
 	}
 	return out
@@ -141,10 +142,8 @@ func (s *Server) Operations() []string {
 
 // Count is how many requests for operation were answered.
 func (s *Server) Count(operation string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	n := 0
-	for _, c := range s.calls {
+	for _, c := range s.Calls() {
 		if c.Operation == operation {
 			n++
 		}
@@ -220,17 +219,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		svc = ec2Service{}
 	}
 	reqID := s.nextRequestID()
-	op, in, err := svc.decode(r)
-	call := Call{Service: svc.name(), Operation: op, Region: signedRegion(r), Input: in}
+	req, err := svc.decode(r)
+	call := Call{Service: svc.name(), Operation: req.op, Region: signedRegion(r), Input: req.in}
 	if err == nil && !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 ") {
 		err = apiError("MissingAuthenticationToken", "Request is missing Authentication Token")
 	}
 	if err == nil {
-		err = s.injected(op)
+		err = s.injected(req.op)
 	}
 	var out any
 	if err == nil {
-		out, err = svc.call(r.Context(), s.cloud, op, in)
+		out, err = req.call(r.Context(), s.cloud, req.in)
 	}
 	if err != nil {
 		code, msg := "InternalFailure", err.Error()
@@ -244,7 +243,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.record(call)
-	svc.writeOutput(w, reqID, op, out)
+	svc.writeOutput(w, reqID, req.encode(reqID, out))
 }
 
 func (s *Server) record(c Call) {
@@ -299,11 +298,93 @@ func apiError(code, format string, args ...any) error {
 // service is one AWS service's wire protocol.
 type service interface {
 	name() string
-	// decode reads the operation and its SDK input from the request; an error is answered to
-	// the client as it is.
-	decode(r *http.Request) (op string, in any, err error)
-	// call hands the input to the cloud.
-	call(ctx context.Context, cloud *awsfake.Cloud, op string, in any) (any, error)
-	writeOutput(w http.ResponseWriter, reqID, op string, out any)
+	// decode reads the request: its operation (also on an error, when known), SDK input and
+	// handler; an error is answered to the client as it is.
+	decode(r *http.Request) (decoded, error)
+	// writeOutput answers with the response document of an operation's output.
+	writeOutput(w http.ResponseWriter, reqID string, doc any)
 	writeError(w http.ResponseWriter, reqID, code, msg string)
+}
+
+// handler serves one operation once its input is read: the Cloud's method, and the response
+// document of its output.
+type handler struct {
+	call   func(ctx context.Context, cloud *awsfake.Cloud, in any) (any, error)
+	encode func(reqID string, out any) any
+}
+
+// decoded is a request read: the operation, its SDK input, and its handler.
+type decoded struct {
+	op string
+	in any
+	handler
+}
+
+// operation is one operation of a protocol whose requests reach the operation as a Req (a
+// Query form, a JSON document, a REST path, a CBOR value), in a service's table of them.
+type operation[Req any] struct {
+	decode func(Req) (any, error)
+	handler
+}
+
+// op makes an operation of its typed parts: decode reads the SDK input from the protocol's
+// request, call is the Cloud's method (a method expression such as
+// (*awsfake.Cloud).DescribeInstances), encode turns the output into the response document.
+func op[Req, In, Out, Opt any](decode func(Req) (*In, error), call func(*awsfake.Cloud, context.Context, *In, ...Opt) (*Out, error), encode func(reqID string, out *Out) any) operation[Req] {
+	return operation[Req]{
+		decode: func(r Req) (any, error) {
+			in, err := decode(r)
+			if err != nil {
+				return nil, err // a nil Call.Input, not a typed nil
+			}
+			return in, nil
+		},
+		handler: handler{
+			call: func(ctx context.Context, cloud *awsfake.Cloud, in any) (any, error) {
+				return call(cloud, ctx, in.(*In))
+			},
+			encode: func(reqID string, out any) any { return encode(reqID, out.(*Out)) },
+		},
+	}
+}
+
+// read decodes the input of the operation named op from req.
+func (o operation[Req]) read(op string, req Req) (decoded, error) {
+	in, err := o.decode(req)
+	return decoded{op, in, o.handler}, err
+}
+
+// optional is f of *p, or nil where p is nil: a member a document leaves out when it is not set.
+func optional[T, U any](p *T, f func(T) U) *U {
+	if p == nil {
+		return nil
+	}
+	v := f(*p)
+	return &v
+}
+
+// epochSeconds is how the JSON and CBOR protocols write a timestamp: seconds since the epoch, to
+// the millisecond.
+func epochSeconds(t time.Time) float64 { return float64(t.UnixMilli()) / 1000 }
+
+// statuses are the HTTP statuses a service answers error codes with; a code not listed is the
+// client's error, 400.
+type statuses map[string]int
+
+// byStatus is the statuses of the error codes listed under each.
+func byStatus(codes map[int][]string) statuses {
+	s := statuses{}
+	for status, cs := range codes {
+		for _, c := range cs {
+			s[c] = status
+		}
+	}
+	return s
+}
+
+func (s statuses) of(code string) int {
+	if status, ok := s[code]; ok {
+		return status
+	}
+	return http.StatusBadRequest
 }
