@@ -1,7 +1,6 @@
 package deploytest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -9,7 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +21,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/controller/command"
 	"github.com/nodekeeper/nodekeeper/internal/testenv"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/promscrape"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/syncbuf"
 )
 
 // TestControllerWithManifests runs `nodekeeper controller` (the command tree, in-process) the way the kustomize
@@ -61,7 +60,7 @@ func TestControllerWithManifests(t *testing.T) {
 	// the tree is built), and cancelling the context is the SIGTERM of a pod being stopped.
 	t.Setenv("POD_NAMESPACE", in.namespace)
 	t.Setenv("POD_NAME", "deploytest-controller")
-	var logs lockedBuffer
+	var logs syncbuf.Buffer // stdout and stderr, written concurrently
 	root := command.NewRoot(strings.NewReader(""), &logs, &logs)
 	root.SetArgs(args)
 	runCtx, stop := context.WithCancel(ctx)
@@ -266,22 +265,4 @@ func (s *metricsScraper) get(token string) (int, string) {
 
 func get(url string) (int, string) {
 	return promscrape.Fetch(http.DefaultClient, url, "")
-}
-
-// lockedBuffer collects the controller's output from two streams written concurrently.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
