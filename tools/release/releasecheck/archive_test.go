@@ -190,11 +190,7 @@ func writeTarGz(t *testing.T, file string, entries []entry) {
 			}
 		}
 	}
-	for _, c := range []io.Closer{tw, gz, f} {
-		if err := c.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	closeAll(t, tw, gz, f)
 }
 
 func writeZip(t *testing.T, file string, entries []entry) {
@@ -213,7 +209,14 @@ func writeZip(t *testing.T, file string, entries []entry) {
 			t.Fatal(err)
 		}
 	}
-	for _, c := range []io.Closer{zw, f} {
+	closeAll(t, zw, f)
+}
+
+// closeAll closes an archive's writers in order (the archive, its compression, its file), so
+// that each flushes into the next, failing the test on the first error.
+func closeAll(t *testing.T, closers ...io.Closer) {
+	t.Helper()
+	for _, c := range closers {
 		if err := c.Close(); err != nil {
 			t.Fatal(err)
 		}
