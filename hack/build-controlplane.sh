@@ -10,7 +10,7 @@ mod="$root/tools/controlplane"
 out="$root/bin/controlplane"
 
 k8s_version=$(module_version "$mod" k8s.io/kubernetes)
-stamp=$(build_stamp "$mod/go.mod" "$mod/go.sum" "$mod"/*/main.go "${BASH_SOURCE[0]}" "$root/hack/controlplane-ldflags.sh")
+stamp=$(build_stamp "$mod" "$mod"/*/main.go "$root/hack/controlplane-ldflags.sh")
 
 if stamp_matches "$out/.stamp" "$stamp" &&
    [[ -x "$out/etcd" && -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -x "$out/kubectl" ]]; then

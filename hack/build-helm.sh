@@ -19,7 +19,7 @@ if [[ -z "$k8s_minor" ]]; then
   echo "build-helm: cannot find the k8s.io/client-go version in $mod/go.mod" >&2
   exit 1
 fi
-stamp=$(build_stamp "$mod/go.mod" "$mod/go.sum" "${BASH_SOURCE[0]}")
+stamp=$(build_stamp "$mod")
 
 if [[ -x "$out/helm" ]] && stamp_matches "$out/.helm.stamp" "$stamp" &&
    [[ "$("$out/helm" version --template '{{.Version}}' 2>/dev/null)" == "$helm_version" ]]; then

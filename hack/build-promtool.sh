@@ -13,7 +13,7 @@ mod="$root/tools/promtool"
 out="$root/bin"
 
 version=$(module_version "$mod" github.com/prometheus/prometheus)
-stamp=$(build_stamp "$mod/go.mod" "$mod/go.sum" "${BASH_SOURCE[0]}")
+stamp=$(build_stamp "$mod")
 
 if [[ -x "$out/promtool" ]] && stamp_matches "$out/.promtool.stamp" "$stamp"; then
   echo "promtool (prometheus module $version) is up to date in bin/promtool"

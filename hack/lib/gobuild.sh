@@ -18,10 +18,13 @@ module_version() {
   echo "$version"
 }
 
-# build_stamp FILE... prints the checksum of the files and of this library: a build is redone
-# when any input changes, including these shared steps.
+# build_stamp MOD_DIR [FILE...] prints the checksum of a build's inputs: MOD_DIR's go.mod and
+# go.sum, the calling script, the other FILEs it names and this library, so that a build is redone
+# when any of them changes.
 build_stamp() {
-  cat "$@" "$gobuild_lib" | sha256sum | cut -c1-16
+  local mod=$1
+  shift
+  cat "$mod/go.mod" "$mod/go.sum" "${BASH_SOURCE[1]}" "$@" "$gobuild_lib" | sha256sum | cut -c1-16
 }
 
 # stamp_matches STAMP_FILE STAMP succeeds when the last complete build wrote STAMP.
