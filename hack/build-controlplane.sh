@@ -5,17 +5,14 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$root/hack/lib/gobuild.sh"
 mod="$root/tools/controlplane"
 out="$root/bin/controlplane"
 
-k8s_version=$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ {print $2; exit}' "$mod/go.mod")
-if [[ -z "$k8s_version" ]]; then
-  echo "build-controlplane: cannot find the k8s.io/kubernetes version in $mod/go.mod" >&2
-  exit 1
-fi
-stamp=$(cat "$mod/go.mod" "$mod/go.sum" "$mod"/*/main.go "${BASH_SOURCE[0]}" "$root/hack/controlplane-ldflags.sh" | sha256sum | cut -c1-16)
+k8s_version=$(module_version "$mod" k8s.io/kubernetes)
+stamp=$(build_stamp "$mod" "$mod"/*/main.go "$root/hack/controlplane-ldflags.sh")
 
-if [[ -f "$out/.stamp" && "$(cat "$out/.stamp")" == "$stamp" ]] &&
+if stamp_matches "$out/.stamp" "$stamp" &&
    [[ -x "$out/etcd" && -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -x "$out/kubectl" ]]; then
   echo "control plane $k8s_version is up to date in bin/controlplane"
   exit 0
@@ -24,17 +21,11 @@ fi
 ldflags=$(bash "$root/hack/controlplane-ldflags.sh")
 
 echo "building control plane $k8s_version into bin/controlplane (a cold build takes several minutes)"
-start=$(date +%s)
-mkdir -p "$out"
-rm -f "$out/.stamp"
+begin_build "$out/.stamp"
 cd "$mod"
 for cmd in etcd kube-apiserver kube-controller-manager kubectl; do
   echo "  go build $cmd"
-  # Build beside the target and rename into place, so a test starting meanwhile never runs a
-  # half-written binary.
-  CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out/.$cmd.new" "./$cmd"
-  mv -f "$out/.$cmd.new" "$out/$cmd"
+  go_build_into "$out/$cmd" -ldflags "$ldflags" "./$cmd"
 done
-echo "$stamp" > "$out/.stamp"
 echo "$k8s_version" > "$out/VERSION"
-echo "control plane built in $(( $(date +%s) - start ))s"
+end_build "$out/.stamp" "$stamp" "control plane"

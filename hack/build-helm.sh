@@ -6,34 +6,29 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$root/hack/lib/gobuild.sh"
 mod="$root/tools/helm"
 out="$root/bin"
 
-helm_version=$(awk '$1 == "helm.sh/helm/v3" && $2 ~ /^v/ {print $2; exit}' "$mod/go.mod")
-if [[ -z "$helm_version" ]]; then
-  echo "build-helm: cannot find the helm.sh/helm/v3 version in $mod/go.mod" >&2
-  exit 1
-fi
+helm_version=$(module_version "$mod" helm.sh/helm/v3)
 # Helm's own Makefile stamps the Kubernetes client version it was built with into lint and
 # template (.Capabilities.KubeVersion); derive it from the k8s.io/client-go it links.
-client_go=$(awk '$1 == "k8s.io/client-go" && $2 ~ /^v/ {print $2; exit}' "$mod/go.mod")
+client_go=$(module_version "$mod" k8s.io/client-go)
 k8s_minor=${client_go#v0.}; k8s_minor=${k8s_minor%%.*}
-if [[ -z "$client_go" || -z "$k8s_minor" ]]; then
+if [[ -z "$k8s_minor" ]]; then
   echo "build-helm: cannot find the k8s.io/client-go version in $mod/go.mod" >&2
   exit 1
 fi
-stamp=$(cat "$mod/go.mod" "$mod/go.sum" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)
+stamp=$(build_stamp "$mod")
 
-if [[ -x "$out/helm" && -f "$out/.helm.stamp" && "$(cat "$out/.helm.stamp")" == "$stamp" ]] &&
+if [[ -x "$out/helm" ]] && stamp_matches "$out/.helm.stamp" "$stamp" &&
    [[ "$("$out/helm" version --template '{{.Version}}' 2>/dev/null)" == "$helm_version" ]]; then
   echo "helm $helm_version is up to date in bin/helm"
   exit 0
 fi
 
 echo "building helm $helm_version into bin/helm (a cold build takes a minute or two)"
-start=$(date +%s)
-mkdir -p "$out"
-rm -f "$out/.helm.stamp"
+begin_build "$out/.helm.stamp"
 ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$helm_version"
 ldflags+=" -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
 for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
@@ -42,7 +37,5 @@ done
 cd "$mod"
 # `go build` of the tool's package path resolves it from this module's go.mod (the `tool` line
 # pins it); -mod=mod is not needed because go.sum is committed.
-CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out/helm.tmp" helm.sh/helm/v3/cmd/helm
-mv "$out/helm.tmp" "$out/helm"
-echo "$stamp" > "$out/.helm.stamp"
-echo "helm $helm_version built in $(( $(date +%s) - start ))s"
+go_build_into "$out/helm" -ldflags "$ldflags" helm.sh/helm/v3/cmd/helm
+end_build "$out/.helm.stamp" "$stamp" "helm $helm_version"

@@ -8,27 +8,20 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$root/hack/lib/gobuild.sh"
 mod="$root/tools/promtool"
 out="$root/bin"
 
-version=$(awk '$1 == "github.com/prometheus/prometheus" && $2 ~ /^v/ {print $2; exit}' "$mod/go.mod")
-if [[ -z "$version" ]]; then
-  echo "build-promtool: cannot find the github.com/prometheus/prometheus version in $mod/go.mod" >&2
-  exit 1
-fi
-stamp=$(cat "$mod/go.mod" "$mod/go.sum" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)
+version=$(module_version "$mod" github.com/prometheus/prometheus)
+stamp=$(build_stamp "$mod")
 
-if [[ -x "$out/promtool" && -f "$out/.promtool.stamp" && "$(cat "$out/.promtool.stamp")" == "$stamp" ]]; then
+if [[ -x "$out/promtool" ]] && stamp_matches "$out/.promtool.stamp" "$stamp"; then
   echo "promtool (prometheus module $version) is up to date in bin/promtool"
   exit 0
 fi
 
 echo "building promtool (prometheus module $version) into bin/promtool (a cold build takes a few minutes)"
-start=$(date +%s)
-mkdir -p "$out"
-rm -f "$out/.promtool.stamp"
+begin_build "$out/.promtool.stamp"
 cd "$mod"
-CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/promtool.tmp" github.com/prometheus/prometheus/cmd/promtool
-mv "$out/promtool.tmp" "$out/promtool"
-echo "$stamp" > "$out/.promtool.stamp"
-echo "promtool built in $(( $(date +%s) - start ))s"
+go_build_into "$out/promtool" -ldflags "-s -w" github.com/prometheus/prometheus/cmd/promtool
+end_build "$out/.promtool.stamp" "$stamp" "promtool"

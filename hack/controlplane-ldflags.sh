@@ -6,12 +6,9 @@
 # Makefile passes them to GoReleaser as CONTROLPLANE_LDFLAGS).
 set -euo pipefail
 
-mod="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tools/controlplane"
-k8s_version=$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ {print $2; exit}' "$mod/go.mod")
-if [[ -z "$k8s_version" ]]; then
-  echo "controlplane-ldflags: cannot find the k8s.io/kubernetes version in $mod/go.mod" >&2
-  exit 1
-fi
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$root/hack/lib/gobuild.sh"
+k8s_version=$(module_version "$root/tools/controlplane" k8s.io/kubernetes)
 major=${k8s_version#v}; major=${major%%.*}
 minor=${k8s_version#v*.}; minor=${minor%%.*}
 pkg=k8s.io/component-base/version

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodekeeper/nodekeeper/internal/testenv"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/promscrape"
 )
 
 // metricsRBACFile holds the metrics-reader ClusterRole deploy/ ships for Prometheus.
@@ -95,47 +96,14 @@ func TestServerClosesIdleConnection(t *testing.T) {
 // token the API server does not know 401; over TLS with the self-signed certificate.
 func TestSecureMetrics(t *testing.T) {
 	ctx := context.Background()
-	admin := env.AdminClient()
 	const ns = "metrics-auth-test"
 	reader := createClusterRole(t, "metrics-reader", metricsRBACFile)
-
-	readerCfg, err := env.ServiceAccountConfig(ctx, ns, "prometheus")
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherCfg, err := env.ServiceAccountConfig(ctx, ns, "someone-else")
-	if err != nil {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "nodekeeper-test-metrics-reader"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: reader.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "prometheus", Namespace: ns}},
-	}
-	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
-	})
+	readerCfg := env.BoundServiceAccount(t, ns, "prometheus", reader.Name, "nodekeeper-test-metrics-reader")
+	otherCfg := env.ServiceAccount(t, ns, "someone-else")
 
 	// The controller's own identity: only the two review permissions (the shipped metrics-auth role).
 	authRole := createClusterRole(t, "metrics-auth", metricsRBACFile)
-	authCfg, err := env.ServiceAccountConfig(ctx, ns, "controller")
-	if err != nil {
-		t.Fatal(err)
-	}
-	authBinding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "nodekeeper-test-metrics-auth"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: authRole.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "controller", Namespace: ns}},
-	}
-	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, authBinding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), authBinding.Name, metav1.DeleteOptions{})
-	})
+	authCfg := env.BoundServiceAccount(t, ns, "controller", authRole.Name, "nodekeeper-test-metrics-auth")
 
 	auth, err := NewMetricsAuthForConfig(authCfg)
 	if err != nil {
@@ -156,23 +124,8 @@ func TestSecureMetrics(t *testing.T) {
 	}
 	defer stop()
 
-	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	get := func(token string) (int, string) {
-		req, err := http.NewRequest(http.MethodGet, "https://"+addr+"/metrics", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
-	}
+	client := promscrape.InsecureTLSClient()
+	get := func(token string) (int, string) { return promscrape.Fetch(client, "https://"+addr+"/metrics", token) }
 
 	// RBAC takes effect through the authorizer's informer: wait for the binding to be seen.
 	var code int

@@ -242,10 +242,7 @@ func TestShippedRBAC(t *testing.T) {
 	rbac := loadRBAC(t)
 	rbac.apply(t)
 	ns := rbac.sa.Namespace
-	cfg, err := env.ServiceAccountConfig(ctx, ns, rbac.sa.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := env.ServiceAccount(t, ns, rbac.sa.Name)
 	saClient := kubernetes.NewForConfigOrDie(cfg)
 	user := "system:serviceaccount:" + ns + ":" + rbac.sa.Name
 	le := LeaderElectionOptions{Enabled: true, Namespace: ns, Name: DefaultElectionID,

@@ -33,7 +33,7 @@ type promtoolUnitTests struct {
 // controller's, each alert fires with its labels and annotations when it should and stays silent
 // when it should not. Every alert of the rule file must have both kinds of case there.
 func TestAlertsFire(t *testing.T) {
-	trackInputs(t, "tools/promtool", "hack/build-promtool.sh", rulesFile, alertTests)
+	trackInputs(t, "tools/promtool", "hack/build-promtool.sh", "hack/lib", rulesFile, alertTests)
 	var ut promtoolUnitTests
 	if err := yaml.Unmarshal(readRepoFile(t, alertTests), &ut); err != nil {
 		t.Fatalf("%s: %v", alertTests, err)

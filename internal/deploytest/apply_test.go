@@ -460,11 +460,7 @@ func TestServiceAccountRequests(t *testing.T) {
 	in := installed(t)[1]
 	ctx := context.Background()
 	admin := env.AdminClient()
-	cfg, err := env.ServiceAccountConfig(ctx, in.namespace, in.sa)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sa := kubernetes.NewForConfigOrDie(cfg)
+	sa := kubernetes.NewForConfigOrDie(env.ServiceAccount(t, in.namespace, in.sa))
 
 	now := metav1.NewMicroTime(time.Now())
 	l, err := admin.CoordinationV1().Leases("kube-node-lease").Create(ctx, &coordinationv1.Lease{

@@ -16,6 +16,8 @@ import (
 	yamlv3 "go.yaml.in/yaml/v3"
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/textcheck"
 )
 
 const (
@@ -147,14 +149,8 @@ func TestValuesTable(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rows, err := valuesTable([]byte(tc.values))
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want %q", err, tc.wantErr)
-				}
+			if textcheck.WantError(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if got := renderValuesTable(rows); got != tc.wantTable {
 				t.Errorf("table:\n%s\nwant:\n%s", got, tc.wantTable)

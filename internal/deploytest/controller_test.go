@@ -1,23 +1,18 @@
 package deploytest
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
 	"fmt"
-	"io"
 	"net/http"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -26,6 +21,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/controller/command"
 	"github.com/nodekeeper/nodekeeper/internal/testenv"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/promscrape"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/syncbuf"
 )
 
 // TestControllerWithManifests runs `nodekeeper controller` (the command tree, in-process) the way the kustomize
@@ -41,10 +37,7 @@ func TestControllerWithManifests(t *testing.T) {
 	ctx := context.Background()
 	admin := env.AdminClient()
 
-	cfg, err := env.ServiceAccountConfig(ctx, in.namespace, in.sa)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := env.ServiceAccount(t, in.namespace, in.sa)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := env.WriteKubeconfig(kubeconfig, cfg); err != nil {
 		t.Fatal(err)
@@ -67,7 +60,7 @@ func TestControllerWithManifests(t *testing.T) {
 	// the tree is built), and cancelling the context is the SIGTERM of a pod being stopped.
 	t.Setenv("POD_NAMESPACE", in.namespace)
 	t.Setenv("POD_NAME", "deploytest-controller")
-	var logs lockedBuffer
+	var logs syncbuf.Buffer // stdout and stderr, written concurrently
 	root := command.NewRoot(strings.NewReader(""), &logs, &logs)
 	root.SetArgs(args)
 	runCtx, stop := context.WithCancel(ctx)
@@ -253,7 +246,6 @@ func scrapeContractViolations(series []promscrape.Sample) []string {
 // metricsScraper scrapes secure metrics as prometheus-operator does with the ServiceMonitor's
 // settings: HTTPS without verifying the self-signed certificate, a bearer token.
 type metricsScraper struct {
-	t      *testing.T
 	url    string
 	token  string // of a service account bound to the metrics-reader ClusterRole
 	client *http.Client
@@ -263,70 +255,14 @@ type metricsScraper struct {
 // readerRole, and returns a scraper of https://addr/metrics with its token.
 func scraper(t *testing.T, addr, readerRole string) *metricsScraper {
 	t.Helper()
-	ctx := context.Background()
-	cfg, err := env.ServiceAccountConfig(ctx, "monitoring", "deploytest-prometheus")
-	if err != nil {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "deploytest-prometheus-" + readerRole},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: readerRole},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "deploytest-prometheus", Namespace: "monitoring"}},
-	}
-	admin := env.AdminClient()
-	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
-	})
-	return &metricsScraper{t: t, url: "https://" + addr + "/metrics", token: cfg.BearerToken, client: &http.Client{
-		Timeout:   time.Minute,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}},
-	}}
+	cfg := env.BoundServiceAccount(t, "monitoring", "deploytest-prometheus", readerRole, "deploytest-prometheus-"+readerRole)
+	return &metricsScraper{url: "https://" + addr + "/metrics", token: cfg.BearerToken, client: promscrape.InsecureTLSClient()}
 }
 
 func (s *metricsScraper) get(token string) (int, string) {
-	req, err := http.NewRequest(http.MethodGet, s.url, nil)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	return promscrape.Fetch(s.client, s.url, token)
 }
 
 func get(url string) (int, string) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
-}
-
-// lockedBuffer collects the controller's output from two streams written concurrently.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	return promscrape.Fetch(http.DefaultClient, url, "")
 }

@@ -111,7 +111,7 @@ func buildTool(script, name string) func() (string, error) {
 // helm returns bin/helm (buildHelm).
 func helm(t testing.TB) string {
 	t.Helper()
-	trackInputs(t, "tools/helm", "hack/build-helm.sh")
+	trackInputs(t, "tools/helm", "hack/build-helm.sh", "hack/lib")
 	return mustGet(t, buildHelm)
 }
 

@@ -43,13 +43,6 @@ type auditReport struct {
 	} `json:"zombies"`
 }
 
-func auditJSON(t *testing.T, r result) auditReport {
-	t.Helper()
-	var rep auditReport
-	decode(t, r, "AuditReport", &rep)
-	return rep
-}
-
 // TestAuditFixtures runs audit on the fixtures of internal/audit from that directory, as its
 // golden tests do in-process: the binary must print the same report, byte for byte.
 func TestAuditFixtures(t *testing.T) {
@@ -62,7 +55,7 @@ func TestAuditFixtures(t *testing.T) {
 	}
 	// The same events pretty-printed, and on standard input: the same findings.
 	r = u.expect(exitOK, "audit", "-o", "json", "testdata/seed001/events-pretty.json")
-	rep := auditJSON(t, r)
+	rep := decode[auditReport](t, r, "AuditReport")
 	if len(rep.Zombies) != 1 || rep.Zombies[0].Node != "ip-10-29-79-205.ap-northeast-2.compute.internal" {
 		t.Errorf("zombies %+v:\n%s", rep.Zombies, r)
 	}
@@ -150,7 +143,7 @@ func TestAuditLiveLog(t *testing.T) {
 		t.Run(filepath.Base(input), func(t *testing.T) {
 			args := []string{"audit", input, "--node", node, "--zombie-min-duration", zombieMin.String()}
 			r := u.expect(exitOK, append(args, "-o", "json")...)
-			rep := auditJSON(t, r)
+			rep := decode[auditReport](t, r, "AuditReport")
 			if len(rep.NodeDeletions) != 1 || rep.NodeDeletions[0].Node != node || rep.NodeDeletions[0].Event.Actor.User != "e2e-admin" {
 				t.Errorf("node deletions %+v, want %s by e2e-admin:\n%s", rep.NodeDeletions, node, r)
 			}

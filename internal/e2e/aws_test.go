@@ -5,8 +5,10 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -129,10 +131,9 @@ func TestDoctorAWS(t *testing.T) {
 				t.Errorf("DescribeInstances did not look for the instances of %s: %v", eksClusterName, filters)
 			}
 			noARNAsName(t, srv)
-			var rep doctorReport
-			decode(t, r, "DoctorReport", &rep)
+			rep := decode[doctorReport](t, r, "DoctorReport")
 			if rep.findings()["NK801 instance/"+orphanInstance] == "" && !strings.Contains(r.stdout, orphanInstance) {
-				t.Errorf("the instance without a Node (%s) is not reported (findings %v):\n%s", orphanInstance, sortedKeys(rep.findings()), r)
+				t.Errorf("the instance without a Node (%s) is not reported (findings %v):\n%s", orphanInstance, slices.Sorted(maps.Keys(rep.findings())), r)
 			}
 		})
 	}
@@ -217,7 +218,7 @@ func TestAuditCloudWatch(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(srv.Calls())
 			r := u.expect(exitOK, append(append([]string{"audit", "--cloudwatch", "-o", "json"}, window...), tc.args...)...)
-			rep := auditJSON(t, r)
+			rep := decode[auditReport](t, r, "AuditReport")
 			if tc.deprecated && !strings.Contains(r.stderr, "--eks-cluster") {
 				t.Errorf("the deprecated --cluster does not point at --eks-cluster on stderr:\n%s", r)
 			}

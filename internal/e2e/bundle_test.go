@@ -58,8 +58,7 @@ func TestBundle(t *testing.T) {
 
 	t.Run("clean", func(t *testing.T) {
 		r := u.expect(exitOK, "bundle", clean, "-o", "json")
-		var rep bundleReport
-		decode(t, r, "BundleReport", &rep)
+		rep := decode[bundleReport](t, r, "BundleReport")
 		if rep.Tool != "bundle" || rep.ExitCode != 0 || len(rep.codes()) != 0 {
 			t.Errorf("a clean node's bundle: tool %q exitCode %d findings %v:\n%s", rep.Tool, rep.ExitCode, rep.codes(), r)
 		}
@@ -69,8 +68,7 @@ func TestBundle(t *testing.T) {
 
 	t.Run("pull QPS exceeded", func(t *testing.T) {
 		r := u.expect(exitFindings, "bundle", sickName, "-o", "json")
-		var rep bundleReport
-		decode(t, r, "BundleReport", &rep)
+		rep := decode[bundleReport](t, r, "BundleReport")
 		if got := strings.Join(rep.codes(), " "); got != "NK601:warning" || rep.ExitCode != exitFindings {
 			t.Errorf("findings %q exitCode %d, want NK601:warning and 3:\n%s", got, rep.ExitCode, r)
 		}
@@ -91,8 +89,7 @@ func TestBundle(t *testing.T) {
 			}
 		}
 		r := u.expect(exitFindings, "bundle", "unpacked", "-o", "json")
-		var rep bundleReport
-		decode(t, r, "BundleReport", &rep)
+		rep := decode[bundleReport](t, r, "BundleReport")
 		if got := strings.Join(rep.codes(), " "); got != "NK601:warning" {
 			t.Errorf("the unpacked bundle: findings %q, want those of its tarball:\n%s", got, r)
 		}

@@ -45,16 +45,44 @@ func TestController(t *testing.T) {
 	}
 }
 
-func testController(t *testing.T, bin string, sub []string) {
-	c := seedCluster(t, 2)
-	u, _ := eksUser(t)
-	metricsAddr, probeAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
-	args := append(append([]string(nil), sub...),
+// startController starts bin with its subcommand (sub) and flags as the only replica (no leader
+// election), serving metrics and probes on free loopback ports.
+func (u *user) startController(bin string, sub []string, flags ...string) (d *daemon, metricsAddr, probeAddr string) {
+	u.t.Helper()
+	metricsAddr, probeAddr = testenv.FreeAddr(u.t), testenv.FreeAddr(u.t)
+	args := append(append(append([]string(nil), sub...), flags...),
 		"--leader-elect=false",
 		"--metrics-bind-address", metricsAddr,
 		"--health-probe-bind-address", probeAddr,
 	)
-	d := u.start(bin, args...)
+	return u.start(bin, args...), metricsAddr, probeAddr
+}
+
+// waitLeakedDeleted waits for the controller to delete every leaked lease of c.
+func waitLeakedDeleted(t *testing.T, c cluster) {
+	t.Helper()
+	for _, name := range c.leaked {
+		env.WaitNodeLease(t, name, controllerStartTimeout, "the controller to delete the leaked lease", func(l *coordinationv1.Lease) bool { return l == nil })
+	}
+}
+
+// scrapeUntil scrapes http://addr/metrics of the process until cond holds for a scrape, and
+// returns that scrape.
+func (d *daemon) scrapeUntil(addr, what string, cond func([]promscrape.Sample) bool) []promscrape.Sample {
+	d.t.Helper()
+	var samples []promscrape.Sample
+	d.waitFor(controllerStartTimeout, what, func() bool {
+		var err error
+		samples, err = promscrape.Get("http://" + addr + "/metrics")
+		return err == nil && cond(samples)
+	})
+	return samples
+}
+
+func testController(t *testing.T, bin string, sub []string) {
+	c := seedCluster(t, 2)
+	u, _ := eksUser(t)
+	d, metricsAddr, probeAddr := u.startController(bin, sub)
 
 	hc := &http.Client{Timeout: 10 * time.Second}
 	status := func(url string) int {
@@ -72,14 +100,9 @@ func testController(t *testing.T, bin string, sub []string) {
 		return status("http://"+probeAddr+"/readyz") == http.StatusOK
 	})
 
-	for _, name := range c.leaked {
-		env.WaitNodeLease(t, name, controllerStartTimeout, "the controller to delete the leaked lease", func(l *coordinationv1.Lease) bool { return l == nil })
-	}
-	var samples []promscrape.Sample
-	d.waitFor(controllerStartTimeout, "nodekeeper_lease_deletions_total{result=\"deleted\"} to count the deletions", func() bool {
-		var err error
-		samples, err = promscrape.Get("http://" + metricsAddr + "/metrics")
-		return err == nil && promscrape.Sum(samples, "nodekeeper_lease_deletions_total", "result", "deleted") >= float64(len(c.leaked))
+	waitLeakedDeleted(t, c)
+	samples := d.scrapeUntil(metricsAddr, "nodekeeper_lease_deletions_total{result=\"deleted\"} to count the deletions", func(samples []promscrape.Sample) bool {
+		return promscrape.Sum(samples, "nodekeeper_lease_deletions_total", "result", "deleted") >= float64(len(c.leaked))
 	})
 	var series []string
 	for _, s := range samples {
@@ -126,18 +149,10 @@ func TestControllerAWS(t *testing.T) {
 			c := seedCluster(t, 1)
 			srv := awsserver.Start(t, eksCloud(c))
 			u := awsUser(t, srv)
-			metricsAddr, probeAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
-			d := u.start(binary(cb.bin), append(append([]string(nil), cb.args...),
-				"--leader-elect=false", "--metrics-bind-address", metricsAddr, "--health-probe-bind-address", probeAddr,
-				"--aws", "--eks-cluster", eksClusterName)...)
-			for _, name := range c.leaked {
-				env.WaitNodeLease(t, name, controllerStartTimeout, "the controller to delete the leaked lease", func(l *coordinationv1.Lease) bool { return l == nil })
-			}
-			var samples []promscrape.Sample
-			d.waitFor(controllerStartTimeout, "an EC2 scan to succeed", func() bool {
-				var err error
-				samples, err = promscrape.Get("http://" + metricsAddr + "/metrics")
-				return err == nil && promscrape.Sum(samples, "nodekeeper_instance_scans_total", "result", "success") >= 1
+			d, metricsAddr, _ := u.startController(binary(cb.bin), cb.args, "--aws", "--eks-cluster", eksClusterName)
+			waitLeakedDeleted(t, c)
+			samples := d.scrapeUntil(metricsAddr, "an EC2 scan to succeed", func(samples []promscrape.Sample) bool {
+				return promscrape.Sum(samples, "nodekeeper_instance_scans_total", "result", "success") >= 1
 			})
 			if got := promscrape.Sum(samples, "nodekeeper_instances_without_node"); got != 2 {
 				t.Errorf("nodekeeper_instances_without_node = %g, want 2 (the zombie's instance and %s)", got, orphanInstance)

@@ -41,8 +41,7 @@ func TestDoctor(t *testing.T) {
 	// A zombie kubelet is an error: exit 3 under the default --fail-on warning, and the JSON
 	// report carries the same code.
 	r := u.expect(exitFindings, "doctor", "-o", "json")
-	var rep doctorReport
-	decode(t, r, "DoctorReport", &rep)
+	rep := decode[doctorReport](t, r, "DoctorReport")
 	if rep.Tool != "doctor" || rep.ExitCode != exitFindings || rep.MaxSeverity != "error" {
 		t.Errorf("tool %q, exitCode %d, maxSeverity %q:\n%s", rep.Tool, rep.ExitCode, rep.MaxSeverity, r)
 	}

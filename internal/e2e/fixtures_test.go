@@ -53,17 +53,3 @@ func seedCluster(t *testing.T, n int) cluster {
 	c.leaked = env.SeedLeakedLeases(t, testenv.UniqueNodeName(43, "leak"), n, time.Now().Add(-3*time.Hour))
 	return c
 }
-
-// nodeLeaseNames lists the names of the leases in kube-node-lease.
-func nodeLeaseNames(t *testing.T) map[string]bool {
-	t.Helper()
-	list, err := env.AdminClient().CoordinationV1().Leases(corev1.NamespaceNodeLease).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := map[string]bool{}
-	for _, l := range list.Items {
-		names[l.Name] = true
-	}
-	return names
-}

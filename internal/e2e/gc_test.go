@@ -3,6 +3,8 @@
 package e2e
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -32,13 +34,6 @@ func (r gcResult) outcomes() map[string]string {
 	return m
 }
 
-func gcJSON(t *testing.T, r result) gcResult {
-	t.Helper()
-	var res gcResult
-	decode(t, r, "GCResult", &res)
-	return res
-}
-
 func TestGC(t *testing.T) {
 	// gc acts on the whole cluster: start from an empty kube-node-lease so that "exactly the
 	// leaked leases" means exactly this test's.
@@ -60,12 +55,12 @@ func TestGC(t *testing.T) {
 
 	t.Run("dry run", func(t *testing.T) {
 		r := u.expect(exitOK, "gc", "--dry-run", "-o", "json")
-		res := gcJSON(t, r)
+		res := decode[gcResult](t, r, "GCResult")
 		// In a dry run, "deleted" counts the leases that would be.
 		if !res.DryRun || res.Summary.Deleted != len(leaked) || res.Summary.Total != len(leaked)+2 {
 			t.Errorf("dry run summary %+v:\n%s", res.Summary, r)
 		}
-		if got := sortedKeys(res.outcomes()); strings.Join(got, " ") != strings.Join(leaked, " ") {
+		if got := slices.Sorted(maps.Keys(res.outcomes())); strings.Join(got, " ") != strings.Join(leaked, " ") {
 			t.Errorf("dry run would act on %v, want the leaked %v:\n%s", got, leaked, r)
 		}
 		for name, outcome := range res.outcomes() {
@@ -75,7 +70,7 @@ func TestGC(t *testing.T) {
 		}
 		// stdout carries only the report; the plan went to stderr.
 		mustContain(t, r, r.stderr, "leaked")
-		names := nodeLeaseNames(t)
+		names := env.NodeLeaseNames(t)
 		for _, name := range append([]string{c.healthy, c.zombie}, leaked...) {
 			if !names[name] {
 				t.Errorf("the dry run deleted %s", name)
@@ -89,11 +84,11 @@ func TestGC(t *testing.T) {
 
 	t.Run("--yes", func(t *testing.T) {
 		r := u.expect(exitOK, "gc", "--yes", "-o", "json")
-		res := gcJSON(t, r)
+		res := decode[gcResult](t, r, "GCResult")
 		if res.DryRun || res.Summary.Deleted != len(leaked) {
 			t.Errorf("summary %+v, want %d deleted:\n%s", res.Summary, len(leaked), r)
 		}
-		if got := sortedKeys(res.outcomes()); strings.Join(got, " ") != strings.Join(leaked, " ") {
+		if got := slices.Sorted(maps.Keys(res.outcomes())); strings.Join(got, " ") != strings.Join(leaked, " ") {
 			t.Errorf("gc acted on %v, want the leaked %v:\n%s", got, leaked, r)
 		}
 		for name, outcome := range res.outcomes() {
@@ -101,7 +96,7 @@ func TestGC(t *testing.T) {
 				t.Errorf("%s: %s", name, outcome)
 			}
 		}
-		names := nodeLeaseNames(t)
+		names := env.NodeLeaseNames(t)
 		for _, name := range leaked {
 			if names[name] {
 				t.Errorf("leaked lease %s is still there", name)
@@ -113,12 +108,12 @@ func TestGC(t *testing.T) {
 			}
 		}
 		if len(names) != 2 {
-			t.Errorf("kube-node-lease holds %v, want only %s and %s", sortedKeys(names), c.healthy, c.zombie)
+			t.Errorf("kube-node-lease holds %v, want only %s and %s", slices.Sorted(maps.Keys(names)), c.healthy, c.zombie)
 		}
 
 		// Nothing is left to do: a second run deletes nothing and exits 0.
 		r = u.expect(exitOK, "gc", "--yes", "-o", "json")
-		if res := gcJSON(t, r); res.Summary.Deleted != 0 || len(res.Results) != 0 {
+		if res := decode[gcResult](t, r, "GCResult"); res.Summary.Deleted != 0 || len(res.Results) != 0 {
 			t.Errorf("a second gc acted: %+v\n%s", res.Summary, r)
 		}
 	})

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -153,13 +152,15 @@ func (u *user) expect(code int, args ...string) result {
 }
 
 // decode checks the command's standard output against the JSON schema of its kind (every -o json
-// document nodekeeper writes has one) and parses it into v.
-func decode(t *testing.T, r result, kind string, v any) {
+// document nodekeeper writes has one) and parses it into the part of the document T holds.
+func decode[T any](t *testing.T, r result, kind string) T {
 	t.Helper()
 	schematest.Validate(t, kind, []byte(r.stdout))
-	if err := json.Unmarshal([]byte(r.stdout), v); err != nil {
+	var v T
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
 		t.Fatalf("standard output is not one JSON document: %v\n%s", err, r)
 	}
+	return v
 }
 
 // mustContain fails unless s holds every one of want.
@@ -209,12 +210,7 @@ func eksUser(t *testing.T) (*user, string) {
 // readAll returns the file's content, failing the test on error.
 func readAll(t *testing.T, path string) []byte {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(f)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

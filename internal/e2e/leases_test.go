@@ -3,7 +3,8 @@
 package e2e
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,8 +44,7 @@ func (r leaseReport) classes() map[string]string {
 
 func leasesJSON(t *testing.T, r result) leaseReport {
 	t.Helper()
-	var rep leaseReport
-	decode(t, r, "LeaseReport", &rep)
+	rep := decode[leaseReport](t, r, "LeaseReport")
 	if rep.Kind != "LeaseReport" {
 		t.Fatalf("kind %q:\n%s", rep.Kind, r)
 	}
@@ -134,17 +134,8 @@ func TestKubeconfigSelection(t *testing.T) {
 			r := u.expect(exitOK, "leases", "-n", "kube-node-lease", "-o", "json", flag, eksARN)
 			got := leasesJSON(t, r).classes()
 			if got[c.leaked[0]] != "leaked" || got[c.zombie] != "zombie" {
-				t.Errorf("%s %s: not the cluster seeded (%v):\n%s", flag, eksARN, sortedKeys(got), r)
+				t.Errorf("%s %s: not the cluster seeded (%v):\n%s", flag, eksARN, slices.Sorted(maps.Keys(got)), r)
 			}
 		})
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

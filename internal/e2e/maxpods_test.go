@@ -29,11 +29,11 @@ func TestMaxPods(t *testing.T) {
 	mustContain(t, r, r.stdout, "m5.large", "29")
 
 	r = u.expect(exitOK, "maxpods", "-o", "json", "c6i.32xlarge")
-	var mp struct {
+	type maxPods struct {
 		InstanceType string `json:"instanceType"`
 		MaxPods      int    `json:"maxPods"`
 	}
-	decode(t, r, "MaxPods", &mp)
+	mp := decode[maxPods](t, r, "MaxPods")
 	if mp.InstanceType != "c6i.32xlarge" || mp.MaxPods != 250 {
 		t.Errorf("%+v, want c6i.32xlarge at 250:\n%s", mp, r)
 	}

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,10 +11,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/syncbuf"
 )
 
 // daemon is a long-running nodekeeper process (the controller, the sandbox) started in its own
@@ -25,29 +25,11 @@ type daemon struct {
 	t      *testing.T
 	name   string
 	cmd    *exec.Cmd
-	stdout syncBuffer
-	stderr syncBuffer
+	stdout syncbuf.Buffer
+	stderr syncbuf.Buffer
 	done   chan struct{}
 	code   int // valid once done is closed
 	err    error
-}
-
-// syncBuffer is a bytes.Buffer a process writes while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // start starts bin with args for the user and returns at once.

@@ -64,7 +64,7 @@ func TestSandbox(t *testing.T) {
 	follower.dir = u.dir
 	follower.setenv("KUBECONFIG", kubeconfig)
 	r := follower.expect(exitOK, "gc", "--dry-run", "-o", "json")
-	if res := gcJSON(t, r); len(res.Results) != leaked {
+	if res := decode[gcResult](t, r, "GCResult"); len(res.Results) != leaked {
 		t.Errorf("gc --dry-run in the sandbox would act on %d leases, want its %d leaked:\n%s", len(res.Results), leaked, r)
 	}
 	var auditLog string
@@ -77,7 +77,7 @@ func TestSandbox(t *testing.T) {
 		t.Errorf("the sandbox does not say which audit log to read:\n%s", d)
 	} else {
 		r = follower.expect(exitOK, "audit", auditLog, "-o", "json")
-		if rep := auditJSON(t, r); len(rep.Inputs) != 1 || rep.Inputs[0].Events == 0 {
+		if rep := decode[auditReport](t, r, "AuditReport"); len(rep.Inputs) != 1 || rep.Inputs[0].Events == 0 {
 			t.Errorf("the sandbox's audit log holds no event: %+v\n%s", rep.Inputs, r)
 		}
 	}

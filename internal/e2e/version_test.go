@@ -11,10 +11,10 @@ import (
 func TestVersion(t *testing.T) {
 	u := newUser(t)
 	r := u.expect(exitOK, "version", "-o", "json")
-	var v struct {
+	type version struct {
 		Version, Commit string
 	}
-	decode(t, r, "Version", &v)
+	v := decode[version](t, r, "Version")
 	if v.Commit != builtCommit || v.Version == "" {
 		t.Errorf("version %q commit %q, want the commit %s that make build stamped:\n%s", v.Version, v.Commit, builtCommit, r)
 	}

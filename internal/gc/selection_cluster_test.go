@@ -3,11 +3,10 @@ package gc
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"testing"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodekeeper/nodekeeper/internal/deleter"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
@@ -48,29 +47,6 @@ func runSelected(t *testing.T, sel Selection, dryRun bool) (*Plan, *Report) {
 	return p, r
 }
 
-// present lists the names of kube-node-lease, sorted.
-func present(t *testing.T) map[string]bool {
-	t.Helper()
-	list, err := env.AdminClient().CoordinationV1().Leases(lease.NodeLeaseNamespace).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]bool{}
-	for _, l := range list.Items {
-		out[l.Name] = true
-	}
-	return out
-}
-
-func sortedKeys(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // TestLimitNeverDeletesMoreThanN: a --limit run deletes at most N leases, and exactly the N idle
 // longest; a dry run with a limit deletes nothing and would delete at most N; runs repeated with
 // the same limit work through the rest, oldest first, never touching a lease that is not leaked.
@@ -81,13 +57,13 @@ func TestLimitNeverDeletesMoreThanN(t *testing.T) {
 		aged = append(aged, fmt.Sprintf("ip-10-30-0-%d.gc-limit.internal", i))
 	}
 	seedAged(t, aged...) // aged[5] is the oldest of all, then aged[4], …
-	before := present(t)
+	before := env.NodeLeaseNames(t)
 
 	_, r := runSelected(t, Selection{Limit: 2}, true)
 	if r.Counts[deleter.WouldDelete] != 2 || len(r.Results) != 2 {
 		t.Fatalf("dry run with --limit 2: %v", r.Counts)
 	}
-	if after := present(t); len(after) != len(before) {
+	if after := env.NodeLeaseNames(t); len(after) != len(before) {
 		t.Fatalf("dry run deleted %d leases", len(before)-len(after))
 	}
 
@@ -96,7 +72,7 @@ func TestLimitNeverDeletesMoreThanN(t *testing.T) {
 		if r.Counts[deleter.Deleted] != 2 || len(r.Results) != 2 || p.OverLimit == 0 {
 			t.Fatalf("round %d: outcomes %v, %d results, %d over the limit", round, r.Counts, len(r.Results), p.OverLimit)
 		}
-		after := present(t)
+		after := env.NodeLeaseNames(t)
 		gone := map[string]bool{}
 		for n := range before {
 			if !after[n] {
@@ -104,7 +80,7 @@ func TestLimitNeverDeletesMoreThanN(t *testing.T) {
 			}
 		}
 		if len(gone) != 2 || !gone[want[0]] || !gone[want[1]] {
-			t.Errorf("round %d: deleted %v, want the two idle longest %v", round, sortedKeys(gone), want)
+			t.Errorf("round %d: deleted %v, want the two idle longest %v", round, slices.Sorted(maps.Keys(gone)), want)
 		}
 		before = after
 	}
@@ -168,9 +144,9 @@ func TestNameRegexpNeverDeletesANonMatchingLease(t *testing.T) {
 	}
 
 	// An expression matching nothing deletes nothing.
-	before := present(t)
+	before := env.NodeLeaseNames(t)
 	p, r := runSelected(t, Selection{NameRegexp: `nothing-is-named-so`}, false)
-	if len(r.Results) != 0 || p.NotSelected == 0 || len(present(t)) != len(before) {
-		t.Errorf("a selection matching nothing: %d results, %d not selected, %d→%d leases", len(r.Results), p.NotSelected, len(before), len(present(t)))
+	if len(r.Results) != 0 || p.NotSelected == 0 || len(env.NodeLeaseNames(t)) != len(before) {
+		t.Errorf("a selection matching nothing: %d results, %d not selected, %d→%d leases", len(r.Results), p.NotSelected, len(before), len(env.NodeLeaseNames(t)))
 	}
 }

@@ -117,6 +117,20 @@ func (e *Env) NodeLeaseExists(t testing.TB, name string) bool {
 	return l != nil
 }
 
+// NodeLeaseNames lists the leases in kube-node-lease by name.
+func (e *Env) NodeLeaseNames(t testing.TB) map[string]bool {
+	t.Helper()
+	list, err := e.AdminClient().CoordinationV1().Leases(corev1.NamespaceNodeLease).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, l := range list.Items {
+		names[l.Name] = true
+	}
+	return names
+}
+
 // WaitNodeLease polls kube-node-lease/name until cond holds for it (nil when absent) and returns
 // it; after timeout it fails the test with what it waited for and the lease as last seen.
 func (e *Env) WaitNodeLease(t testing.TB, name string, timeout time.Duration, what string, cond func(*coordinationv1.Lease) bool) *coordinationv1.Lease {

@@ -9,8 +9,10 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 )
 
 // GrantClusterRole lets user do what rules say, cluster-wide: a ClusterRole and a
@@ -56,6 +58,38 @@ func (e *Env) GrantClusterRole(t testing.TB, user string, rules ...rbacv1.Policy
 			t.Fatalf("%s was granted %s but the authorizer does not agree: %v", user, ra, last)
 		}
 	}
+}
+
+// ServiceAccount is ServiceAccountConfig for a test: the client configuration of ServiceAccount
+// namespace/name (created when missing) with a bound token, failing the test on error.
+func (e *Env) ServiceAccount(t testing.TB, namespace, name string) *rest.Config {
+	t.Helper()
+	cfg, err := e.ServiceAccountConfig(context.Background(), namespace, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// BoundServiceAccount is ServiceAccount bound to the existing ClusterRole role by a
+// ClusterRoleBinding named binding (one that exists is kept), deleted when the test ends. Unlike
+// GrantClusterRole it does not wait for the authorizer: the tests of a shipped role poll for
+// what it allows.
+func (e *Env) BoundServiceAccount(t testing.TB, namespace, name, role, binding string) *rest.Config {
+	t.Helper()
+	cfg := e.ServiceAccount(t, namespace, name)
+	admin := e.AdminClient()
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(context.Background(), &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: binding},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: namespace}},
+	}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create ClusterRoleBinding %s: %v", binding, err)
+	}
+	t.Cleanup(func() {
+		_ = admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding, metav1.DeleteOptions{})
+	})
+	return cfg
 }
 
 // access is one verb on one resource or non-resource URL.

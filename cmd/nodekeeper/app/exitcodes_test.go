@@ -1,7 +1,6 @@
 package app
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,22 +13,16 @@ import (
 // bundle's).
 func TestExitCodes(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	zombieLog := write("zombie.log", strings.Join(zombieTrail(), "\n")+"\n")
+	write := func(name, content string) string { return writeInput(t, dir, name, content) }
+	zombieLog := write("zombie.log", zombieAuditLog())
 	garbage := write("garbage.log", "hello\nworld\n")
 	empty := write("empty.log", "")
-	clean := write("clean.journal", `Mar 04 09:15:01 ip-10-0-1-12 kubelet[2101]: I0304 09:15:01.000000    2101 kubelet.go:100] "Started kubelet"`+"\n")
+	clean := write("clean.journal", cleanJournal)
 	qps := write("qps.journal", strings.Repeat(`Mar 04 09:15:01 ip-10-0-1-12 kubelet[2101]: E0304 09:15:01.000000    2101 pod_workers.go:1298] "Error syncing pod, skipping" err="failed to \"StartContainer\" for \"app\" with ErrImagePull: \"pull QPS exceeded\"" pod="default/app-1"`+"\n", 5))
 	// The commands that need a cluster fail to configure a client (exit 1): a kubeconfig that
 	// does not parse fails at once, where a missing one would send them to localhost:8080 (and
 	// the controller would keep retrying its permission check, as it should in a pod).
-	t.Setenv("KUBECONFIG", write("broken.kubeconfig", "apiVersion: v1\nkind: Config\nclusters: [ {\n"))
+	useBrokenKubeconfig(t)
 
 	for _, tc := range []struct {
 		args    []string

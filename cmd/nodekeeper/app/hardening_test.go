@@ -35,14 +35,8 @@ func assertSafeStderr(t *testing.T, stderr string) {
 // commands' own prefixes. stderr must hold the name, escaped, and no raw control character.
 func TestErrorsEscapeHostileNames(t *testing.T) {
 	dir := t.TempDir()
-	clean := filepath.Join(dir, "clean journal")
-	if err := os.WriteFile(clean, []byte(`Mar 04 09:15:01 ip-10-0-1-12 kubelet[2101]: I0304 09:15:01.000000    2101 kubelet.go:100] "Started kubelet"`+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	zombieLog := filepath.Join(dir, "zombie.log")
-	if err := os.WriteFile(zombieLog, []byte(strings.Join(zombieTrail(), "\n")+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	clean := writeInput(t, dir, "clean journal", cleanJournal)
+	zombieLog := writeInput(t, dir, "zombie.log", zombieAuditLog())
 	missing := filepath.Join(dir, hostileName)
 	// A collector directory with a hostile name holding a member it refuses (a FIFO) whose name
 	// is hostile too.
@@ -53,10 +47,7 @@ func TestErrorsEscapeHostileNames(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(bundleDir, "var_log", hostileName), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	existing := filepath.Join(dir, hostileName+".kubeconfig")
-	if err := os.WriteFile(existing, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	existing := writeInput(t, dir, hostileName+".kubeconfig", "apiVersion: v1\nkind: Config\n")
 	t.Setenv("KUBECONFIG", "")
 
 	for _, tc := range []struct {
@@ -87,20 +78,10 @@ func TestErrorsEscapeHostileNames(t *testing.T) {
 // naming the flag, instead of being replaced by the default without a word.
 func TestNegativeFlagsAreUsageErrors(t *testing.T) {
 	dir := t.TempDir()
-	clean := filepath.Join(dir, "clean.journal")
-	if err := os.WriteFile(clean, []byte(`Mar 04 09:15:01 ip-10-0-1-12 kubelet[2101]: I0304 09:15:01.000000    2101 kubelet.go:100] "Started kubelet"`+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	zombieLog := filepath.Join(dir, "zombie.log")
-	if err := os.WriteFile(zombieLog, []byte(strings.Join(zombieTrail(), "\n")+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	clean := writeInput(t, dir, "clean.journal", cleanJournal)
+	zombieLog := writeInput(t, dir, "zombie.log", zombieAuditLog())
 	// doctor would fail on this kubeconfig (exit 1) if it got past Validate.
-	broken := filepath.Join(dir, "broken.kubeconfig")
-	if err := os.WriteFile(broken, []byte("apiVersion: v1\nkind: Config\nclusters: [ {\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("KUBECONFIG", broken)
+	useBrokenKubeconfig(t)
 	for _, tc := range []struct {
 		args []string
 		flag string

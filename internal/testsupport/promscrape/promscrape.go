@@ -4,6 +4,7 @@
 package promscrape
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
 	"math"
@@ -11,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -55,6 +57,37 @@ func Get(url string) ([]Sample, error) {
 		return nil, fmt.Errorf("%s: %s", url, resp.Status)
 	}
 	return Parse(resp.Body)
+}
+
+// maxBody bounds what Fetch reads of an answer: far more than any test's exposition.
+const maxBody = 16 << 20
+
+// Fetch GETs url through client with the bearer token (none when empty), as Prometheus scrapes a
+// protected endpoint, and answers the status and the body (bounded). A request that gets no
+// answer gives status 0 and the error as the body, so that a test polling for a status can say
+// what it saw last.
+func Fetch(client *http.Client, url, token string) (int, string) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err.Error()
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	return resp.StatusCode, string(body)
+}
+
+// InsecureTLSClient scrapes as a ServiceMonitor with tlsConfig.insecureSkipVerify does an
+// endpoint with a self-signed serving certificate (the controller's --metrics-secure): HTTPS
+// without verifying the certificate, each request bounded by a minute.
+func InsecureTLSClient() *http.Client {
+	return &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 }
 
 // Parse reads the Prometheus text exposition format.

@@ -2,6 +2,8 @@ package promscrape
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -62,5 +64,38 @@ nodekeeper_sync_seconds_count 2
 		if _, err := Parse(strings.NewReader(bad)); err == nil {
 			t.Errorf("Parse(%q): no error", bad)
 		}
+	}
+}
+
+// TestFetch: the token goes as a bearer token only when given, the status and body come back as
+// served (over TLS with a certificate InsecureTLSClient does not check), and a request that gets
+// no answer is status 0 with the error as the body.
+func TestFetch(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth := r.Header.Get("Authorization")
+		if auth == "" {
+			w.WriteHeader(http.StatusUnauthorized)
+		}
+		fmt.Fprintf(w, "auth=%q", auth)
+	}))
+	defer srv.Close()
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+
+	for _, tc := range []struct {
+		name, url, token string
+		wantCode         int
+		wantBody         string
+	}{
+		{"bearer token", srv.URL + "/metrics", "abc", http.StatusOK, `auth="Bearer abc"`},
+		{"no token", srv.URL + "/metrics", "", http.StatusUnauthorized, `auth=""`},
+		{"nothing listens", closed.URL + "/metrics", "abc", 0, "connection refused"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body := Fetch(InsecureTLSClient(), tc.url, tc.token)
+			if code != tc.wantCode || !strings.Contains(body, tc.wantBody) {
+				t.Errorf("Fetch: %d %q, want %d and a body with %q", code, body, tc.wantCode, tc.wantBody)
+			}
+		})
 	}
 }

@@ -168,12 +168,24 @@ type entry struct {
 	kind byte // tar.TypeReg, tar.TypeDir or tar.TypeSymlink
 }
 
-func writeTarGz(t *testing.T, file string, entries []entry) {
+// writeArchive writes entries as file, a .zip or else a .tar.gz as unpack tells them apart, each
+// regular file holding its own name.
+func writeArchive(t *testing.T, file string, entries []entry) {
 	t.Helper()
 	f, err := os.Create(file)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if strings.HasSuffix(file, ".zip") {
+		writeZip(t, f, entries)
+	} else {
+		writeTarGz(t, f, entries)
+	}
+	closeAll(t, f)
+}
+
+func writeTarGz(t *testing.T, f io.Writer, entries []entry) {
+	t.Helper()
 	gz := gzip.NewWriter(f)
 	tw := tar.NewWriter(gz)
 	for _, e := range entries {
@@ -190,19 +202,11 @@ func writeTarGz(t *testing.T, file string, entries []entry) {
 			}
 		}
 	}
-	for _, c := range []io.Closer{tw, gz, f} {
-		if err := c.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	closeAll(t, tw, gz)
 }
 
-func writeZip(t *testing.T, file string, entries []entry) {
+func writeZip(t *testing.T, f io.Writer, entries []entry) {
 	t.Helper()
-	f, err := os.Create(file)
-	if err != nil {
-		t.Fatal(err)
-	}
 	zw := zip.NewWriter(f)
 	for _, e := range entries {
 		w, err := zw.Create(e.name)
@@ -213,7 +217,14 @@ func writeZip(t *testing.T, file string, entries []entry) {
 			t.Fatal(err)
 		}
 	}
-	for _, c := range []io.Closer{zw, f} {
+	closeAll(t, zw)
+}
+
+// closeAll closes an archive's writers in order (the archive, then its compression), so that
+// each flushes into the next, failing the test on the first error.
+func closeAll(t *testing.T, closers ...io.Closer) {
+	t.Helper()
+	for _, c := range closers {
 		if err := c.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -249,10 +260,8 @@ func TestUnpack(t *testing.T) {
 			archive := filepath.Join(tmp, "a.tar.gz")
 			if tc.zip {
 				archive = filepath.Join(tmp, "a.zip")
-				writeZip(t, archive, tc.entries)
-			} else {
-				writeTarGz(t, archive, tc.entries)
 			}
+			writeArchive(t, archive, tc.entries)
 			dir := filepath.Join(tmp, "out")
 			if err := os.Mkdir(dir, 0o755); err != nil {
 				t.Fatal(err)
