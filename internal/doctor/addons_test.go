@@ -1,7 +1,6 @@
 package doctor
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -23,7 +22,6 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
-	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // pullQPSMessage is the kubelet's event message for a pull its limiter refused: kubernetes
@@ -350,17 +348,9 @@ func TestAddonFindingsEscapeWrittenText(t *testing.T) {
 	if got := findingstest.ReportCodes(rep); !slices.Equal(got, []string{"NK751:warning", "NK753:warning", "NK755:warning"}) {
 		t.Fatalf("findings %v", got)
 	}
-	var out bytes.Buffer
-	if err := findings.PrintText(&out, rep, findings.PrintOptions{Catalog: catalog}); err != nil {
-		t.Fatal(err)
-	}
-	for i, line := range strings.Split(out.String(), "\n") {
-		if !textsafe.Safe(line) {
-			t.Fatalf("line %d reaches the terminal raw: %q", i+1, line)
-		}
-	}
-	if n := strings.Count(out.String(), `\x1b]0;pwned\x07\u202e`); n != 3 {
-		t.Errorf("the written text is shown escaped %d times, want 3:\n%s", n, out.String())
+	out := findingstest.SafeText(t, "text", rep, findings.PrintOptions{Catalog: catalog})
+	if n := strings.Count(out, `\x1b]0;pwned\x07\u202e`); n != 3 {
+		t.Errorf("the written text is shown escaped %d times, want 3:\n%s", n, out)
 	}
 }
 
