@@ -265,6 +265,29 @@ func TestGatherForbidden(t *testing.T) {
 	}
 }
 
+// TestGatherListFailure: a LIST that fails for another reason than RBAC stops the run with the
+// error, named by what was being read where the read says so.
+func TestGatherListFailure(t *testing.T) {
+	for _, tc := range []struct{ resource, want string }{
+		{"nodes", "nodes: the server is currently unable"},
+		{"leases", "leases: the server is currently unable"},
+		{"certificatesigningrequests", "listing kubelet-serving certificate signing requests: "},
+		{"csinodes", "csinodes: the server is currently unable"},
+	} {
+		t.Run(tc.resource, func(t *testing.T) {
+			n := unitNode("a", "m5.large", 29, nil)
+			deps, cs := fakeDeps(&n)
+			cs.PrependReactor("list", tc.resource, func(k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, apierrors.NewServiceUnavailable(tc.resource + ": the server is currently unable")
+			})
+			_, err := Run(context.Background(), deps, unitOptions())
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
 // TestGatherBoundsEventPages: whatever --chunk-size says, pods and events are listed in pages of
 // at most MaxPodPage and MaxEventPage, and each stuck pod keeps one clipped message.
 func TestGatherBoundsEventPages(t *testing.T) {
