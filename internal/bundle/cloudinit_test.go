@@ -72,10 +72,7 @@ const (
 // bothInputs analyses files as the collector's tarball and as its unpacked directory.
 func bothInputs(t *testing.T, files map[string]string) map[string]*findings.Report {
 	t.Helper()
-	archive, err := analyzeBytes(t, tarGz(t, collectorLayout(files)), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	archive := analyzeFiles(t, files, Options{})
 	dir := t.TempDir()
 	writeTree(t, dir, files)
 	tree, err := AnalyzeFile(dir, Options{Now: testNow})
@@ -88,7 +85,7 @@ func bothInputs(t *testing.T, files map[string]string) map[string]*findings.Repo
 // bootCodes are a report's findings of the boot logs and NK622.
 func bootCodes(rep *findings.Report) string {
 	var out []string
-	for _, c := range reportCodes(rep) {
+	for _, c := range findingstest.ReportCodes(rep) {
 		for _, p := range []string{"NK622", "NK636", "NK637", "NK638", "NK639"} {
 			if strings.HasPrefix(c, p+":") {
 				out = append(out, c)
@@ -211,7 +208,7 @@ func TestUserDataErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			for input, rep := range bothInputs(t, tc.files) {
 				if got := bootCodes(rep); got != tc.want {
-					t.Fatalf("%s: boot findings %q, want %q (all: %v)", input, got, tc.want, reportCodes(rep))
+					t.Fatalf("%s: boot findings %q, want %q (all: %v)", input, got, tc.want, findingstest.ReportCodes(rep))
 				}
 				for code, says := range tc.says {
 					f := findCode(t, rep, code)

@@ -176,10 +176,7 @@ func TestEvidenceEscapedAndClipped(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			files := map[string]string{"kubelet/kubelet.log": tc.line + "\n"}
-			rep, err := analyzeBytes(t, tarGz(t, collectorLayout(files)), Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			rep := analyzeFiles(t, files, Options{})
 			var ev string
 			for _, f := range rep.Findings() {
 				if f.Code == RulePullQPS.Code {

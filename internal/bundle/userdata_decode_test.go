@@ -61,20 +61,14 @@ func TestUserDataEncodings(t *testing.T) {
 		{"cloud-config runcmd string", "#cloud-config\nruncmd:\n  - hostnamectl set-hostname app-node-01\n", "NK631:warning"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rep, err := analyzeBytes(t, tarGz(t, collectorLayout(untracedBundle())), Options{UserData: []byte(tc.data), UserDataName: "ud"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			rep := analyzeFiles(t, untracedBundle(), Options{UserData: []byte(tc.data), UserDataName: "ud"})
 			if got := codesOf(rep, "NK63"); got != tc.want {
 				t.Errorf("bootstrap findings %q, want %q", got, tc.want)
 			}
 		})
 	}
 	// The count of the list form: both lines.
-	rep, err := analyzeBytes(t, tarGz(t, collectorLayout(untracedBundle())), Options{UserData: []byte("#cloud-config\nruncmd:\n  - [ hostnamectl, set-hostname, a ]\n  - [\"hostnamectl\", \"--static\", \"set-hostname\", \"b\"]\n")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := analyzeFiles(t, untracedBundle(), Options{UserData: []byte("#cloud-config\nruncmd:\n  - [ hostnamectl, set-hostname, a ]\n  - [\"hostnamectl\", \"--static\", \"set-hostname\", \"b\"]\n")})
 	if f := findCode(t, rep, "NK631"); !strings.HasPrefix(f.Message, "2 ") {
 		t.Errorf("NK631: %s", f.Message)
 	}
@@ -115,10 +109,7 @@ func TestUserDataUnreadableParts(t *testing.T) {
 			if len(tc.data) > MaxUserDataSize {
 				t.Fatalf("test input of %d bytes is above --user-data's cap", len(tc.data))
 			}
-			rep, err := analyzeBytes(t, tarGz(t, collectorLayout(seedFiles())), Options{UserData: []byte(tc.data), UserDataName: "ud"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			rep := analyzeFiles(t, seedFiles(), Options{UserData: []byte(tc.data), UserDataName: "ud"})
 			var msgs []string
 			for _, f := range rep.Findings() {
 				if f.Code == "NK635" {
