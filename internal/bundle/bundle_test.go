@@ -327,11 +327,17 @@ func plainTar(t *testing.T) []byte {
 	return buf.Bytes()
 }
 
-func gz(t *testing.T, b []byte) []byte {
+// gz compresses b as one gzip stream.
+func gz(t testing.TB, b []byte) []byte {
+	t.Helper()
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
-	_, _ = zw.Write(b)
-	_ = zw.Close()
+	if _, err := zw.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
 	return buf.Bytes()
 }
 
