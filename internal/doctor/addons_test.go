@@ -60,13 +60,6 @@ func restartingPod(name, node string, labels map[string]string, container, reaso
 }
 
 func TestAddonChecksUnits(t *testing.T) {
-	v := func(s string) *eni.Version {
-		x, err := eni.ParseVersion(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &x
-	}
 	healthy := []AddonFacts{
 		{Name: "aws-node", Resource: "daemonset/kube-system/aws-node", Found: true, Desired: 3, Available: 3, Pods: 3},
 		{Name: "kube-proxy", Resource: "daemonset/kube-system/kube-proxy", Found: true, Desired: 3, Available: 3, Pods: 3},
@@ -99,17 +92,17 @@ func TestAddonChecksUnits(t *testing.T) {
 		}), []string{"NK753:warning"}},
 		{"cni version: current for 1.31", cniVersionCheck{}, func() *Facts {
 			f := unitFacts()
-			f.AWSNode.Version = v("1.20.1")
+			f.AWSNode.Version = &eni.Version{Major: 1, Minor: 20, Patch: 1}
 			return f
 		}, nil},
 		{"cni version: below the EKS add-on version", cniVersionCheck{}, func() *Facts {
 			f := unitFacts()
-			f.AWSNode.Version = v("1.19.2")
+			f.AWSNode.Version = &eni.Version{Major: 1, Minor: 19, Patch: 2}
 			return f
 		}, []string{"NK754:info"}},
 		{"cni version: below the oldest recommended for 1.31", cniVersionCheck{}, func() *Facts {
 			f := unitFacts()
-			f.AWSNode.Version = v("1.16.3")
+			f.AWSNode.Version = &eni.Version{Major: 1, Minor: 16, Patch: 3}
 			return f
 		}, []string{"NK754:warning"}},
 		{"cni version: no aws-node", cniVersionCheck{}, func() *Facts {
@@ -301,14 +294,8 @@ func TestGatherAddons(t *testing.T) {
 func TestGatherAddonsForbidden(t *testing.T) {
 	n := unitNode("a", "m5.large", 29, nil)
 	deps, cs := fakeDeps(&n)
-	forbid := func(verb, res string) {
-		cs.PrependReactor(verb, res, func(k8stesting.Action) (bool, runtime.Object, error) {
-			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: res}, "", nil)
-		})
-	}
-	forbid("get", "daemonsets")
-	forbid("list", "events")
-	forbid("list", "deployments")
+	forbid(cs, "get", "daemonsets")
+	forbid(cs, "list", "events", "deployments")
 	rep, err := Run(context.Background(), deps, unitOptions())
 	if err != nil {
 		t.Fatal(err)

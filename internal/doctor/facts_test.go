@@ -227,17 +227,21 @@ func fakeDeps(objs ...runtime.Object) (Deps, *fake.Clientset) {
 	return Deps{Client: cs, Bulk: cs}, cs
 }
 
+// forbid makes cs refuse verb on each of resources as RBAC does.
+func forbid(cs *fake.Clientset, verb string, resources ...string) {
+	for _, res := range resources {
+		cs.PrependReactor(verb, res, func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: res}, "", nil)
+		})
+	}
+}
+
 // TestGatherForbidden: a forbidden LIST leaves its fact missing with the verb and resource, and
 // the run goes on; the checks that need it are skipped with that reason.
 func TestGatherForbidden(t *testing.T) {
 	n := unitNode("a", "m5.large", 29, nil)
 	deps, cs := fakeDeps(&n)
-	for _, res := range []string{"pods", "leases", "certificatesigningrequests", "csinodes"} {
-		res := res
-		cs.PrependReactor("list", res, func(k8stesting.Action) (bool, runtime.Object, error) {
-			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: res}, "", nil)
-		})
-	}
+	forbid(cs, "list", "pods", "leases", "certificatesigningrequests", "csinodes")
 	rep, err := Run(context.Background(), deps, unitOptions())
 	if err != nil {
 		t.Fatal(err)
