@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/textcheck"
 )
 
@@ -95,7 +96,7 @@ func TestBootIODelay(t *testing.T) {
 					}
 				}
 				if got != tc.want {
-					t.Errorf("%s: NK622 %q, want %q (%v)", input, got, tc.want, reportCodes(rep))
+					t.Errorf("%s: NK622 %q, want %q (%v)", input, got, tc.want, findingstest.ReportCodes(rep))
 				}
 			}
 		})

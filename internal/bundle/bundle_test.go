@@ -7,12 +7,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/collectortar"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/golden"
@@ -90,13 +90,14 @@ func analyzeBytes(t *testing.T, data []byte, o Options) (*findings.Report, error
 	return Analyze(bytes.NewReader(data), "eks_i-0123456789abcdef0_2024-03-04_0915-UTC_0.7.8.tar.gz", o)
 }
 
-func reportCodes(r *findings.Report) []string {
-	var out []string
-	for _, f := range r.Findings() {
-		out = append(out, f.Code+":"+f.Severity.String())
+// analyzeFiles analyzes files packed as the collector packs them; an error fails the test.
+func analyzeFiles(t *testing.T, files map[string]string, o Options) *findings.Report {
+	t.Helper()
+	rep, err := analyzeBytes(t, tarGz(t, collectorLayout(files)), o)
+	if err != nil {
+		t.Fatal(err)
 	}
-	sort.Strings(out)
-	return out
+	return rep
 }
 
 // assertGolden compares got with testdata/NAME (golden.Assert; -update rewrites it).
@@ -106,10 +107,7 @@ func assertGolden(t *testing.T, name string, got []byte) {
 }
 
 func TestSeedBundle(t *testing.T) {
-	rep, err := analyzeBytes(t, tarGz(t, collectorLayout(seedFiles())), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := analyzeFiles(t, seedFiles(), Options{})
 	want := []string{
 		"NK101:error",   // 110 pods on an m5.large with custom networking (20 addresses)
 		"NK201:warning", // registryPullQPS 5 / burst 10 for 110 pods
@@ -120,7 +118,7 @@ func TestSeedBundle(t *testing.T) {
 		"NK621:warning", "NK622:warning", // IO delay; the boot's IO delay with ipamd's first connection refused
 		"NK631:warning", "NK632:error", "NK633:warning",
 	}
-	if got := reportCodes(rep); strings.Join(got, " ") != strings.Join(want, " ") {
+	if got := findingstest.ReportCodes(rep); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("findings:\n got %v\nwant %v", got, want)
 	}
 	if findings.ExitCode(rep.MaxSeverity()) != findings.ExitFindings {
@@ -148,11 +146,8 @@ func TestSeedBundle(t *testing.T) {
 
 func TestCleanBundle(t *testing.T) {
 	files := collectortar.CleanNode()
-	rep, err := analyzeBytes(t, tarGz(t, collectorLayout(files)), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := reportCodes(rep); len(got) != 0 {
+	rep := analyzeFiles(t, files, Options{})
+	if got := findingstest.ReportCodes(rep); len(got) != 0 {
 		t.Fatalf("clean bundle has findings %v", got)
 	}
 	for _, s := range rep.Sections() {
@@ -166,11 +161,8 @@ func TestPartialBundles(t *testing.T) {
 	t.Run("only ipamd env settings", func(t *testing.T) {
 		files := seedFiles()
 		delete(files, "cni/cni-configuration-variables-containerd.json")
-		rep, err := analyzeBytes(t, tarGz(t, collectorLayout(files)), Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := strings.Join(reportCodes(rep), " ")
+		rep := analyzeFiles(t, files, Options{})
+		got := strings.Join(findingstest.ReportCodes(rep), " ")
 		// The introspection endpoint lists a few settings only: no CLUSTER_ENDPOINT verdict, but
 		// custom networking is still known, so the capacity error stays.
 		if strings.Contains(got, "NK401") || !strings.Contains(got, "NK101:error") {
@@ -178,10 +170,7 @@ func TestPartialBundles(t *testing.T) {
 		}
 	})
 	t.Run("missing inputs are skipped, not failed", func(t *testing.T) {
-		rep, err := analyzeBytes(t, tarGz(t, collectorLayout(map[string]string{"system/instance-id.txt": "i-1\n"})), Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep := analyzeFiles(t, map[string]string{"system/instance-id.txt": "i-1\n"}, Options{})
 		for _, f := range rep.Findings() {
 			if f.Severity != findings.Skipped {
 				t.Errorf("unexpected %s %s: %s", f.Code, f.Severity, f.Message)
@@ -194,12 +183,9 @@ func TestPartialBundles(t *testing.T) {
 	t.Run("instance type from the flag", func(t *testing.T) {
 		files := seedFiles()
 		files["var_log/aws-routed-eni/ipamd.log"] = "{}\n"
-		rep, err := analyzeBytes(t, tarGz(t, collectorLayout(files)), Options{InstanceType: "m5.24xlarge"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep := analyzeFiles(t, files, Options{InstanceType: "m5.24xlarge"})
 		// 110 fits an m5.24xlarge even with custom networking.
-		if got := strings.Join(reportCodes(rep), " "); strings.Contains(got, "NK101") {
+		if got := strings.Join(findingstest.ReportCodes(rep), " "); strings.Contains(got, "NK101") {
 			t.Fatalf("got %s", got)
 		}
 	})
@@ -213,17 +199,14 @@ func TestPartialBundles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := len(reportCodes(rep)); n != seedFindings {
-			t.Fatalf("%d findings, want the seed's %d: %v", n, seedFindings, reportCodes(rep))
+		if n := len(findingstest.ReportCodes(rep)); n != seedFindings {
+			t.Fatalf("%d findings, want the seed's %d: %v", n, seedFindings, findingstest.ReportCodes(rep))
 		}
 	})
 	t.Run("long lines do not break the scan", func(t *testing.T) {
 		files := seedFiles()
 		files["kubelet/kubelet.log"] = strings.Repeat("x", 3*maxLine) + "\n" + "E0304 \"pull QPS exceeded\"\n" + strings.Repeat("y", maxLine+5)
-		rep, err := analyzeBytes(t, tarGz(t, collectorLayout(files)), Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep := analyzeFiles(t, files, Options{})
 		found := false
 		for _, f := range rep.Findings() {
 			if f.Code == "NK601" {
@@ -344,11 +327,17 @@ func plainTar(t *testing.T) []byte {
 	return buf.Bytes()
 }
 
-func gz(t *testing.T, b []byte) []byte {
+// gz compresses b as one gzip stream.
+func gz(t testing.TB, b []byte) []byte {
+	t.Helper()
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
-	_, _ = zw.Write(b)
-	_ = zw.Close()
+	if _, err := zw.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
 	return buf.Bytes()
 }
 

@@ -1,14 +1,13 @@
 package bundle
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/textcheck"
-	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // Boot log lines as nodes write them. The layouts are quoted from real logs, the messages from
@@ -73,10 +72,7 @@ const (
 // bothInputs analyses files as the collector's tarball and as its unpacked directory.
 func bothInputs(t *testing.T, files map[string]string) map[string]*findings.Report {
 	t.Helper()
-	archive, err := analyzeBytes(t, tarGz(t, collectorLayout(files)), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	archive := analyzeFiles(t, files, Options{})
 	dir := t.TempDir()
 	writeTree(t, dir, files)
 	tree, err := AnalyzeFile(dir, Options{Now: testNow})
@@ -89,7 +85,7 @@ func bothInputs(t *testing.T, files map[string]string) map[string]*findings.Repo
 // bootCodes are a report's findings of the boot logs and NK622.
 func bootCodes(rep *findings.Report) string {
 	var out []string
-	for _, c := range reportCodes(rep) {
+	for _, c := range findingstest.ReportCodes(rep) {
 		for _, p := range []string{"NK622", "NK636", "NK637", "NK638", "NK639"} {
 			if strings.HasPrefix(c, p+":") {
 				out = append(out, c)
@@ -212,7 +208,7 @@ func TestUserDataErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			for input, rep := range bothInputs(t, tc.files) {
 				if got := bootCodes(rep); got != tc.want {
-					t.Fatalf("%s: boot findings %q, want %q (all: %v)", input, got, tc.want, reportCodes(rep))
+					t.Fatalf("%s: boot findings %q, want %q (all: %v)", input, got, tc.want, findingstest.ReportCodes(rep))
 				}
 				for code, says := range tc.says {
 					f := findCode(t, rep, code)
@@ -254,16 +250,8 @@ func TestBootLogsBounded(t *testing.T) {
 		if f := findCode(t, rep, "NK636"); len(f.Message) > 400 || !strings.Contains(f.Message, "…") {
 			t.Errorf("%s NK636: %q", input, f.Message)
 		}
-		var text bytes.Buffer
-		if err := findings.PrintText(&text, rep, findings.PrintOptions{Catalog: catalog, MaxPerRule: -1}); err != nil {
-			t.Fatal(err)
-		}
-		for i, line := range strings.Split(text.String(), "\n") {
-			if !textsafe.Safe(line) {
-				t.Fatalf("%s: text line %d reaches the terminal raw: %q", input, i+1, line)
-			}
-		}
-		textcheck.Contains(t, input+" text", text.String(), []string{`\x1b]0;pwned\x07`}, nil)
+		text := findingstest.SafeText(t, input+" text", rep, findings.PrintOptions{Catalog: catalog, MaxPerRule: -1})
+		textcheck.Contains(t, input+" text", text, []string{`\x1b]0;pwned\x07`}, nil)
 	}
 }
 

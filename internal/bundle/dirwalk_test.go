@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
 )
 
 // countingReadDir counts the entries the directory reader was handed, and the calls.
@@ -85,8 +86,8 @@ func TestDirectoryTopDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(reportCodes(rep)); n != seedFindings {
-		t.Fatalf("%d findings, want the seed's %d: %v", n, seedFindings, reportCodes(rep))
+	if n := len(findingstest.ReportCodes(rep)); n != seedFindings {
+		t.Fatalf("%d findings, want the seed's %d: %v", n, seedFindings, findingstest.ReportCodes(rep))
 	}
 }
 

@@ -14,8 +14,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/textcheck"
-	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // paxNameArchive builds the archive of issue 10 item 3: members regular files whose PAX names are
@@ -176,10 +176,7 @@ func TestEvidenceEscapedAndClipped(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			files := map[string]string{"kubelet/kubelet.log": tc.line + "\n"}
-			rep, err := analyzeBytes(t, tarGz(t, collectorLayout(files)), Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			rep := analyzeFiles(t, files, Options{})
 			var ev string
 			for _, f := range rep.Findings() {
 				if f.Code == RulePullQPS.Code {
@@ -211,30 +208,12 @@ func TestEvidenceEscapedAndClipped(t *testing.T) {
 			}
 
 			// The text report shows it escaped: no line reaches the terminal raw.
-			var text bytes.Buffer
-			if err := findings.PrintText(&text, rep, findings.PrintOptions{Catalog: catalog}); err != nil {
-				t.Fatal(err)
-			}
-			for i, line := range strings.Split(text.String(), "\n") {
-				if !textsafe.Safe(line) {
-					t.Fatalf("text line %d reaches the terminal raw: %q", i+1, line)
-				}
-			}
-			textcheck.Contains(t, "text report", text.String(), tc.shown, nil)
+			text := findingstest.SafeText(t, "text", rep, findings.PrintOptions{Catalog: catalog})
+			textcheck.Contains(t, "text report", text, tc.shown, nil)
 
 			// JSON carries the original (an invalid byte decodes as U+FFFD), with no raw control.
-			var js bytes.Buffer
-			if err := findings.PrintJSON(&js, rep); err != nil {
-				t.Fatal(err)
-			}
-			for i := 0; i < js.Len(); {
-				r, size := utf8.DecodeRune(js.Bytes()[i:])
-				if (r < 0x20 && r != '\n') || r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == 0x202e {
-					t.Fatalf("JSON holds raw %U at byte %d", r, i)
-				}
-				i += size
-			}
-			textcheck.Contains(t, "JSON", js.String(), nil, []string{`\\x1b`, `\\u202e`})
+			js := findingstest.SafeJSON(t, rep)
+			textcheck.Contains(t, "JSON", string(js), nil, []string{`\\x1b`, `\\u202e`})
 			var doc struct {
 				Sections []struct {
 					Findings []struct {
@@ -243,7 +222,7 @@ func TestEvidenceEscapedAndClipped(t *testing.T) {
 					}
 				}
 			}
-			if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+			if err := json.Unmarshal(js, &doc); err != nil {
 				t.Fatalf("not JSON: %v", err)
 			}
 			var got string

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
 )
 
 // seedJournal is `journalctl -u kubelet` output of the seed's node, in journalctl's default
@@ -39,7 +41,7 @@ func TestJournalInput(t *testing.T) {
 			if strings.Contains(tc.name, "journal") && !strings.Contains(tc.name, "short-iso") {
 				want = seedWant
 			}
-			if got := strings.Join(reportCodes(rep), " "); got != want {
+			if got := strings.Join(findingstest.ReportCodes(rep), " "); got != want {
 				t.Fatalf("got %s, want %s (a journal is checked for the kubelet log only)", got, want)
 			}
 			for _, sec := range rep.Sections() {
@@ -87,10 +89,7 @@ func writeTree(t *testing.T, dir string, files map[string]string) {
 }
 
 func TestDirectoryInput(t *testing.T) {
-	archive, err := analyzeBytes(t, tarGz(t, collectorLayout(seedFiles())), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	archive := analyzeFiles(t, seedFiles(), Options{})
 	for _, wrap := range []string{"", "eks_i-0123456789abcdef0_2024-03-04_0915-UTC_0.7.8"} {
 		dir := t.TempDir()
 		writeTree(t, filepath.Join(dir, wrap), seedFiles())
@@ -98,7 +97,7 @@ func TestDirectoryInput(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := strings.Join(reportCodes(rep), " "), strings.Join(reportCodes(archive), " "); got != want {
+		if got, want := strings.Join(findingstest.ReportCodes(rep), " "), strings.Join(findingstest.ReportCodes(archive), " "); got != want {
 			t.Errorf("wrap %q: directory gives %s, the archive %s", wrap, got, want)
 		}
 	}

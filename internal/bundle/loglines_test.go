@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
 )
 
 // findCode returns the finding with code, or fails.
@@ -15,7 +16,7 @@ func findCode(t *testing.T, rep *findings.Report, code string) findings.Finding 
 			return f
 		}
 	}
-	t.Fatalf("no %s in %v", code, reportCodes(rep))
+	t.Fatalf("no %s in %v", code, findingstest.ReportCodes(rep))
 	return findings.Finding{}
 }
 
@@ -44,12 +45,9 @@ func TestNewLogLines(t *testing.T) {
 		{"kubelet: eviction stats", kl, `E1023 10:02:11.104 3412 eviction_manager.go:262] "Eviction manager: failed to get summary stats" err="failed to get root cgroup stats: failed to get cgroup stats for \"/\": unable to find data in memory cache"`, "NK604:warning"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rep, err := analyzeBytes(t, tarGz(t, collectorLayout(map[string]string{tc.file: tc.line + "\n"})), Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			rep := analyzeFiles(t, map[string]string{tc.file: tc.line + "\n"}, Options{})
 			var got []string
-			for _, c := range reportCodes(rep) {
+			for _, c := range findingstest.ReportCodes(rep) {
 				if !strings.HasSuffix(c, ":skipped") {
 					got = append(got, c)
 				}
@@ -68,10 +66,7 @@ func TestZombieKubelet(t *testing.T) {
 	log := `E1023 10:02:11.104 3412 kubelet_node_status.go:549] "Error updating node status, will retry" err="error getting node \"ip-10-0-7-9.ec2.internal\": nodes \"ip-10-0-7-9.ec2.internal\" not found"` + "\n" +
 		`E1023 10:02:11.204 3412 kubelet_node_status.go:536] "Unable to update node status" err="update node status exceeds retry count"` + "\n" +
 		`E1023 10:02:12.104 3412 eviction_manager.go:262] "Eviction manager: failed to get summary stats" err="failed to get node info: node \"ip-10-0-7-9.ec2.internal\" not found"` + "\n"
-	rep, err := analyzeBytes(t, tarGz(t, collectorLayout(map[string]string{"kubelet/kubelet.log": log})), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := analyzeFiles(t, map[string]string{"kubelet/kubelet.log": log}, Options{})
 	f := findCode(t, rep, "NK603")
 	if f.Severity != findings.Error || !strings.Contains(f.Message, `1 says the Node "ip-10-0-7-9.ec2.internal" is not found`) || !strings.Contains(f.Message, "zombie kubelet") {
 		t.Errorf("NK603: %s %s", f.Severity, f.Message)
@@ -84,10 +79,7 @@ func TestZombieKubelet(t *testing.T) {
 		t.Errorf("NK604: %s", e.Message)
 	}
 	// Without "not found", node status failures stay a warning with the generic fix.
-	rep, err = analyzeBytes(t, tarGz(t, collectorLayout(map[string]string{"kubelet/kubelet.log": strings.SplitN(log, "\n", 3)[1] + "\n"})), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep = analyzeFiles(t, map[string]string{"kubelet/kubelet.log": strings.SplitN(log, "\n", 3)[1] + "\n"}, Options{})
 	if f := findCode(t, rep, "NK603"); f.Severity != findings.Warning || strings.Contains(f.Message, "zombie") {
 		t.Errorf("NK603 without not found: %s %s", f.Severity, f.Message)
 	}

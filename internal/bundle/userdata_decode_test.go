@@ -1,27 +1,12 @@
 package bundle
 
 import (
-	"bytes"
-	"compress/gzip"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 )
-
-func gzBytes(t *testing.T, b []byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if _, err := zw.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 
@@ -47,34 +32,28 @@ func TestUserDataEncodings(t *testing.T) {
 	gzipPart := func(ct string) string {
 		return "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"MIMEBOUNDARY\"\n\n" +
 			"--MIMEBOUNDARY\nContent-Transfer-Encoding: base64\nContent-Type: " + ct + "\nMime-Version: 1.0\n\n" +
-			wrap76(b64(gzBytes(t, []byte("#!/bin/bash\nhostnamectl set-hostname app-node-01\n")))) + "\n--MIMEBOUNDARY--\n"
+			wrap76(b64(gz(t, []byte("#!/bin/bash\nhostnamectl set-hostname app-node-01\n")))) + "\n--MIMEBOUNDARY--\n"
 	}
 	for _, tc := range []struct{ name, data, want string }{
-		{"gzip script", string(gzBytes(t, script)), all},
+		{"gzip script", string(gz(t, script)), all},
 		{"base64 script", b64(script), all},
 		{"base64 script in 76-column lines", wrap76(b64(script)) + "\n", all},
-		{"base64 of gzip of MIME (cloudinit_config)", b64(gzBytes(t, []byte(mimeDoc))), all},
-		{"gzip MIME", string(gzBytes(t, []byte(mimeDoc))), all},
+		{"base64 of gzip of MIME (cloudinit_config)", b64(gz(t, []byte(mimeDoc))), all},
+		{"gzip MIME", string(gz(t, []byte(mimeDoc))), all},
 		{"application/x-gzip part", gzipPart("application/x-gzip"), "NK631:warning"},
 		{"application/octet-stream part holding gzip", gzipPart("application/octet-stream"), "NK631:warning"},
 		{"cloud-config runcmd list", "#cloud-config\nruncmd:\n  - [ hostnamectl, set-hostname, app-node-01 ]\n  - [\"hostnamectl\", \"--static\", \"set-hostname\", \"app-node-01\"]\n", "NK631:warning"},
 		{"cloud-config runcmd string", "#cloud-config\nruncmd:\n  - hostnamectl set-hostname app-node-01\n", "NK631:warning"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rep, err := analyzeBytes(t, tarGz(t, collectorLayout(untracedBundle())), Options{UserData: []byte(tc.data), UserDataName: "ud"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			rep := analyzeFiles(t, untracedBundle(), Options{UserData: []byte(tc.data), UserDataName: "ud"})
 			if got := codesOf(rep, "NK63"); got != tc.want {
 				t.Errorf("bootstrap findings %q, want %q", got, tc.want)
 			}
 		})
 	}
 	// The count of the list form: both lines.
-	rep, err := analyzeBytes(t, tarGz(t, collectorLayout(untracedBundle())), Options{UserData: []byte("#cloud-config\nruncmd:\n  - [ hostnamectl, set-hostname, a ]\n  - [\"hostnamectl\", \"--static\", \"set-hostname\", \"b\"]\n")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := analyzeFiles(t, untracedBundle(), Options{UserData: []byte("#cloud-config\nruncmd:\n  - [ hostnamectl, set-hostname, a ]\n  - [\"hostnamectl\", \"--static\", \"set-hostname\", \"b\"]\n")})
 	if f := findCode(t, rep, "NK631"); !strings.HasPrefix(f.Message, "2 ") {
 		t.Errorf("NK631: %s", f.Message)
 	}
@@ -84,10 +63,7 @@ func TestUserDataEncodings(t *testing.T) {
 // whatever the input: every MIME part counts against the part cap, read or not (960 KB of bad
 // parts gave 12,000 NK635 warnings), and the problems listed are capped too.
 func TestUserDataUnreadableParts(t *testing.T) {
-	var bomb bytes.Buffer
-	zw := gzip.NewWriter(&bomb)
-	_, _ = zw.Write(make([]byte, maxUserDataInflated+1))
-	_ = zw.Close()
+	bomb := gz(t, make([]byte, maxUserDataInflated+1))
 	badParts := func(n int, part string) string {
 		var b strings.Builder
 		b.WriteString("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"b\"\n\n")
@@ -107,18 +83,15 @@ func TestUserDataUnreadableParts(t *testing.T) {
 	}{
 		{"960 KB of bad parts", badParts(10500, badB64), []string{"base64", "more than 64 parts", "more problems not listed"}, maxUserDataProblems + 2},
 		{"a corrupt gzip part", badParts(1, "Content-Type: application/x-gzip\n\nnot gzip at all\n"), []string{"gzip"}, 1},
-		{"a gzip bomb part", badParts(1, "Content-Type: application/x-gzip\nContent-Transfer-Encoding: base64\n\n"+wrap76(b64(bomb.Bytes()))+"\n"), []string{fmt.Sprintf("inflates past %d bytes", maxUserDataInflated)}, 1},
-		{"a gzip part of nothing cloud-init runs", badParts(1, "Content-Type: application/x-gzip\nContent-Transfer-Encoding: base64\n\n"+b64(gzBytes(t, []byte("just text\n")))+"\n"), []string{"cloud-init does not run it"}, 1},
+		{"a gzip bomb part", badParts(1, "Content-Type: application/x-gzip\nContent-Transfer-Encoding: base64\n\n"+wrap76(b64(bomb))+"\n"), []string{fmt.Sprintf("inflates past %d bytes", maxUserDataInflated)}, 1},
+		{"a gzip part of nothing cloud-init runs", badParts(1, "Content-Type: application/x-gzip\nContent-Transfer-Encoding: base64\n\n"+b64(gz(t, []byte("just text\n")))+"\n"), []string{"cloud-init does not run it"}, 1},
 		{"500 bad NodeConfig documents", manyDocs, []string{"NodeConfig (document", "more problems not listed"}, maxUserDataProblems + 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if len(tc.data) > MaxUserDataSize {
 				t.Fatalf("test input of %d bytes is above --user-data's cap", len(tc.data))
 			}
-			rep, err := analyzeBytes(t, tarGz(t, collectorLayout(seedFiles())), Options{UserData: []byte(tc.data), UserDataName: "ud"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			rep := analyzeFiles(t, seedFiles(), Options{UserData: []byte(tc.data), UserDataName: "ud"})
 			var msgs []string
 			for _, f := range rep.Findings() {
 				if f.Code == "NK635" {
@@ -147,7 +120,7 @@ func TestUserDataNotRecognised(t *testing.T) {
 		{"a bootstrap line without #!", "/etc/eks/bootstrap.sh prod --kubelet-extra-args '--max-pods=20'\n", "nothing cloud-init or nodeadm runs"},
 		{"base64 of prose", b64([]byte("these are my notes\n")), "(decoded from base64) is nothing"},
 		{"corrupt gzip", "\x1f\x8b\x08\x00garbage", "gzip"},
-		{"gzip of prose", string(gzBytes(t, []byte("notes\n"))), "(decompressed) is nothing"},
+		{"gzip of prose", string(gz(t, []byte("notes\n"))), "(decompressed) is nothing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := analyzeBytes(t, tarGz(t, collectorLayout(seedFiles())), Options{UserData: []byte(tc.data), UserDataName: "ud"})

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
 )
 
 // The seed's self-managed node: bootstrap.sh with the default max pods under custom networking,
@@ -54,7 +55,7 @@ func untracedBundle() map[string]string {
 
 func codesOf(rep *findings.Report, prefix string) string {
 	var out []string
-	for _, c := range reportCodes(rep) {
+	for _, c := range findingstest.ReportCodes(rep) {
 		if strings.HasPrefix(c, prefix) {
 			out = append(out, c)
 		}
@@ -63,10 +64,7 @@ func codesOf(rep *findings.Report, prefix string) string {
 }
 
 func TestUntracedUserData(t *testing.T) {
-	rep, err := analyzeBytes(t, tarGz(t, collectorLayout(untracedBundle())), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := analyzeFiles(t, untracedBundle(), Options{})
 	if got := codesOf(rep, "NK63"); got != "NK634:skipped" {
 		t.Fatalf("bootstrap findings %q, want only NK634 saying the commands were not seen", got)
 	}
@@ -92,10 +90,7 @@ func TestUserDataFile(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// With the bundle: the untraced log no longer hides the commands.
-			rep, err := analyzeBytes(t, tarGz(t, collectorLayout(untracedBundle())), Options{UserData: []byte(tc.data), UserDataName: "seed.sh"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			rep := analyzeFiles(t, untracedBundle(), Options{UserData: []byte(tc.data), UserDataName: "seed.sh"})
 			if got := codesOf(rep, "NK63"); got != tc.wantBoot {
 				t.Errorf("bootstrap findings %q, want %q", got, tc.wantBoot)
 			}
@@ -111,7 +106,7 @@ func TestUserDataFile(t *testing.T) {
 				}
 			}
 			if !strings.Contains(ev, tc.maxPods) {
-				t.Errorf("capacity evidence %q lacks %q (codes %v)", ev, tc.maxPods, reportCodes(jr))
+				t.Errorf("capacity evidence %q lacks %q (codes %v)", ev, tc.maxPods, findingstest.ReportCodes(jr))
 			}
 		})
 	}
@@ -124,10 +119,7 @@ func TestUserDataUnreadable(t *testing.T) {
 		{"bad NodeConfig", "kind: NodeConfig\nspec: [unclosed\n", "NodeConfig"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rep, err := analyzeBytes(t, tarGz(t, collectorLayout(seedFiles())), Options{UserData: []byte(tc.data), UserDataName: "ud"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			rep := analyzeFiles(t, seedFiles(), Options{UserData: []byte(tc.data), UserDataName: "ud"})
 			f := findCode(t, rep, "NK635")
 			if !strings.Contains(f.Message, tc.want) {
 				t.Errorf("NK635: %s", f.Message)
@@ -155,10 +147,7 @@ func TestMaxPodsFixFitsTheNode(t *testing.T) {
 			if tc.userData != "" {
 				o.UserData = []byte(tc.userData)
 			}
-			rep, err := analyzeBytes(t, tarGz(t, collectorLayout(tc.files)), o)
-			if err != nil {
-				t.Fatal(err)
-			}
+			rep := analyzeFiles(t, tc.files, o)
 			f := findCode(t, rep, "NK101")
 			ev := strings.Join(f.Evidence, " | ")
 			for _, w := range append(tc.want, "fix for this node") {

@@ -1,7 +1,6 @@
 package doctor
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -23,7 +22,6 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
-	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 // pullQPSMessage is the kubelet's event message for a pull its limiter refused: kubernetes
@@ -62,13 +60,6 @@ func restartingPod(name, node string, labels map[string]string, container, reaso
 }
 
 func TestAddonChecksUnits(t *testing.T) {
-	v := func(s string) *eni.Version {
-		x, err := eni.ParseVersion(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &x
-	}
 	healthy := []AddonFacts{
 		{Name: "aws-node", Resource: "daemonset/kube-system/aws-node", Found: true, Desired: 3, Available: 3, Pods: 3},
 		{Name: "kube-proxy", Resource: "daemonset/kube-system/kube-proxy", Found: true, Desired: 3, Available: 3, Pods: 3},
@@ -101,17 +92,17 @@ func TestAddonChecksUnits(t *testing.T) {
 		}), []string{"NK753:warning"}},
 		{"cni version: current for 1.31", cniVersionCheck{}, func() *Facts {
 			f := unitFacts()
-			f.AWSNode.Version = v("1.20.1")
+			f.AWSNode.Version = &eni.Version{Major: 1, Minor: 20, Patch: 1}
 			return f
 		}, nil},
 		{"cni version: below the EKS add-on version", cniVersionCheck{}, func() *Facts {
 			f := unitFacts()
-			f.AWSNode.Version = v("1.19.2")
+			f.AWSNode.Version = &eni.Version{Major: 1, Minor: 19, Patch: 2}
 			return f
 		}, []string{"NK754:info"}},
 		{"cni version: below the oldest recommended for 1.31", cniVersionCheck{}, func() *Facts {
 			f := unitFacts()
-			f.AWSNode.Version = v("1.16.3")
+			f.AWSNode.Version = &eni.Version{Major: 1, Minor: 16, Patch: 3}
 			return f
 		}, []string{"NK754:warning"}},
 		{"cni version: no aws-node", cniVersionCheck{}, func() *Facts {
@@ -303,18 +294,9 @@ func TestGatherAddons(t *testing.T) {
 func TestGatherAddonsForbidden(t *testing.T) {
 	n := unitNode("a", "m5.large", 29, nil)
 	deps, cs := fakeDeps(&n)
-	forbid := func(verb, res string) {
-		cs.PrependReactor(verb, res, func(k8stesting.Action) (bool, runtime.Object, error) {
-			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: res}, "", nil)
-		})
-	}
-	forbid("get", "daemonsets")
-	forbid("list", "events")
-	forbid("list", "deployments")
-	rep, err := Run(context.Background(), deps, unitOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
+	forbid(cs, "get", "daemonsets")
+	forbid(cs, "list", "events", "deployments")
+	rep := runFake(t, deps)
 	var skipped []string
 	for _, fd := range rep.Findings() {
 		if strings.HasPrefix(fd.Code, "NK75") {
@@ -350,17 +332,9 @@ func TestAddonFindingsEscapeWrittenText(t *testing.T) {
 	if got := findingstest.ReportCodes(rep); !slices.Equal(got, []string{"NK751:warning", "NK753:warning", "NK755:warning"}) {
 		t.Fatalf("findings %v", got)
 	}
-	var out bytes.Buffer
-	if err := findings.PrintText(&out, rep, findings.PrintOptions{Catalog: catalog}); err != nil {
-		t.Fatal(err)
-	}
-	for i, line := range strings.Split(out.String(), "\n") {
-		if !textsafe.Safe(line) {
-			t.Fatalf("line %d reaches the terminal raw: %q", i+1, line)
-		}
-	}
-	if n := strings.Count(out.String(), `\x1b]0;pwned\x07\u202e`); n != 3 {
-		t.Errorf("the written text is shown escaped %d times, want 3:\n%s", n, out.String())
+	out := findingstest.SafeText(t, "text", rep, findings.PrintOptions{Catalog: catalog})
+	if n := strings.Count(out, `\x1b]0;pwned\x07\u202e`); n != 3 {
+		t.Errorf("the written text is shown escaped %d times, want 3:\n%s", n, out)
 	}
 }
 

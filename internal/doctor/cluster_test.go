@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -102,15 +103,10 @@ func byResource(rep *findings.Report, keep func(res string) bool) map[string][]s
 	return out
 }
 
+// has reports whether list holds every one of want.
 func has(list []string, want ...string) bool {
 	for _, w := range want {
-		found := false
-		for _, l := range list {
-			if l == w {
-				found = true
-			}
-		}
-		if !found {
+		if !slices.Contains(list, w) {
 			return false
 		}
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/textcheck"
 )
 
 // These tests run the checks and the gather phase without a control plane: checks over facts
@@ -227,21 +228,32 @@ func fakeDeps(objs ...runtime.Object) (Deps, *fake.Clientset) {
 	return Deps{Client: cs, Bulk: cs}, cs
 }
 
+// runFake runs doctor with the unit options over deps (a fake clientset); an error fails the test.
+func runFake(t *testing.T, deps Deps) *findings.Report {
+	t.Helper()
+	rep, err := Run(context.Background(), deps, unitOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// forbid makes cs refuse verb on each of resources as RBAC does.
+func forbid(cs *fake.Clientset, verb string, resources ...string) {
+	for _, res := range resources {
+		cs.PrependReactor(verb, res, func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: res}, "", nil)
+		})
+	}
+}
+
 // TestGatherForbidden: a forbidden LIST leaves its fact missing with the verb and resource, and
 // the run goes on; the checks that need it are skipped with that reason.
 func TestGatherForbidden(t *testing.T) {
 	n := unitNode("a", "m5.large", 29, nil)
 	deps, cs := fakeDeps(&n)
-	for _, res := range []string{"pods", "leases", "certificatesigningrequests", "csinodes"} {
-		res := res
-		cs.PrependReactor("list", res, func(k8stesting.Action) (bool, runtime.Object, error) {
-			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: res}, "", nil)
-		})
-	}
-	rep, err := Run(context.Background(), deps, unitOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
+	forbid(cs, "list", "pods", "leases", "certificatesigningrequests", "csinodes")
+	rep := runFake(t, deps)
 	var skipped []string
 	for _, fd := range rep.Findings() {
 		if fd.Severity == findings.Skipped {
@@ -262,6 +274,27 @@ func TestGatherForbidden(t *testing.T) {
 	}
 	if s := sectionByName(rep, SectionVersions); s == nil || s.Checked != 1 {
 		t.Errorf("the versions were not checked: %+v", s)
+	}
+}
+
+// TestGatherListFailure: a LIST that fails for another reason than RBAC stops the run with the
+// error, named by what was being read where the read says so.
+func TestGatherListFailure(t *testing.T) {
+	for _, tc := range []struct{ resource, want string }{
+		{"nodes", "nodes: the server is currently unable"},
+		{"leases", "leases: the server is currently unable"},
+		{"certificatesigningrequests", "listing kubelet-serving certificate signing requests: "},
+		{"csinodes", "csinodes: the server is currently unable"},
+	} {
+		t.Run(tc.resource, func(t *testing.T) {
+			n := unitNode("a", "m5.large", 29, nil)
+			deps, cs := fakeDeps(&n)
+			cs.PrependReactor("list", tc.resource, func(k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, apierrors.NewServiceUnavailable(tc.resource + ": the server is currently unable")
+			})
+			_, err := Run(context.Background(), deps, unitOptions())
+			textcheck.WantError(t, err, tc.want)
+		})
 	}
 }
 
@@ -322,10 +355,7 @@ func TestGatherCSRIdentity(t *testing.T) {
 			Spec: certificatesv1.CertificateSigningRequestSpec{SignerName: kubeletServingSigner, Username: user, Groups: groups}}
 	}
 	deps, _ := fakeDeps(&n, csr("k", "system:node:gone", "system:nodes"), csr("x", "admin", "system:masters"))
-	rep, err := Run(context.Background(), deps, unitOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := runFake(t, deps)
 	var got []string
 	for _, fd := range rep.Findings() {
 		if strings.HasPrefix(fd.Code, "NK72") {

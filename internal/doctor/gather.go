@@ -68,6 +68,23 @@ func Gather(ctx context.Context, d Deps, o Options) (*Facts, error) {
 	return g.f, nil
 }
 
+// failed settles the error of a read that feeds fact. A read RBAC forbids records the fact as
+// missing, naming resource and the verb it needs, and is no error: doctor reports what it could
+// not check and goes on. Any other error is returned, wrapped in doing when that is given. The
+// caller stops (returns the error) when failed is true: the fact was not read.
+func (g *gatherer) failed(err error, fact Fact, resource, needs, doing string) (failed bool, _ error) {
+	switch {
+	case err == nil:
+		return false, nil
+	case apierrors.IsForbidden(err):
+		g.f.miss(fact, resource, needs)
+		return true, nil
+	case doing == "":
+		return true, err
+	}
+	return true, fmt.Errorf("%s: %w", doing, err)
+}
+
 func (g *gatherer) nodes(ctx context.Context) error {
 	var out []corev1.Node
 	_, err := kube.Pages(ctx, "nodes", metav1.ListOptions{Limit: g.o.ChunkSize}, func(ctx context.Context, o metav1.ListOptions) (string, error) {
@@ -78,11 +95,7 @@ func (g *gatherer) nodes(ctx context.Context) error {
 		out = append(out, l.Items...)
 		return l.Continue, nil
 	})
-	if apierrors.IsForbidden(err) {
-		g.f.miss(FactNodes, "nodes", "needs list on nodes")
-		return nil
-	}
-	if err != nil {
+	if failed, err := g.failed(err, FactNodes, "nodes", "needs list on nodes", ""); failed {
 		return err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -96,14 +109,11 @@ func (g *gatherer) awsNode(ctx context.Context) error {
 	a := &g.f.AWSNode
 	a.Resource = "daemonset/" + g.o.AWSNodeNamespace + "/" + g.o.AWSNodeName
 	ds, err := g.d.Client.AppsV1().DaemonSets(g.o.AWSNodeNamespace).Get(ctx, g.o.AWSNodeName, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
+	if apierrors.IsNotFound(err) {
 		return nil
-	case apierrors.IsForbidden(err):
-		g.f.miss(FactAWSNode, a.Resource, "needs get on daemonsets in "+g.o.AWSNodeNamespace)
-		return nil
-	case err != nil:
-		return fmt.Errorf("reading %s: %w", a.Resource, err)
+	}
+	if failed, err := g.failed(err, FactAWSNode, a.Resource, "needs get on daemonsets in "+g.o.AWSNodeNamespace, "reading "+a.Resource); failed {
+		return err
 	}
 	a.Found = true
 	if sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector); err == nil && !sel.Empty() {
@@ -269,11 +279,7 @@ func (g *gatherer) leases(ctx context.Context) error {
 		leases = append(leases, l.Items...)
 		return nil
 	})
-	if apierrors.IsForbidden(err) {
-		g.f.miss(FactLeases, "leases", "needs list on leases in "+corev1.NamespaceNodeLease)
-		return nil
-	}
-	if err != nil {
+	if failed, err := g.failed(err, FactLeases, "leases", "needs list on leases in "+corev1.NamespaceNodeLease, ""); failed {
 		return err
 	}
 	g.f.Leases = leases

@@ -150,15 +150,12 @@ func (g *gatherer) addons(ctx context.Context) error {
 			}
 		}
 		kind := strings.SplitN(a.Resource, "/", 2)[0] + "s"
-		switch {
-		case apierrors.IsNotFound(err):
+		if apierrors.IsNotFound(err) {
 			g.f.Addons = append(g.f.Addons, a)
 			continue
-		case apierrors.IsForbidden(err):
-			g.f.miss(FactAddons, kind, "needs get on "+kind+" in "+s.namespace)
-			return nil
-		case err != nil:
-			return fmt.Errorf("reading %s: %w", a.Resource, err)
+		}
+		if failed, err := g.failed(err, FactAddons, kind, "needs get on "+kind+" in "+s.namespace, "reading "+a.Resource); failed {
+			return err
 		}
 		a.Found = true
 		var awsNodePod func(*corev1.Pod)
@@ -288,11 +285,7 @@ func (g *gatherer) pullEvents(ctx context.Context) error {
 	}
 	pages, err := g.listEvents(ctx, reasonPullFailed, sel, func(e *corev1.Event) { refusals += int64(addPullEvent(out, nodes, e)) })
 	g.f.stat(StatPullEventPages, pages)
-	switch {
-	case apierrors.IsForbidden(err):
-		g.f.miss(FactPullEvents, "events", "needs list on events")
-		return nil
-	case err != nil:
+	if failed, err := g.failed(err, FactPullEvents, "events", "needs list on events", ""); failed {
 		return err
 	}
 	g.f.stat(StatPullQPSRefusals, refusals)
@@ -380,12 +373,8 @@ func (g *gatherer) leaseCollectors(ctx context.Context) error {
 		}
 		return nil
 	})
-	switch {
-	case apierrors.IsForbidden(err):
-		g.f.miss(FactLeaseCollectors, "deployments", "needs list on deployments")
-		return nil
-	case err != nil:
-		return fmt.Errorf("listing Karpenter and nodekeeper deployments: %w", err)
+	if failed, err := g.failed(err, FactLeaseCollectors, "deployments", "needs list on deployments", "listing Karpenter and nodekeeper deployments"); failed {
+		return err
 	}
 	g.f.LeaseCollectors = out
 	return nil

@@ -143,12 +143,8 @@ func (g *gatherer) listAWSNodePods(ctx context.Context, selector, ns string) err
 			l.Items = nil
 			return nil
 		})
-	switch {
-	case apierrors.IsForbidden(err):
-		g.f.miss(FactCNIMetrics, "pods", "needs list on pods in "+ns)
-		return nil
-	case err != nil:
-		return fmt.Errorf("listing the aws-node pods: %w", err)
+	if failed, err := g.failed(err, FactCNIMetrics, "pods", "needs list on pods in "+ns, "listing the aws-node pods"); failed {
+		return err
 	}
 	g.f.CNI.listed = true
 	return nil

@@ -173,11 +173,7 @@ func (g *gatherer) pods(ctx context.Context) error {
 			l.Items = nil // the page is garbage before the next one is read
 			return nil
 		})
-		if apierrors.IsForbidden(err) {
-			g.f.miss(FactPods, "pods", "needs list on pods")
-			return nil
-		}
-		if err != nil {
+		if failed, err := g.failed(err, FactPods, "pods", "needs list on pods", ""); failed {
 			return err
 		}
 	}
@@ -194,10 +190,8 @@ func (g *gatherer) pods(ctx context.Context) error {
 			events++
 		})
 		g.f.stat(StatEventListPages, eventPages)
-		switch {
-		case apierrors.IsForbidden(err):
-			g.f.miss(FactEvents, "events", "needs list on events")
-		case err != nil:
+		// Without the events the stuck pods are still reported, without their cause.
+		if _, err := g.failed(err, FactEvents, "events", "needs list on events", ""); err != nil {
 			return err
 		}
 	}
@@ -219,12 +213,8 @@ func (g *gatherer) csrs(ctx context.Context) error {
 		}
 		return nil
 	})
-	if apierrors.IsForbidden(err) {
-		g.f.miss(FactCSRs, "certificatesigningrequests", "needs list on certificatesigningrequests")
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("listing kubelet-serving certificate signing requests: %w", err)
+	if failed, err := g.failed(err, FactCSRs, "certificatesigningrequests", "needs list on certificatesigningrequests", "listing kubelet-serving certificate signing requests"); failed {
+		return err
 	}
 	g.f.CSRs = out
 	return nil
@@ -268,12 +258,8 @@ func (g *gatherer) eniConfigs(ctx context.Context) error {
 		sgs, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "securityGroups")
 		items = append(items, ENIConfig{Name: u.GetName(), Subnet: strings.TrimSpace(subnet), SecurityGroups: len(sgs)})
 	})
-	if apierrors.IsForbidden(err) {
-		g.f.miss(FactENIConfigs, "eniconfigs", "needs list on eniconfigs.crd.k8s.amazonaws.com")
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("listing ENIConfigs: %w", err)
+	if failed, err := g.failed(err, FactENIConfigs, "eniconfigs", "needs list on eniconfigs.crd.k8s.amazonaws.com", "listing ENIConfigs"); failed {
+		return err
 	}
 	g.f.ENIConfigs = ENIConfigFacts{Served: true, Items: items}
 	return nil
@@ -287,11 +273,7 @@ func (g *gatherer) csiNodes(ctx context.Context) error {
 		}
 		return nil
 	})
-	switch {
-	case apierrors.IsForbidden(err):
-		g.f.miss(FactCSINodes, "csinodes", "needs list on csinodes")
-		return nil
-	case err != nil:
+	if failed, err := g.failed(err, FactCSINodes, "csinodes", "needs list on csinodes", ""); failed {
 		return err
 	}
 	g.f.CSINodes = out
@@ -307,12 +289,8 @@ func (g *gatherer) cniNodes(ctx context.Context) error {
 	err = g.listAll(ctx, gvrCNINode, func(u *unstructured.Unstructured) {
 		out = append(out, NodeScoped{Name: u.GetName(), Owners: u.GetOwnerReferences()})
 	})
-	switch {
-	case apierrors.IsForbidden(err):
-		g.f.miss(FactCNINodes, "cninodes", "needs list on cninodes.vpcresources.k8s.aws")
-		return nil
-	case err != nil:
-		return fmt.Errorf("listing CNINodes: %w", err)
+	if failed, err := g.failed(err, FactCNINodes, "cninodes", "needs list on cninodes.vpcresources.k8s.aws", "listing CNINodes"); failed {
+		return err
 	}
 	g.f.CNINodes = NodeScopedFacts{Served: true, Items: out}
 	return nil

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
-	"github.com/nodekeeper/nodekeeper/internal/textsafe"
+	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
 )
 
 // TestVersionSkewEscapesKubeletVersion: a Node's status.nodeInfo.kubeletVersion is written by the
@@ -38,17 +38,9 @@ func TestVersionSkewEscapesKubeletVersion(t *testing.T) {
 			r := findings.NewReport("doctor", "https://127.0.0.1:6443", time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC),
 				findings.SectionSpec{Name: SectionVersions, Title: "Versions"})
 			r.Add(fs...)
-			var out bytes.Buffer
-			if err := findings.PrintText(&out, r, findings.PrintOptions{Catalog: catalog}); err != nil {
-				t.Fatal(err)
-			}
-			for i, line := range strings.Split(out.String(), "\n") {
-				if !textsafe.Safe(line) {
-					t.Fatalf("line %d reaches the terminal raw: %q", i+1, line)
-				}
-			}
-			if !strings.Contains(out.String(), "kubelet v1.34.0"+tc.shown+" is newer") {
-				t.Errorf("NK301 does not show the escaped version:\n%s", out.String())
+			out := findingstest.SafeText(t, "text", r, findings.PrintOptions{Catalog: catalog})
+			if !strings.Contains(out, "kubelet v1.34.0"+tc.shown+" is newer") {
+				t.Errorf("NK301 does not show the escaped version:\n%s", out)
 			}
 		})
 	}
@@ -107,32 +99,14 @@ func TestHostileNameJSONKeepsOriginal(t *testing.T) {
 		findings.SectionSpec{Name: SectionPodNet, Title: "Pod networking"})
 	r.Add(fs[0].WithEvidence("newest message: " + hostile))
 
-	var text bytes.Buffer
-	if err := findings.PrintText(&text, r, findings.PrintOptions{Catalog: catalog}); err != nil {
-		t.Fatal(err)
-	}
-	for i, line := range strings.Split(text.String(), "\n") {
-		if !textsafe.Safe(line) {
-			t.Fatalf("text line %d reaches the terminal raw: %q", i+1, line)
-		}
-	}
-	if n := strings.Count(text.String(), shown); n < 3 {
-		t.Errorf("text shows %q %d times, want resource, message and evidence:\n%s", shown, n, text.String())
+	text := findingstest.SafeText(t, "text", r, findings.PrintOptions{Catalog: catalog})
+	if n := strings.Count(text, shown); n < 3 {
+		t.Errorf("text shows %q %d times, want resource, message and evidence:\n%s", shown, n, text)
 	}
 
-	var js bytes.Buffer
-	if err := findings.PrintJSON(&js, r); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < js.Len(); {
-		c, size := utf8.DecodeRune(js.Bytes()[i:])
-		if (c < 0x20 && c != '\n') || c == 0x7f || (c >= 0x80 && c <= 0x9f) || c == 0x202e {
-			t.Fatalf("JSON holds raw %U at byte %d:\n%s", c, i, js.String())
-		}
-		i += size
-	}
-	if strings.Contains(js.String(), `\\x1b`) {
-		t.Errorf("JSON carries the text escape \\x1b instead of the original:\n%s", js.String())
+	js := findingstest.SafeJSON(t, r)
+	if bytes.Contains(js, []byte(`\\x1b`)) {
+		t.Errorf("JSON carries the text escape \\x1b instead of the original:\n%s", js)
 	}
 	var doc struct {
 		Sections []struct {
@@ -142,11 +116,11 @@ func TestHostileNameJSONKeepsOriginal(t *testing.T) {
 			}
 		}
 	}
-	if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
-		t.Fatalf("not JSON: %v\n%s", err, js.String())
+	if err := json.Unmarshal(js, &doc); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, js)
 	}
 	if len(doc.Sections) != 1 || len(doc.Sections[0].Findings) != 1 {
-		t.Fatalf("JSON = %s, want one finding", js.String())
+		t.Fatalf("JSON = %s, want one finding", js)
 	}
 	got := doc.Sections[0].Findings[0]
 	if got.Resource != "csinode/"+decoded || !strings.Contains(got.Message, "no Node "+decoded+";") ||
