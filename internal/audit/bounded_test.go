@@ -2,7 +2,6 @@ package audit
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
 	"github.com/nodekeeper/nodekeeper/internal/audit/read"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/gzipped"
 )
 
 // repeatReader yields n copies of one byte without holding them.
@@ -38,16 +38,6 @@ func (r *repeatReader) Read(p []byte) (int, error) {
 func quoteJSON(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
-}
-
-func gzipBytes(t testing.TB, r io.Reader) []byte {
-	var b bytes.Buffer
-	zw := gzip.NewWriter(&b)
-	if _, err := io.Copy(zw, r); err != nil {
-		t.Fatal(err)
-	}
-	zw.Close()
-	return b.Bytes()
 }
 
 // hugeRecordInputs builds, for every layout that is not JSON lines, an input holding one record
@@ -135,9 +125,9 @@ func TestOversizedSubscriptionPayload(t *testing.T) {
 	const limit = 64 << 10
 	good := hostileEvent(t, time.Second, map[string]any{"verb": "get", "user": map[string]any{"username": "alice"},
 		"responseStatus": map[string]any{"code": 200}})
-	bomb := gzipBytes(t, io.MultiReader(strings.NewReader(`{"messageType":"DATA_MESSAGE","logEvents":[{"id":"1","timestamp":1,"message":"`),
+	bomb := gzipped.From(t, io.MultiReader(strings.NewReader(`{"messageType":"DATA_MESSAGE","logEvents":[{"id":"1","timestamp":1,"message":"`),
 		&repeatReader{'A', 8 << 20}, strings.NewReader(`"}]}`)))
-	ok := gzipBytes(t, strings.NewReader(`{"messageType":"DATA_MESSAGE","logEvents":[{"id":"2","timestamp":1712296801000,"message":`+quoteJSON(good)+`}]}`))
+	ok := gzipped.From(t, strings.NewReader(`{"messageType":"DATA_MESSAGE","logEvents":[{"id":"2","timestamp":1712296801000,"message":`+quoteJSON(good)+`}]}`))
 	tooLongLine := strings.Repeat("H4sI", limit) // over the line limit itself
 	input := base64.StdEncoding.EncodeToString(bomb) + "\n" + tooLongLine + "\n" + base64.StdEncoding.EncodeToString(ok) + "\n"
 	var r *analyze.Report

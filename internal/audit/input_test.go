@@ -14,6 +14,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
 	"github.com/nodekeeper/nodekeeper/internal/audit/gen"
 	"github.com/nodekeeper/nodekeeper/internal/audit/read"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/gzipped"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/textcheck"
 )
 
@@ -130,11 +131,8 @@ func TestBadLinesCountedWithLineNumbers(t *testing.T) {
 // before the cut is counted.
 func TestTruncatedGzip(t *testing.T) {
 	data, _ := genLog(t, gen.Config{Nodes: 40, Duration: 3 * time.Minute, Seed: 7})
-	var z bytes.Buffer
-	zw := gzip.NewWriter(&z)
-	zw.Write(data)
-	zw.Close()
-	cut := z.Bytes()[:z.Len()*6/10]
+	z := gzipped.Bytes(t, data)
+	cut := z[:len(z)*6/10]
 	path := filepath.Join(t.TempDir(), "audit.log.gz")
 	if err := os.WriteFile(path, cut, 0o644); err != nil {
 		t.Fatal(err)
@@ -205,11 +203,7 @@ func TestFilesMergedInTimeOrder(t *testing.T) {
 	ha := filepath.Join(dir, "apiserver-a.log")
 	os.WriteFile(ha, a.Bytes(), 0o644)
 	hb := filepath.Join(dir, "apiserver-b.log.gz")
-	var z bytes.Buffer
-	zw := gzip.NewWriter(&z)
-	zw.Write(b.Bytes())
-	zw.Close()
-	os.WriteFile(hb, z.Bytes(), 0o644)
+	os.WriteFile(hb, gzipped.Bytes(t, b.Bytes()), 0o644)
 
 	for _, tc := range []struct {
 		name  string
@@ -292,11 +286,7 @@ func TestStdin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var z bytes.Buffer
-	zw := gzip.NewWriter(&z)
-	zw.Write(data)
-	zw.Close()
-	in, err := read.ExpandInputs(nil, &z)
+	in, err := read.ExpandInputs(nil, bytes.NewReader(gzipped.Bytes(t, data)))
 	if err != nil {
 		t.Fatal(err)
 	}

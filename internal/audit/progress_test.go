@@ -2,7 +2,6 @@ package audit
 
 import (
 	"bytes"
-	"compress/gzip"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
 	"github.com/nodekeeper/nodekeeper/internal/audit/gen"
 	"github.com/nodekeeper/nodekeeper/internal/audit/read"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/gzipped"
 )
 
 // The progress callback counts the bytes taken from the inputs as stored (compressed for gzip)
@@ -24,12 +24,9 @@ func TestAnalyzeProgress(t *testing.T) {
 	if err := os.WriteFile(plain, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	zw.Write(data)
-	zw.Close()
+	gzData := gzipped.Bytes(t, data)
 	zipped := filepath.Join(dir, "audit.log.gz")
-	if err := os.WriteFile(zipped, gz.Bytes(), 0o600); err != nil {
+	if err := os.WriteFile(zipped, gzData, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	half := filepath.Join(dir, "half.log") // overlaps audit.log: its events are duplicates
@@ -46,7 +43,7 @@ func TestAnalyzeProgress(t *testing.T) {
 		wantBytes int64 // the last report's bytes
 	}{
 		{"plain file", []read.Input{{Name: plain}}, int64(len(data)), int64(len(data))},
-		{"gzip counts compressed bytes", []read.Input{{Name: zipped}}, int64(gz.Len()), int64(gz.Len())},
+		{"gzip counts compressed bytes", []read.Input{{Name: zipped}}, int64(len(gzData)), int64(len(gzData))},
 		{"overlapping files, duplicates removed", []read.Input{{Name: plain}, {Name: half}},
 			int64(len(data) + len(halfData)), int64(len(data) + len(halfData))},
 		{"standard input has no total", []read.Input{stdin}, 0, int64(len(data))},

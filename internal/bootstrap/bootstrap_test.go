@@ -1,26 +1,15 @@
 package bootstrap
 
 import (
-	"bytes"
-	"compress/gzip"
 	"encoding/base64"
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/gzipped"
 )
 
-func gz(t *testing.T, s string) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	zw := gzip.NewWriter(&b)
-	if _, err := zw.Write([]byte(s)); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
+func gz(t *testing.T, s string) []byte { return gzipped.Bytes(t, []byte(s)) }
 
 func b64(b []byte) []byte { return []byte(base64.StdEncoding.EncodeToString(b)) }
 

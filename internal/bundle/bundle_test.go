@@ -3,7 +3,6 @@ package bundle
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/rules"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/collectortar"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/golden"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/gzipped"
 )
 
 var testNow = time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC)
@@ -279,7 +279,7 @@ func TestHostileArchives(t *testing.T) {
 		{name: "not gzip", data: []byte("just some text, not an archive\n"), want: "not a gzip file"},
 		{name: "plain tar", data: plainTar(t), want: "not a gzip file"},
 		{name: "empty file", data: nil, want: "not a gzip file"},
-		{name: "gzip of garbage", data: gz(t, []byte(strings.Repeat("garbage ", 200))), want: "neither a tar archive"},
+		{name: "gzip of garbage", data: gzipped.Bytes(t, []byte(strings.Repeat("garbage ", 200))), want: "neither a tar archive"},
 		{name: "truncated", data: tarGz(t, collectorLayout(seedFiles()))[:300], want: "the bundle is truncated"},
 		{name: "empty archive", data: tarGz(t, nil), want: "no members"},
 	}
@@ -324,20 +324,6 @@ func plainTar(t *testing.T) []byte {
 	_ = tw.WriteHeader(&tar.Header{Name: "a", Size: 1, Mode: 0o644, Typeflag: tar.TypeReg})
 	_, _ = tw.Write([]byte("x"))
 	_ = tw.Close()
-	return buf.Bytes()
-}
-
-// gz compresses b as one gzip stream.
-func gz(t testing.TB, b []byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if _, err := zw.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
 	return buf.Bytes()
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/gzipped"
 )
 
 // seedJournal is `journalctl -u kubelet` output of the seed's node, in journalctl's default
@@ -26,7 +27,7 @@ func TestJournalInput(t *testing.T) {
 		data []byte
 	}{
 		{"plain journal", []byte(seedJournal())},
-		{"gzip journal", gz(t, []byte(seedJournal()))},
+		{"gzip journal", gzipped.Bytes(t, []byte(seedJournal()))},
 		{"short-iso journal", []byte("2024-03-04T09:12:01+0000 ip-10-0-12-34 kubelet[3121]: E0304 09:12:01.123 3121 pod_workers.go:1301] \"pull QPS exceeded\"\n" +
 			"2024-03-04T09:11:40+0000 ip-10-0-12-34 kubelet[3121]: E0304 09:11:40.114 3121 nodelease.go:49] \"Failed to get node when trying to set owner ref to the node lease\"\n" +
 			"2024-03-04T09:15:00+0000 ip-10-0-12-34 kubelet[3121]: E0304 09:15:00.000 3121 kubelet_node_status.go:535] \"Unable to update node status\"\n")},
@@ -62,8 +63,8 @@ func TestJournalInput(t *testing.T) {
 		want string
 	}{
 		{"prose", []byte("just some text, not an archive\n"), "not a kubelet journal"},
-		{"gzip of prose", gz(t, []byte("hello\n")), "neither a tar archive"},
-		{"truncated gzip journal", gz(t, []byte(seedJournal()+incompressible(64<<10)))[:2000], "truncated"},
+		{"gzip of prose", gzipped.Bytes(t, []byte("hello\n")), "neither a tar archive"},
+		{"truncated gzip journal", gzipped.Bytes(t, []byte(seedJournal()+incompressible(64<<10)))[:2000], "truncated"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Analyze(bytes.NewReader(tc.data), "kubelet.journal", Options{Now: testNow, Limits: Limits{MaxMemberSize: 4096}})

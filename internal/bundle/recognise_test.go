@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/gzipped"
 )
 
 // TestNothingRecognised: an input that holds nothing the checks read is an error that says what
@@ -59,7 +61,7 @@ func TestNothingRecognised(t *testing.T) {
 			return err
 		}, "holds no line of the kubelet (1 lines read"},
 		{"gzip journal of another unit", func(t *testing.T) error {
-			_, err := analyzeBytes(t, gz(t, []byte("-- Logs begin at Mon 2024-03-04 09:10:02 UTC. --\nMar 04 09:11:40 ip-10-0-1-2 containerd[812]: time=\"2024-03-04T09:11:40Z\" level=info msg=\"starting containerd\"\n")), Options{})
+			_, err := analyzeBytes(t, gzipped.Bytes(t, []byte("-- Logs begin at Mon 2024-03-04 09:10:02 UTC. --\nMar 04 09:11:40 ip-10-0-1-2 containerd[812]: time=\"2024-03-04T09:11:40Z\" level=info msg=\"starting containerd\"\n")), Options{})
 			return err
 		}, "holds no line of the kubelet (2 lines read"},
 	} {

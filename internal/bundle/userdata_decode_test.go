@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/gzipped"
 )
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
@@ -32,14 +34,14 @@ func TestUserDataEncodings(t *testing.T) {
 	gzipPart := func(ct string) string {
 		return "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"MIMEBOUNDARY\"\n\n" +
 			"--MIMEBOUNDARY\nContent-Transfer-Encoding: base64\nContent-Type: " + ct + "\nMime-Version: 1.0\n\n" +
-			wrap76(b64(gz(t, []byte("#!/bin/bash\nhostnamectl set-hostname app-node-01\n")))) + "\n--MIMEBOUNDARY--\n"
+			wrap76(b64(gzipped.Bytes(t, []byte("#!/bin/bash\nhostnamectl set-hostname app-node-01\n")))) + "\n--MIMEBOUNDARY--\n"
 	}
 	for _, tc := range []struct{ name, data, want string }{
-		{"gzip script", string(gz(t, script)), all},
+		{"gzip script", string(gzipped.Bytes(t, script)), all},
 		{"base64 script", b64(script), all},
 		{"base64 script in 76-column lines", wrap76(b64(script)) + "\n", all},
-		{"base64 of gzip of MIME (cloudinit_config)", b64(gz(t, []byte(mimeDoc))), all},
-		{"gzip MIME", string(gz(t, []byte(mimeDoc))), all},
+		{"base64 of gzip of MIME (cloudinit_config)", b64(gzipped.Bytes(t, []byte(mimeDoc))), all},
+		{"gzip MIME", string(gzipped.Bytes(t, []byte(mimeDoc))), all},
 		{"application/x-gzip part", gzipPart("application/x-gzip"), "NK631:warning"},
 		{"application/octet-stream part holding gzip", gzipPart("application/octet-stream"), "NK631:warning"},
 		{"cloud-config runcmd list", "#cloud-config\nruncmd:\n  - [ hostnamectl, set-hostname, app-node-01 ]\n  - [\"hostnamectl\", \"--static\", \"set-hostname\", \"app-node-01\"]\n", "NK631:warning"},
@@ -63,7 +65,7 @@ func TestUserDataEncodings(t *testing.T) {
 // whatever the input: every MIME part counts against the part cap, read or not (960 KB of bad
 // parts gave 12,000 NK635 warnings), and the problems listed are capped too.
 func TestUserDataUnreadableParts(t *testing.T) {
-	bomb := gz(t, make([]byte, maxUserDataInflated+1))
+	bomb := gzipped.Bytes(t, make([]byte, maxUserDataInflated+1))
 	badParts := func(n int, part string) string {
 		var b strings.Builder
 		b.WriteString("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"b\"\n\n")
@@ -84,7 +86,7 @@ func TestUserDataUnreadableParts(t *testing.T) {
 		{"960 KB of bad parts", badParts(10500, badB64), []string{"base64", "more than 64 parts", "more problems not listed"}, maxUserDataProblems + 2},
 		{"a corrupt gzip part", badParts(1, "Content-Type: application/x-gzip\n\nnot gzip at all\n"), []string{"gzip"}, 1},
 		{"a gzip bomb part", badParts(1, "Content-Type: application/x-gzip\nContent-Transfer-Encoding: base64\n\n"+wrap76(b64(bomb))+"\n"), []string{fmt.Sprintf("inflates past %d bytes", maxUserDataInflated)}, 1},
-		{"a gzip part of nothing cloud-init runs", badParts(1, "Content-Type: application/x-gzip\nContent-Transfer-Encoding: base64\n\n"+b64(gz(t, []byte("just text\n")))+"\n"), []string{"cloud-init does not run it"}, 1},
+		{"a gzip part of nothing cloud-init runs", badParts(1, "Content-Type: application/x-gzip\nContent-Transfer-Encoding: base64\n\n"+b64(gzipped.Bytes(t, []byte("just text\n")))+"\n"), []string{"cloud-init does not run it"}, 1},
 		{"500 bad NodeConfig documents", manyDocs, []string{"NodeConfig (document", "more problems not listed"}, maxUserDataProblems + 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -120,7 +122,7 @@ func TestUserDataNotRecognised(t *testing.T) {
 		{"a bootstrap line without #!", "/etc/eks/bootstrap.sh prod --kubelet-extra-args '--max-pods=20'\n", "nothing cloud-init or nodeadm runs"},
 		{"base64 of prose", b64([]byte("these are my notes\n")), "(decoded from base64) is nothing"},
 		{"corrupt gzip", "\x1f\x8b\x08\x00garbage", "gzip"},
-		{"gzip of prose", string(gz(t, []byte("notes\n"))), "(decompressed) is nothing"},
+		{"gzip of prose", string(gzipped.Bytes(t, []byte("notes\n"))), "(decompressed) is nothing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := analyzeBytes(t, tarGz(t, collectorLayout(seedFiles())), Options{UserData: []byte(tc.data), UserDataName: "ud"})

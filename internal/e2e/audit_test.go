@@ -3,8 +3,6 @@
 package e2e
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"os"
 	"path/filepath"
@@ -19,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekeeper/nodekeeper/internal/testenv"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/gzipped"
 )
 
 // auditReport is the part of `audit -o json` (AuditReport) a reader looks at first.
@@ -127,15 +126,7 @@ func TestAuditLiveLog(t *testing.T) {
 	if err := os.WriteFile(logPath, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	if _, err := zw.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(logPath+".gz", gz.Bytes(), 0o600); err != nil {
+	if err := os.WriteFile(logPath+".gz", gzipped.Bytes(t, data), 0o600); err != nil {
 		t.Fatal(err)
 	}
 

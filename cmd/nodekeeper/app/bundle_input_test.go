@@ -1,12 +1,12 @@
 package app
 
 import (
-	"bytes"
-	"compress/gzip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/gzipped"
 )
 
 // TestBundleInputs: bundle fails (exit 1, saying what it looked for) on an input with nothing
@@ -33,11 +33,7 @@ func TestBundleInputs(t *testing.T) {
 	qpsLine := `Mar 04 09:15:01 ip-10-0-1-12 kubelet[2101]: E0304 09:15:01.000000    2101 pod_workers.go:1298] "Error syncing pod, skipping" err="failed to \"StartContainer\" for \"app\" with ErrImagePull: \"pull QPS exceeded\"" pod="default/app-1"` + "\n"
 	long := write("long.journal", strings.Repeat(qpsLine, 100))
 	notes := write("notes.txt", "my notes about the node\n")
-	var gzScript bytes.Buffer
-	zw := gzip.NewWriter(&gzScript)
-	_, _ = zw.Write([]byte("#!/bin/bash\nhostnamectl set-hostname app-node-01\n"))
-	_ = zw.Close()
-	gzUserData := write("user-data.gz", gzScript.String())
+	gzUserData := write("user-data.gz", string(gzipped.Bytes(t, []byte("#!/bin/bash\nhostnamectl set-hostname app-node-01\n"))))
 
 	for _, tc := range []struct {
 		name    string

@@ -4,7 +4,6 @@ package read
 var (
 	FuzzFormat         = fuzzFormat
 	CheckAllocBound    = checkAllocBound
-	Gzipped            = gzipped
 	FormatSubscription = formatSubscription
 )
 

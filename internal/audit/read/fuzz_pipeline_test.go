@@ -8,6 +8,7 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
 	"github.com/nodekeeper/nodekeeper/internal/audit/read"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/gzipped"
 )
 
 // The fuzz targets of this file run the whole analysis on what the readers yield (an external
@@ -40,9 +41,9 @@ func FuzzSubscription(f *testing.F) {
 		data := payload
 		switch wrap % 3 {
 		case 1:
-			data = read.Gzipped(payload)
+			data = gzipped.Bytes(t, payload)
 		case 2:
-			data = append([]byte(base64.StdEncoding.EncodeToString(read.Gzipped(payload))), '\n')
+			data = append([]byte(base64.StdEncoding.EncodeToString(gzipped.Bytes(t, payload))), '\n')
 		}
 		if wrap%3 == 0 {
 			read.FuzzFormat(t, read.FormatSubscription, data)

@@ -3,7 +3,6 @@ package read
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"os"
 	"runtime"
 	"testing"
@@ -94,12 +93,4 @@ func FuzzInsightsCSV(f *testing.F) {
 	addSeedFiles(f, "../testdata/eks/insights.csv")
 	f.Add([]byte("@message\n\"a\"\"b\"\n\n\"unterminated"))
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzFormat(t, formatInsightsCSV, data) })
-}
-
-func gzipped(b []byte) []byte {
-	var out bytes.Buffer
-	zw := gzip.NewWriter(&out)
-	zw.Write(b)
-	zw.Close()
-	return out.Bytes()
 }
