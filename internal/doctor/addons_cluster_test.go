@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
 	"github.com/nodekeeper/nodekeeper/internal/schematest"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/golden"
@@ -178,7 +179,7 @@ func TestDoctorAddons(t *testing.T) {
 		if fs := section(rep).Findings(); len(fs) != 0 {
 			t.Fatalf("healthy add-ons have findings: %v", fs)
 		}
-		if s := sectionByName(rep, SectionAddons); s == nil || s.Checked < 4 {
+		if s := findingstest.Section(rep, SectionAddons); s == nil || s.Checked < 4 {
 			t.Errorf("the add-ons were not checked: %+v", s)
 		}
 	})

@@ -21,6 +21,7 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/doctor/kubeletstub"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
 	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
 	"github.com/nodekeeper/nodekeeper/internal/testenv"
@@ -290,18 +291,9 @@ func TestDoctorWithoutPermissions(t *testing.T) {
 		t.Errorf("configz was requested %d times without permission", srv.TotalHits())
 	}
 	// The heartbeat and version checks still ran.
-	if s := sectionByName(rep, SectionHeartbeats); s == nil || s.Checked == 0 {
+	if s := findingstest.Section(rep, SectionHeartbeats); s == nil || s.Checked == 0 {
 		t.Error("heartbeats were not checked")
 	}
-}
-
-func sectionByName(rep *findings.Report, name string) *findings.Section {
-	for _, s := range rep.Sections() {
-		if s.Name == name {
-			return s
-		}
-	}
-	return nil
 }
 
 // TestDoctorAPFRejections makes the real API server reject requests (a priority level with one
@@ -392,7 +384,7 @@ func TestDoctorAPFRejections(t *testing.T) {
 	if !found {
 		t.Fatalf("no NK501 finding for %s in %v", pl.Name, rep.Findings())
 	}
-	if s := sectionByName(rep, SectionAPF); s == nil || s.Checked < 2 {
+	if s := findingstest.Section(rep, SectionAPF); s == nil || s.Checked < 2 {
 		t.Errorf("APF section: %+v", s)
 	}
 }

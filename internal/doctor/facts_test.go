@@ -272,7 +272,7 @@ func TestGatherForbidden(t *testing.T) {
 			t.Errorf("missing %q in:\n%s", want, strings.Join(skipped, "\n"))
 		}
 	}
-	if s := sectionByName(rep, SectionVersions); s == nil || s.Checked != 1 {
+	if s := findingstest.Section(rep, SectionVersions); s == nil || s.Checked != 1 {
 		t.Errorf("the versions were not checked: %+v", s)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
 	"github.com/nodekeeper/nodekeeper/internal/bootstrap"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
 )
 
 // User data of each kind the launch templates of the scenario hold. The NodeConfig is nodeadm's
@@ -173,10 +174,10 @@ func TestDoctorLaunchTemplates(t *testing.T) {
 		}
 	}
 	// Checked: the versions in use, the ng-maxpods group's older version 6 being in use by nobody.
-	for _, s := range rep.Sections() {
-		if s.Name == bootstrap.Section && s.Checked != 7 {
-			t.Errorf("%d template versions checked, want 7 (healthy 4, hostname 1, 2 and 9, maxpods 7, self-managed 3 by $Latest, Karpenter 1)", s.Checked)
-		}
+	if s := findingstest.Section(rep, bootstrap.Section); s == nil {
+		t.Errorf("the report has no %s section", bootstrap.Section)
+	} else if s.Checked != 7 {
+		t.Errorf("%d template versions checked, want 7 (healthy 4, hostname 1, 2 and 9, maxpods 7, self-managed 3 by $Latest, Karpenter 1)", s.Checked)
 	}
 	for _, p := range []string{nkaws.PermListNodegroups, nkaws.PermDescribeNodegroup, nkaws.PermDescribeAutoScalingGroups, nkaws.PermDescribeLaunchTemplateVersions} {
 		if cloud.Calls(p) == 0 {

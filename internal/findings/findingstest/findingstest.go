@@ -70,3 +70,13 @@ func Version(t testing.TB, s string) *eni.Version {
 	}
 	return &v
 }
+
+// Section is the report's section of that name, or nil when the report has none.
+func Section(r *findings.Report, name string) *findings.Section {
+	for _, s := range r.Sections() {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
