@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
@@ -123,14 +122,7 @@ func TestDoctorAddons(t *testing.T) {
 		t.Fatal(err)
 	}
 	node := "ip-10-75-0-1.ec2.internal"
-	ns, srv := newStub(t, 1, func(int) []byte { return configz(t, kubeletDefaults(29)) })
-	fleet := kubeletsim.NewFleet(func(n string) *rest.Config { return env.UserConfig("system:node:"+n, "system:nodes") })
-	t.Cleanup(fleet.StopAll)
-	if _, err := fleet.Start(ctx, kubeletsim.Config{Name: node, InstanceType: "m5.large", MaxPods: 29,
-		InternalIP: ns.NSIP, KubeletPort: int32(srv.Endpoints()[0].Port)}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = admin.CoreV1().Nodes().Delete(context.Background(), node, metav1.DeleteOptions{}) })
+	startKubelet(ctx, t, kubeletsim.Config{Name: node, InstanceType: "m5.large", MaxPods: 29}, kubeletDefaults(29))
 
 	base := time.Now().Add(time.Hour).Truncate(time.Second)
 	awsLabels := map[string]string{"k8s-app": "aws-node"}

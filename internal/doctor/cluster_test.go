@@ -47,6 +47,23 @@ func newStub(t testing.TB, n int, body func(i int) []byte) (*kubeletstub.Netns, 
 	return ns, srv
 }
 
+// startKubelet runs one simulated kubelet with its Node's identity, its configz (kubeletConfig)
+// served by a stub in a network namespace of its own, which it returns with the stub; the
+// kubelet stops and its Node is deleted when the test ends.
+func startKubelet(ctx context.Context, t *testing.T, cfg kubeletsim.Config, kubeletConfig map[string]any) (*kubeletstub.Netns, *kubeletstub.Server) {
+	t.Helper()
+	ns, srv := newStub(t, 1, func(int) []byte { return configz(t, kubeletConfig) })
+	fleet := env.NewFleet(t)
+	cfg.InternalIP, cfg.KubeletPort = ns.NSIP, int32(srv.Endpoints()[0].Port)
+	if _, err := fleet.Start(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.AdminClient().CoreV1().Nodes().Delete(context.Background(), cfg.Name, metav1.DeleteOptions{})
+	})
+	return ns, srv
+}
+
 // newNetns creates a network namespace for stub servers, removed when the test ends, also when
 // it fails.
 func newNetns(t testing.TB) *kubeletstub.Netns {
@@ -154,8 +171,7 @@ func TestDoctorSeedCluster(t *testing.T) {
 	eps := srv.Endpoints()
 	eps[2].SetStatus(nodes[2].status)
 
-	fleet := kubeletsim.NewFleet(func(n string) *rest.Config { return env.UserConfig("system:node:"+n, "system:nodes") })
-	t.Cleanup(fleet.StopAll)
+	fleet := env.NewFleet(t)
 	for i, n := range nodes {
 		if _, err := fleet.Start(ctx, kubeletsim.Config{
 			Name: n.name, Mode: n.mode, InstanceType: "m5.large", MaxPods: n.maxPods, KubeletVersion: n.version,
@@ -253,15 +269,8 @@ func TestDoctorSeedCluster(t *testing.T) {
 func TestDoctorWithoutPermissions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	admin := env.AdminClient()
 	name := "ip-10-62-0-1.ec2.internal"
-	ns, srv := newStub(t, 1, func(int) []byte { return configz(t, kubeletDefaults(29)) })
-	fleet := kubeletsim.NewFleet(func(n string) *rest.Config { return env.UserConfig("system:node:"+n, "system:nodes") })
-	t.Cleanup(fleet.StopAll)
-	if _, err := fleet.Start(ctx, kubeletsim.Config{Name: name, InternalIP: ns.NSIP, KubeletPort: int32(srv.Endpoints()[0].Port)}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = admin.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	_, srv := startKubelet(ctx, t, kubeletsim.Config{Name: name}, kubeletDefaults(29))
 
 	env.GrantClusterRole(t, "doctor-limited",
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list"}},
@@ -407,15 +416,8 @@ func grantRules(t *testing.T, user string, rules ...rbacv1.PolicyRule) {
 func TestDoctorNoAWSNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	admin := env.AdminClient()
 	name := "ip-10-63-0-1.ec2.internal"
-	ns, srv := newStub(t, 1, func(int) []byte { return configz(t, kubeletDefaults(29)) })
-	fleet := kubeletsim.NewFleet(func(n string) *rest.Config { return env.UserConfig("system:node:"+n, "system:nodes") })
-	t.Cleanup(fleet.StopAll)
-	if _, err := fleet.Start(ctx, kubeletsim.Config{Name: name, InternalIP: ns.NSIP, KubeletPort: int32(srv.Endpoints()[0].Port)}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = admin.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	_, srv := startKubelet(ctx, t, kubeletsim.Config{Name: name}, kubeletDefaults(29))
 
 	rep, err := runOn(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-none"})
 	if err != nil {

@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -181,17 +180,10 @@ func TestDoctorStockAWSNode(t *testing.T) {
 	tuned["registryPullQPS"], tuned["registryBurst"], tuned["serializeImagePulls"] = 50, 100, false
 	// The kubelet and ipamd answer at the node's address, ipamd on its stock port: aws-node is
 	// hostNetwork, so its pod IP is the node's.
-	ns, kubelets := newStub(t, 1, func(int) []byte { return configz(t, tuned) })
-	ipamd := startIPAMD(t, ns, []int{kubeletstub.IPAMDMetricsPort}, func(int) []byte { return ipamdMetricsBody(t, healthyIPAMD) })
-	fleet := kubeletsim.NewFleet(func(n string) *rest.Config { return env.UserConfig("system:node:"+n, "system:nodes") })
-	t.Cleanup(fleet.StopAll)
-	if _, err := fleet.Start(ctx, kubeletsim.Config{
+	ns, _ := startKubelet(ctx, t, kubeletsim.Config{
 		Name: node, InstanceType: "m5.large", MaxPods: 29, KubeletVersion: fmt.Sprintf("v%d.%d.0-eks-1", sv.Major(), sv.Minor()),
-		InternalIP: ns.NSIP, KubeletPort: int32(kubelets.Endpoints()[0].Port),
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = admin.CoreV1().Nodes().Delete(context.Background(), node, metav1.DeleteOptions{}) })
+	}, tuned)
+	ipamd := startIPAMD(t, ns, []int{kubeletstub.IPAMDMetricsPort}, func(int) []byte { return ipamdMetricsBody(t, healthyIPAMD) })
 
 	for _, file := range []string{"aws-k8s-cni-v1.20.5.yaml", "aws-k8s-cni-v1.21.2.yaml", "aws-k8s-cni-v1.22.4.yaml", "aws-k8s-cni-v1.23.0.yaml"} {
 		t.Run(strings.TrimSuffix(file, ".yaml"), func(t *testing.T) {

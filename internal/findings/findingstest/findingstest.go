@@ -5,6 +5,7 @@ package findingstest
 import (
 	"os"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/nodekeeper/nodekeeper/internal/eni"
@@ -79,4 +80,19 @@ func Section(r *findings.Report, name string) *findings.Section {
 		}
 	}
 	return nil
+}
+
+// DocListsRules fails t for each rule whose table row, as row writes it, the Markdown page at
+// path lacks, so that a command's documentation lists every rule it can report.
+func DocListsRules(t testing.TB, path string, list []findings.Rule, row func(findings.Rule) string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range list {
+		if want := row(r); !strings.Contains(string(data), want) {
+			t.Errorf("%s lacks the row %q", path, want)
+		}
+	}
 }
