@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/doctor"
 	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
@@ -33,12 +34,7 @@ func (d *doctorAWSFlags) AddFlags(f *pflag.FlagSet) {
 // validate checks that the AWS-only flags come with --aws, and that --aws can find the cluster.
 func (d *doctorAWSFlags) validate(f *pflag.FlagSet) error {
 	if !d.enabled {
-		for _, name := range []string{"register-grace", "boot-window", "audit-log", "region", "profile", "eks-cluster"} {
-			if f.Changed(name) {
-				return fmt.Errorf("--%s needs --aws", name)
-			}
-		}
-		return nil
+		return cli.FlagsNeed(f.Changed, "aws", "register-grace", "boot-window", "audit-log", "region", "profile", "eks-cluster")
 	}
 	if d.bootWindow <= 0 {
 		return fmt.Errorf("--boot-window must be positive (got %s)", d.bootWindow)

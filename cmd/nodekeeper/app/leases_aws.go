@@ -3,10 +3,10 @@ package app
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/spf13/pflag"
 
+	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/leasesview"
 )
 
@@ -24,12 +24,7 @@ func (l *leasesAWSFlags) AddFlags(f *pflag.FlagSet) {
 
 func (l *leasesAWSFlags) validate(f *pflag.FlagSet, watch bool) error {
 	if !l.enabled {
-		for _, name := range []string{"region", "profile", "eks-cluster"} {
-			if f.Changed(name) {
-				return fmt.Errorf("--%s needs --aws", name)
-			}
-		}
-		return nil
+		return cli.FlagsNeed(f.Changed, "aws", "region", "profile", "eks-cluster")
 	}
 	if watch {
 		return errors.New("--aws is for a listing, not --watch")

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -60,12 +59,7 @@ without --vcpus or --aws it is estimated from the size name.`,
 func (o *maxPodsOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.types, o.mp.Output = args, o.output.Output
 	if !o.mp.AWS {
-		for _, name := range []string{"region", "profile"} {
-			if cmd.Flags().Changed(name) {
-				return fmt.Errorf("--%s needs --aws", name)
-			}
-		}
-		return nil
+		return cli.FlagsNeed(cmd.Flags().Changed, "aws", "region", "profile")
 	}
 	clients, err := o.aws.clients(cmd.Context())
 	if err != nil {

@@ -173,12 +173,7 @@ func (o *planOptions) Complete(cmd *cobra.Command, _ []string) error {
 			MaxPods: o.maxPods, PullsPerNode: o.pullsPerNode, ReservedENIs: o.reservedENIs, Subnets: o.subnets, Zones: o.zones, ENIConfig: o.eniConfig}}
 	}
 	if !o.useAWS {
-		for _, name := range []string{"region", "profile"} {
-			if f.Changed(name) {
-				return fmt.Errorf("--%s needs --aws", name)
-			}
-		}
-		return nil
+		return cli.FlagsNeed(f.Changed, "aws", "region", "profile")
 	}
 	clients, err := o.aws.clients(cmd.Context())
 	if err != nil {

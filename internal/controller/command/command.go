@@ -138,12 +138,7 @@ func (o *controllerOptions) Validate() error {
 // validate refuses the EC2 loop's flags without --aws, and --aws without a cluster name.
 func (a *awsOptions) validate(changed func(string) bool) error {
 	if !a.enabled {
-		for _, name := range []string{"eks-cluster", "region", "aws-interval", "register-grace"} {
-			if changed(name) {
-				return fmt.Errorf("--%s needs --aws", name)
-			}
-		}
-		return nil
+		return cli.FlagsNeed(changed, "aws", "eks-cluster", "region", "aws-interval", "register-grace")
 	}
 	if strings.TrimSpace(a.loop.Cluster) == "" {
 		return errors.New("--aws needs --eks-cluster: the EKS cluster's name, which its instances are tagged with")
