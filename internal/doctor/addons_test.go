@@ -339,7 +339,8 @@ func TestAddonFindingsEscapeWrittenText(t *testing.T) {
 }
 
 // TestAWSNodePodsListedOnce: the add-on section and the CNI metrics read need the same aws-node
-// pods; they are listed once (one page here) and both see them. When that list is forbidden the
+// pods; they are listed once (one page here) and both see them, and the DaemonSet the settings
+// and the add-on section read is read once. When that list is forbidden the
 // CNI metrics are missing with the verb and resource, as the add-on pods are.
 func TestAWSNodePodsListedOnce(t *testing.T) {
 	awsLabels := map[string]string{"k8s-app": "aws-node"}
@@ -371,6 +372,15 @@ func TestAWSNodePodsListedOnce(t *testing.T) {
 	}
 	if n := awsNodeLists(cs); n != 1 {
 		t.Errorf("aws-node's pods listed %d times, want once", n)
+	}
+	gets := 0
+	for _, a := range cs.Actions() {
+		if g, ok := a.(k8stesting.GetActionImpl); ok && g.GetResource().Resource == "daemonsets" && g.GetName() == "aws-node" {
+			gets++
+		}
+	}
+	if gets != 1 {
+		t.Errorf("the aws-node DaemonSet was read %d times, want once (settings and add-on health share it)", gets)
 	}
 	if a := f.Addons[0]; !a.Found || a.Pods != 2 {
 		t.Errorf("add-on aws-node %+v", a)

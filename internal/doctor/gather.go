@@ -28,6 +28,24 @@ type gatherer struct {
 	d Deps
 	o Options
 	f *Facts
+	// awsNodeRead is the one GET of the aws-node DaemonSet, kept for the add-on section, which
+	// needs its selector and status too.
+	awsNodeRead *daemonSetRead
+}
+
+// daemonSetRead is a DaemonSet GET's answer: the object or the error.
+type daemonSetRead struct {
+	ds  *appsv1.DaemonSet
+	err error
+}
+
+// getAWSNode reads the aws-node DaemonSet once per Gather.
+func (g *gatherer) getAWSNode(ctx context.Context) (*appsv1.DaemonSet, error) {
+	if g.awsNodeRead == nil {
+		ds, err := g.d.Client.AppsV1().DaemonSets(g.o.AWSNodeNamespace).Get(ctx, g.o.AWSNodeName, metav1.GetOptions{})
+		g.awsNodeRead = &daemonSetRead{ds: ds, err: err}
+	}
+	return g.awsNodeRead.ds, g.awsNodeRead.err
 }
 
 // Gather reads every fact a run with o needs (o with its defaults applied; Run does that). A
@@ -108,7 +126,7 @@ func (g *gatherer) nodes(ctx context.Context) error {
 func (g *gatherer) awsNode(ctx context.Context) error {
 	a := &g.f.AWSNode
 	a.Resource = "daemonset/" + g.o.AWSNodeNamespace + "/" + g.o.AWSNodeName
-	ds, err := g.d.Client.AppsV1().DaemonSets(g.o.AWSNodeNamespace).Get(ctx, g.o.AWSNodeName, metav1.GetOptions{})
+	ds, err := g.getAWSNode(ctx)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

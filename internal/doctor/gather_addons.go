@@ -144,7 +144,12 @@ func (g *gatherer) addons(ctx context.Context) error {
 		} else {
 			a.Resource = "daemonset/" + s.namespace + "/" + s.workload
 			var ds *appsv1.DaemonSet
-			if ds, err = g.d.Client.AppsV1().DaemonSets(s.namespace).Get(ctx, s.workload, metav1.GetOptions{}); err == nil {
+			if s.name == "aws-node" {
+				ds, err = g.getAWSNode(ctx) // read once for the settings section already
+			} else {
+				ds, err = g.d.Client.AppsV1().DaemonSets(s.namespace).Get(ctx, s.workload, metav1.GetOptions{})
+			}
+			if err == nil {
 				sel = ds.Spec.Selector
 				a.setCounts(ds.Status.DesiredNumberScheduled, ds.Status.NumberAvailable, ds.Status.NumberUnavailable)
 			}
