@@ -56,8 +56,9 @@ func waitExit(t *testing.T, cmd *exec.Cmd) int {
 }
 
 // TestSignalsAndFIFOs, with the built binary:
-//   - a FIFO named as an input (audit FILE, bundle FILE, bundle --user-data FILE, audit --html
-//     FILE) is refused at once (exit 1) instead of waiting for a writer that never comes;
+//   - a FIFO named as an input (audit FILE, bundle FILE, bundle --user-data FILE) is refused at
+//     once (exit 1) instead of waiting for a writer that never comes (--html naming a FIFO
+//     without a reader: app's TestWriteHTMLFile);
 //   - a command blocked reading standard input from a pipe whose writer never writes nor closes
 //     (`sleep 60 | nodekeeper audit`) ends on the first SIGINT with 130, on SIGTERM with 143.
 func TestSignalsAndFIFOs(t *testing.T) {
