@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/nodekeeper/nodekeeper/internal/bootstrap"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
@@ -80,7 +81,7 @@ func (a *analysis) reportPatterns(rep *findings.Report) {
 		}
 		res := textsafe.ClipRawBytes(fileList(h.files), 300)
 		switch p.rule.Code {
-		case RuleDocker.Code:
+		case bootstrap.RuleDocker.Code:
 			a.reportDocker(rep, p)
 			continue
 		case RuleNodeStatus.Code:
@@ -97,12 +98,12 @@ func (a *analysis) reportPatterns(rep *findings.Report) {
 				continue
 			}
 		case RuleServingCert.Code:
-			if fired[RuleHostname.Code] {
+			if fired[bootstrap.RuleHostname.Code] {
 				rep.Add(p.rule.New(res, "%s; the user data also overrides the hostname (NK631): the node asks for a certificate under a name that is not the instance's EC2 private DNS name, which EKS does not approve", p.what.Count(h.count)).
-					WithEvidence(append(h.evidence(), "hostname override: "+a.firstEvidence(RuleHostname.Code))...))
+					WithEvidence(append(h.evidence(), "hostname override: "+a.firstEvidence(bootstrap.RuleHostname.Code))...))
 				continue
 			}
-		case RuleHostname.Code:
+		case bootstrap.RuleHostname.Code:
 			if fired[RuleServingCert.Code] {
 				f := p.rule.New(res, "%s; the kubelet log shows the consequence: no serving certificate (NK605), since EKS approves kubelet-serving CSRs only for the instance's EC2 private DNS name", p.what.Count(h.count))
 				rep.Add(f.WithEvidence(append(h.evidence(), "kubelet log: "+a.firstEvidence(RuleServingCert.Code))...))
@@ -136,12 +137,12 @@ func (a *analysis) reportDocker(rep *findings.Report, p *pattern) {
 	h := p.hits
 	res := textsafe.ClipRawBytes(fileList(h.files), 300)
 	if len(a.runtimeHint) == 0 {
-		rep.Add(RuleDocker.At(findings.Info, res,
+		rep.Add(bootstrap.RuleDocker.At(findings.Info, res,
 			"%s; the bundle does not show which runtime the kubelet uses", p.what.Count(h.count)).WithEvidence(h.evidence()...))
 		return
 	}
 	ev := append(h.evidence(), "containerd is the runtime: "+textsafe.ClipRawBytes(a.runtimeHint[0], evidenceWidth))
-	rep.Add(RuleDocker.New(res, "%s while containerd is the container runtime", p.what.Count(h.count)).WithEvidence(ev...))
+	rep.Add(bootstrap.RuleDocker.New(res, "%s while containerd is the container runtime", p.what.Count(h.count)).WithEvidence(ev...))
 }
 
 // reportUntraced says when cloud-init-output.log was read but shows none of the user data's
@@ -150,7 +151,7 @@ func (a *analysis) reportUntraced(rep *findings.Report) {
 	if !slices.Contains(a.bootstrap.files, pCloudInitOut) || a.tracedLines > 0 || a.userDataRead {
 		return
 	}
-	f := RuleUserDataUntraced.Skip(pCloudInitOut, "no traced commands (\"+ cmd\" lines): the user data runs without `set -x`, so NK631-NK633 could not see what it ran; pass --user-data FILE")
+	f := bootstrap.RuleUserDataUntraced.Skip(pCloudInitOut, "no traced commands (\"+ cmd\" lines): the user data runs without `set -x`, so NK631-NK633 could not see what it ran; pass --user-data FILE")
 	f.Section = SectionBootstrap
 	rep.Add(f)
 }

@@ -60,10 +60,4 @@ var (
 	RuleNodeadmFailed    = findings.MustRule(ownRules, "NK638")
 	RuleBootstrapRemoved = findings.MustRule(ownRules, "NK639")
 	RuleMissing          = findings.MustRule(ownRules, "NK641")
-	// The user-data rules are internal/bootstrap's, shared with doctor --aws.
-	RuleHostname           = bootstrap.RuleHostname
-	RuleIptablesFlush      = bootstrap.RuleIptablesFlush
-	RuleDocker             = bootstrap.RuleDocker
-	RuleUserDataUntraced   = bootstrap.RuleUserDataUntraced
-	RuleUserDataUnreadable = bootstrap.RuleUserDataUnreadable
 )

@@ -70,7 +70,7 @@ func (a *analysis) readUserData(name string, data []byte) {
 // reportUserDataProblems reports the parts of --user-data that could not be read.
 func (a *analysis) reportUserDataProblems(rep *findings.Report) {
 	for _, p := range a.userDataProblems {
-		rep.Add(RuleUserDataUnreadable.New("--user-data", "%s", p))
+		rep.Add(bootstrap.RuleUserDataUnreadable.New("--user-data", "%s", p))
 	}
 }
 
