@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodekeeper/nodekeeper/internal/bootstrap"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
@@ -242,7 +243,7 @@ func TestBootstrapPatterns(t *testing.T) {
 		{"systemctl restart containerd", "docker", false},
 		{"docker info", "docker", false},
 	} {
-		re := map[string]interface{ MatchString(string) bool }{"host": reHostname, "flush": reFlush, "docker": reDocker}[tc.re]
+		re := map[string]interface{ MatchString(string) bool }{"host": bootstrap.Hostname, "flush": bootstrap.Flush, "docker": bootstrap.Docker}[tc.re]
 		if got := re.MatchString(tc.line); got != tc.want {
 			t.Errorf("%s %q: %v, want %v", tc.re, tc.line, got, tc.want)
 		}

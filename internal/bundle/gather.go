@@ -44,10 +44,6 @@ const (
 var kubeletConfigFiles = []string{"kubelet/config.json", "kubelet/kubelet-config.json"}
 
 var (
-	// The bootstrap script's command checks (NK631-NK633) are internal/bootstrap's.
-	reHostname = bootstrap.Hostname
-	reFlush    = bootstrap.Flush
-	reDocker   = bootstrap.Docker
 	reIPAMDVer = regexp.MustCompile(`Starting L-IPAMD (v?\d+\.\d+\.\d+\S*)`)
 	reInstType = regexp.MustCompile(`Found instance-type: ([a-z0-9-]+\.[a-z0-9-]+)`)
 	reCPU      = regexp.MustCompile(`^cpu\d+\s`)
