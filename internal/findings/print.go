@@ -122,13 +122,8 @@ func PrintText(w io.Writer, r *Report, o PrintOptions) error {
 			fmt.Fprintf(&b, "  %s no findings\n", paint(colour, mark))
 			continue
 		}
-		// Group consecutive findings of one rule and severity (Sections sorts them that way).
-		for i := 0; i < len(s.Findings); {
-			j := i
-			for j < len(s.Findings) && s.Findings[j].Code == s.Findings[i].Code && s.Findings[j].Severity == s.Findings[i].Severity {
-				j++
-			}
-			group := s.Findings[i:j]
+		for _, grp := range Groups(s.Findings) {
+			group := grp.Findings
 			f := group[0]
 			mark, colour := severityStyle(f.Severity)
 			title := f.Name
@@ -149,14 +144,16 @@ func PrintText(w io.Writer, r *Report, o PrintOptions) error {
 				for _, e := range g.Evidence {
 					fmt.Fprintf(&b, "        %s\n", paint(ansiGrey, esc(e)))
 				}
+				if grp.PerObject && g.Remediation != "" {
+					fmt.Fprintf(&b, "        fix: %s\n", esc(g.Remediation))
+				}
 			}
-			if f.Remediation != "" {
-				fmt.Fprintf(&b, "      fix: %s\n", esc(f.Remediation))
+			if grp.Fix != "" {
+				fmt.Fprintf(&b, "      fix: %s\n", esc(grp.Fix))
 			}
 			if f.DocURL != "" {
 				fmt.Fprintf(&b, "      doc: %s\n", paint(ansiGrey, esc(f.DocURL)))
 			}
-			i = j
 		}
 	}
 	if len(r.Ignored) > 0 {
