@@ -164,6 +164,8 @@ type analysis struct {
 	// OS and provisioner hints for the max-pods fix (rules.MaxPodsFix).
 	osHint   rules.NodeOS
 	provHint rules.Provisioner
+	// os is what the bundle says of the node's OS (nodeos.go), for NK639.
+	os nodeOS
 
 	// --user-data: read, the kubelet settings it gives, and parts that could not be read.
 	userDataRead     bool

@@ -23,7 +23,11 @@ package bundle
 //     AL2023-based EKS AMIs." then exit 1 (templates/al2023/runtime/rootfs/etc/eks/bootstrap.sh);
 //   - nodeadm: zap's console encoder without time, "LEVEL CALLER MSG {FIELDS}", a failed command
 //     ending in "fatal cli/main.go:NN Command failed {"error": "..."}" (nodeadm/internal/cli/
-//     logger.go and main.go); systemd's "nodeadm-config.service: Failed with result '...'" in
+//     logger.go and main.go, since amazon-eks-ami 4c653a29, PR 2552, December 2025); before
+//     it zap.NewProduction()'s JSON encoder, one object per line with the keys level, ts, caller,
+//     msg, the fields, then stacktrace: {"level":"fatal","ts":1709500289.81,"caller":
+//     "nodeadm/main.go:36","msg":"Command failed","error":"...","stacktrace":"..."} (issue 1701),
+//     in the journal after "nodeadm[PID]: " (issue 2123); systemd's "nodeadm-config.service: Failed with result '...'" in
 //     the unit's journal.
 
 import (
@@ -67,8 +71,10 @@ var (
 	reNotFound    = regexp.MustCompile(`(\S+): line (\d+): (.{1,256}?): (?:command not found|No such file or directory)\s*$|(\S+/scripts/\S+): (\d+): (.{1,256}?): not found\s*$`)
 	reScriptError = regexp.MustCompile(`Failed running /\S+ \[-?\d+\]|Failed to run module scripts-|Runparts: \d+ failures|Exited with error on line \d+\s*$|\[eks-bootstrap\] ERROR: `)
 	reNodeadmLog  = regexp.MustCompile(`(?:^|nodeadm\[\d+\]: )(?:error|fatal|dpanic|panic) [\w./-]+\.go:\d+ (.+)$`)
+	// reNodeadmJSON: zap's JSON encoder, nodeadm's format before its console one (see the top).
+	reNodeadmJSON = regexp.MustCompile(`(?:^|nodeadm\[\d+\]: )(\{"level":"(?:error|fatal|dpanic|panic)",.*)$`)
 	reNodeadmUnit = regexp.MustCompile(`(nodeadm-[\w-]+\.service): (Failed .+|Main process exited, .+)$|Dependency failed for (nodeadm-[\w-]+\.service)`)
-	reNodeadmAny  = regexp.MustCompile(reNodeadmLog.String() + "|" + reNodeadmUnit.String())
+	reNodeadmAny  = regexp.MustCompile(reNodeadmLog.String() + "|" + reNodeadmJSON.String() + "|" + reNodeadmUnit.String())
 )
 
 // maxBootItems bounds what each boot log finding lists (failed scripts, commands not found,
@@ -83,6 +89,12 @@ type cloudInitFacts struct {
 	script, notFound, nodeadm, removed *pattern
 	// What the lines name, for the messages.
 	scripts, commands, nodeadmErrs firstItems
+	// missingBootstrap is the first line saying /etc/eks/bootstrap.sh is not there (bash's "No
+	// such file or directory" or "command not found"): AL2 user data on an AL2023 AMI from
+	// before the stub, when the bundle shows AL2023 (nodeos.go).
+	missingBootstrap       linePos
+	missingBootstrapLine   string
+	missingBootstrapCalled string // "part-001 line 7"
 	// exec is cloud-init.log's "Command: [SCRIPT]" line waiting for its "Exit code: N".
 	exec struct {
 		at     linePos
@@ -122,14 +134,21 @@ func (c *cloudInitFacts) init(lines *lineReader) {
 			if m[1] == nil {
 				m = m[3:]
 			}
-			c.commands.add(linePos{file, n}, string(m[3]), path.Base(string(m[1]))+" line "+string(m[2]))
+			at := linePos{file, n}
+			c.commands.add(at, string(m[3]), path.Base(string(m[1]))+" line "+string(m[2]))
+			if path.Base(string(m[3])) == "bootstrap.sh" && (c.missingBootstrapLine == "" || at.before(c.missingBootstrap)) {
+				c.missingBootstrap, c.missingBootstrapLine = at, evidence(file, n, line)
+				c.missingBootstrapCalled = textsafe.ClipRawBytes(path.Base(string(m[1])), 200) + " line " + string(m[2])
+			}
 		}}
 	c.nodeadm = &pattern{rule: RuleNodeadmFailed, what: findings.Noun{One: "nodeadm error", Many: "nodeadm errors"},
-		any: bs("error ", "fatal ", "panic ", "nodeadm-"), re: reNodeadmAny,
+		any: bs("error ", "fatal ", "panic ", "nodeadm-", `{"level":"`), re: reNodeadmAny,
 		onMatchAt: func(file string, n int, line []byte) {
 			at := linePos{file, n}
 			if m := reNodeadmLog.FindSubmatch(line); m != nil {
 				c.nodeadmErrs.add(at, nodeadmMessage(m[1]), "")
+			} else if m := reNodeadmJSON.FindSubmatch(line); m != nil {
+				c.nodeadmErrs.add(at, nodeadmJSONMessage(m[1]), "")
 			} else if m := reNodeadmUnit.FindSubmatch(line); m != nil {
 				if len(m[1]) > 0 {
 					c.nodeadmErrs.add(at, string(m[1])+": "+string(m[2]), "")
@@ -160,6 +179,23 @@ func nodeadmMessage(rest []byte) string {
 	return string(msg) + ": " + f.Error
 }
 
+// nodeadmJSONMessage turns zap's JSON entry {"level":"fatal",...,"msg":"MSG","error":"..."}
+// into "MSG: ...", as nodeadmMessage does the console one; an entry cut short or without the
+// fields is kept as written.
+func nodeadmJSONMessage(entry []byte) string {
+	var f struct {
+		Msg   string `json:"msg"`
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(entry, &f) != nil || f.Msg == "" {
+		return string(entry)
+	}
+	if f.Error == "" {
+		return f.Msg
+	}
+	return f.Msg + ": " + f.Error
+}
+
 // cloudInitLine runs the boot log checks on one line of cloud-init-output.log or user-data.log,
 // which the bootstrap checks read.
 func (a *analysis) cloudInitLine(file string, n int, line []byte) {
@@ -177,6 +213,7 @@ func (a *analysis) bootLine(file string, n int, line []byte) {
 		}
 	}
 	c.exec.script = ""
+	a.os.noteOSLine(file, n, line)
 	if m := matchPrefixed(reExecCommand, "Command: ['", line); m != nil {
 		c.exec.at, c.exec.script = linePos{file, n}, string(m[1])
 	}
@@ -205,6 +242,10 @@ func (a *analysis) reportCloudInit(rep *findings.Report) {
 		rep.Checked(SectionBootstrap, len(c.scan.files))
 	}
 	removed := c.removed.hits.count > 0
+	// Before the stub (AL2023 AMIs of early to late 2024) there is no banner: the node's OS, as
+	// the bundle shows it, and the missing bootstrap.sh say the same.
+	al2023, osSays := a.os.al2023()
+	absent := !removed && al2023 && c.missingBootstrapLine != ""
 	for _, p := range c.scan.patterns {
 		h := p.hits
 		if h.count == 0 {
@@ -218,6 +259,9 @@ func (a *analysis) reportCloudInit(rep *findings.Report) {
 			if removed {
 				msg += "; the script called AL2's bootstrap.sh, which AL2023 replaces with a stub that exits 1 (NK639)"
 			}
+			if absent {
+				msg += "; the script called AL2's bootstrap.sh, which this AL2023 AMI does not have (NK639)"
+			}
 		case c.notFound:
 			msg = p.what.Count(h.count) + ": " +
 				c.commands.list(func(it posItem) string { return it.text + " (" + it.detail + ")" })
@@ -227,6 +271,11 @@ func (a *analysis) reportCloudInit(rep *findings.Report) {
 			msg = p.what.Count(h.count) + ": the user data was written for AL2 and the node runs AL2023, so bootstrap.sh did not initialise it"
 		}
 		rep.Add(p.rule.New(res, "%s", msg).WithEvidence(h.evidence()...))
+	}
+	if absent {
+		rep.Add(RuleBootstrapRemoved.New(textsafe.ClipRawBytes(c.missingBootstrap.file, 300),
+			"the user data calls /etc/eks/bootstrap.sh (%s), which this node does not have, and the node runs AL2023 (%s): the user data was written for AL2, so bootstrap.sh did not initialise it (an AL2023 AMI from before the bootstrap.sh stub)",
+			c.missingBootstrapCalled, strings.Join(osSays, "; ")).WithEvidence(c.missingBootstrapLine))
 	}
 }
 

@@ -36,7 +36,20 @@ import (
 //   - AL2's bootstrap.sh: log "[eks-bootstrap] ERROR: ..." and its ERR trap "Exited with error on
 //     line N" (templates/al2/runtime/bootstrap.sh before its removal in amazon-eks-ami b2289030);
 //   - bash: "/var/lib/cloud/instance/scripts/part-001: line 7: /etc/eks/bootstrap.sh: No such
-//     file or directory" (terraform-aws-modules/terraform-aws-eks issue 1179).
+//     file or directory" (terraform-aws-modules/terraform-aws-eks issue 1179);
+//   - AL2023 AMIs from before the stub (amazon-eks-ami PR 2056, 2024-11-15) have no
+//     /etc/eks/bootstrap.sh: awslabs/amazon-eks-ami issue 1885 (amazon-eks-node-al2023-x86_64-
+//     standard-1.30-v20240703) with its `uname -a` "Linux ip-100-64-119-30.ap-southeast-1.compute.
+//     internal 6.1.94-99.176.amzn2023.x86_64 #1 SMP PREEMPT_DYNAMIC Tue Jun 18 14:57:56 UTC 2024
+//     x86_64 x86_64 x86_64 GNU/Linux", issue 1863 (the same on 6.1.92-99.174.amzn2023), and AL2's
+//     kernel "5.10.216-204.855.amzn2.x86_64" (issue 1833);
+//   - nodeadm's JSON lines of those AMIs (zap.NewProduction() in nodeadm/internal/cli/logger.go
+//     until amazon-eks-ami 4c653a29, PR 2552): the journal's "Feb 05 01:55:51
+//     ip-172-31-28-111.ec2.internal nodeadm[7702]: {"level":"info","ts":1738720551.576076,
+//     "caller":"init/init.go:52","msg":"Checking user is root.."}" (issue 2123) and the fatal entry
+//     {"level":"fatal","ts":1709500289.8128433,"caller":"nodeadm/main.go:36","msg":"Command
+//     failed","error":"yaml: line 4: could not find expected ':'","stacktrace":"main.main\n\t..."}
+//     (issue 1701, log.Fatal("Command failed", zap.Error(err)) in cmd/nodeadm/main.go at 6c054415).
 const (
 	al2Stage    = "Cloud-init v. 19.3-46.amzn2 running 'modules:final' at Mon, 04 Mar 2024 09:11:20 +0000. Up 18.30 seconds.\n"
 	al2Finished = "Cloud-init v. 19.3-46.amzn2 finished at Mon, 04 Mar 2024 09:11:45 +0000. Datasource DataSourceEc2.  Up 43.41 seconds\n"
@@ -61,6 +74,18 @@ const (
 		"Mar 04 09:11:06 localhost systemd[1]: nodeadm-config.service: Main process exited, code=exited, status=1/FAILURE\n" +
 		"Mar 04 09:11:06 localhost systemd[1]: nodeadm-config.service: Failed with result 'exit-code'.\n" +
 		"Mar 04 09:11:06 localhost systemd[1]: Failed to start nodeadm-config.service - EKS Nodeadm Config.\n"
+	al2023Uname = "Linux ip-100-64-119-30.ap-southeast-1.compute.internal 6.1.94-99.176.amzn2023.x86_64 #1 SMP PREEMPT_DYNAMIC Tue Jun 18 14:57:56 UTC 2024 x86_64 x86_64 x86_64 GNU/Linux\n"
+	al2Uname    = "Linux ip-10-0-1-20.eu-north-1.compute.internal 5.10.216-204.855.amzn2.x86_64 #1 SMP Sat May 4 16:53:27 UTC 2024 x86_64 x86_64 x86_64 GNU/Linux\n"
+	// al2023NoBootstrap is AL2 user data on an AL2023 AMI without the stub: bash finds no
+	// bootstrap.sh, the script exits 127.
+	al2023NoBootstrap = "+ /etc/eks/bootstrap.sh prod --kubelet-extra-args '--max-pods=58'\n" +
+		"/var/lib/cloud/instance/scripts/part-001: line 3: /etc/eks/bootstrap.sh: No such file or directory\n"
+	nodeadmJSONFatal = "Feb 05 01:55:46 ip-172-31-28-111.ec2.internal systemd[1]: Starting nodeadm-config.service - EKS Nodeadm Config...\n" +
+		"Feb 05 01:55:51 ip-172-31-28-111.ec2.internal nodeadm[7702]: {\"level\":\"info\",\"ts\":1738720551.576076,\"caller\":\"init/init.go:52\",\"msg\":\"Checking user is root..\"}\n" +
+		"Feb 05 01:55:51 ip-172-31-28-111.ec2.internal nodeadm[7702]: {\"level\":\"info\",\"ts\":1738720551.577003,\"caller\":\"init/init.go:60\",\"msg\":\"Loading configuration..\",\"configSource\":\"imds://user-data\"}\n" +
+		"Feb 05 01:55:51 ip-172-31-28-111.ec2.internal nodeadm[7702]: {\"level\":\"fatal\",\"ts\":1738720551.5928433,\"caller\":\"nodeadm/main.go:36\",\"msg\":\"Command failed\",\"error\":\"yaml: line 4: could not find expected ':'\",\"stacktrace\":\"main.main\\n\\t/workdir/cmd/nodeadm/main.go:36\\nruntime.main\\n\\t/root/sdk/go1.21.7/src/runtime/proc.go:267\"}\n" +
+		"Feb 05 01:55:51 ip-172-31-28-111.ec2.internal systemd[1]: nodeadm-config.service: Main process exited, code=exited, status=1/FAILURE\n" +
+		"Feb 05 01:55:51 ip-172-31-28-111.ec2.internal systemd[1]: nodeadm-config.service: Failed with result 'exit-code'.\n"
 	nodeadmRunSkipped = "Mar 04 09:11:23 localhost systemd[1]: Dependency failed for nodeadm-run.service - EKS Nodeadm Run.\n"
 	nodeadmConfigOK   = "Mar 04 09:11:05 localhost systemd[1]: Starting nodeadm-config.service - EKS Nodeadm Config...\n" +
 		"Mar 04 09:11:05 localhost nodeadm[1523]: info init/init.go:58 Checking user is root..\n" +
@@ -166,6 +191,66 @@ func TestUserDataErrors(t *testing.T) {
 				"nodeadm-config.service: Failed with result 'exit-code'.",
 				"nodeadm-run.service did not run: a unit it needs failed",
 			}},
+		},
+		{
+			name: "AL2023 before the stub: no bootstrap.sh at all, the kernel says AL2023",
+			files: map[string]string{
+				pCloudInitOut: al2023Stage + al2023NoBootstrap + al2023Finished,
+				pCloudInitLog: strings.NewReplacer("Exit code: 1", "Exit code: 127").Replace(al2023Failed),
+				pUname:        al2023Uname,
+			},
+			want: "NK636:error NK637:warning NK639:error",
+			says: map[string][]string{
+				"NK636": {"part-001 exited with status 127", "which this AL2023 AMI does not have (NK639)"},
+				"NK637": {"/etc/eks/bootstrap.sh (part-001 line 3)"},
+				"NK639": {"calls /etc/eks/bootstrap.sh (part-001 line 3)", "kernel 6.1.94-99.176.amzn2023.x86_64 (kernel/uname.txt)", "cloud-init 22.2.2", "written for AL2"},
+			},
+		},
+		{
+			name: "AL2023 before the stub: nodeadm's units say AL2023, its JSON fatal line its reason",
+			files: map[string]string{
+				pCloudInitOut:                   al2023Stage + al2023NoBootstrap + al2023Finished,
+				"nodeadm/nodeadm-config.log":    nodeadmJSONFatal,
+				"nodeadm/nodeadm-run.log":       nodeadmRunSkipped,
+				"nodeadm/nodeadm-boot-hook.log": "-- No entries --\n",
+			},
+			want: "NK637:warning NK638:error NK639:error",
+			says: map[string][]string{
+				"NK638": {"Command failed: yaml: line 4: could not find expected ':'", "nodeadm-config.service: Failed with result 'exit-code'."},
+				"NK639": {"nodeadm's units logged (nodeadm/nodeadm-config.log)", "cloud-init 22.2.2 (var_log/cloud-init-output.log)"},
+			},
+		},
+		{
+			// nodeadm's JSON lines (AL2023 AMIs of 2024 to late 2025): the reason is read from the
+			// entry's msg and error, as from the console format's.
+			name: "AL2023: nodeadm-config fails, its JSON fatal line gives the reason",
+			files: map[string]string{
+				"nodeadm/nodeadm-config.log": nodeadmJSONFatal,
+				"nodeadm/nodeadm-run.log":    nodeadmRunSkipped,
+			},
+			want: "NK638:error",
+			says: map[string][]string{"NK638": {
+				"4 nodeadm errors: Command failed: yaml: line 4: could not find expected ':'; nodeadm-config.service: Main process exited",
+			}},
+		},
+		{
+			// The same lines on AL2 (its kernel, cloud-init 19.3, nodeadm's journals empty as the
+			// collector writes them on every systemd host): a missing bootstrap.sh, not AL2023.
+			name: "AL2: bootstrap.sh not found is not NK639",
+			files: map[string]string{
+				pCloudInitOut:                al2Stage + al2023NoBootstrap + strings.Replace(al2Failed, "[1]", "[127]", 1) + al2Finished,
+				pUname:                       al2Uname,
+				"nodeadm/nodeadm-config.log": "-- No entries --\n",
+			},
+			want: "NK636:error NK637:warning",
+		},
+		{
+			// cloud-init 22 alone (Ubuntu 22.04 has it too) does not say AL2023.
+			name: "cloud-init 22 alone is not AL2023",
+			files: map[string]string{
+				pCloudInitOut: al2023Stage + al2023NoBootstrap + al2023Finished,
+			},
+			want: "NK637:warning",
 		},
 		{
 			name: "AL2023: nodeadm cannot run at all",

@@ -163,6 +163,8 @@ var memberKinds = []memberKind{
 		stream: (*analysis).readBootLog},
 	{what: pIOThrottling, match: is(pIOThrottling), feeds: []string{SectionIO},
 		stream: func(a *analysis, _ string, r io.Reader) error { return a.readIO(r) }},
+	{what: pUname, match: is(pUname), feeds: []string{SectionBootstrap},
+		whole: (*analysis).readUname},
 	{what: pInstanceID, match: is(pInstanceID), feeds: []string{rules.SectionNodes},
 		whole: func(a *analysis, _ string, data []byte) { a.instanceID = strings.TrimSpace(string(data)) }},
 	{what: pProcStat, match: is(pProcStat), feeds: []string{rules.SectionNodes, SectionIO},
