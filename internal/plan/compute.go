@@ -36,6 +36,29 @@ var limitTitles = map[string]string{
 // Title is a limit's name for people.
 func Title(id string) string { return limitTitles[id] }
 
+// The values of Limit.Kind. A failure leaves pods that never start however long one waits: a pod
+// without an address waits in ContainerCreating (subnet addresses, pods per node over the
+// addresses), a pod over maxPods is not scheduled on the node, and kubelets whose Lease renewals
+// the priority level cannot serve lose their Nodes' Ready condition. A delay only makes the new
+// nodes wait: the kubelet retries a refused image pull with back-off, ipamd retries a throttled
+// EC2 call until the bucket refills.
+const (
+	KindFailure = "failure"
+	KindDelay   = "delay"
+)
+
+// limitKinds are the limits' kinds.
+var limitKinds = map[string]string{
+	LimitSubnet: KindFailure,
+	LimitPods:   KindFailure,
+	LimitAPF:    KindFailure,
+	LimitEC2:    KindDelay,
+	LimitPulls:  KindDelay,
+}
+
+// Kind is a limit's kind: KindFailure or KindDelay.
+func Kind(id string) string { return limitKinds[id] }
+
 // The values of Limit.Status.
 const (
 	StatusFits    = "fits"
@@ -45,8 +68,11 @@ const (
 
 // Limit is one limit's answer.
 type Limit struct {
-	ID     string `json:"id"`
-	Title  string `json:"title"`
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	// Kind says whether reaching the limit fails pods (KindFailure) or makes them wait
+	// (KindDelay).
+	Kind   string `json:"kind"`
 	Status string `json:"status"`
 	// NodesFit is the most new nodes (counted in the plan's order, and past it by repeating it)
 	// that stay within the limit; -1 when the limit sets no bound (a per-node limit that holds,
@@ -64,6 +90,18 @@ type Limit struct {
 	// Headroom is what is left of the limit as nodes are added: 1 untouched, 0 reached, below 0
 	// over it.
 	Headroom []Point `json:"headroom,omitempty"`
+	// delaySeconds is what a delay adds at the plan's size (Plan.Delays).
+	delaySeconds float64
+}
+
+// Delay is what one limit of KindDelay adds to the new nodes' start at the plan's size.
+type Delay struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	// Seconds are added to the start of the new nodes' pods: the longest a node's image pulls
+	// wait for the kubelet's pull bucket, or until every address with EC2 throttling ipamd.
+	Seconds float64 `json:"seconds"`
+	Detail  string  `json:"detail"`
 }
 
 // Point is the headroom after Nodes new nodes.
@@ -125,9 +163,15 @@ type Plan struct {
 	// Limits lists the limits, the first to break first, then the others by how soon they are
 	// reached; unknown ones last.
 	Limits []Limit `json:"limits"`
-	// Fits: no limit breaks within Add nodes. FirstToBreak is the ID of the first that does.
+	// Fits: no limit breaks within Add nodes, neither a failure nor a delay past its bound.
+	// FirstToFail is the ID of the first failure that breaks; FirstToBreak is the same when
+	// one does, else the first delay past its bound.
 	Fits         bool   `json:"fits"`
+	FirstToFail  string `json:"firstToFail,omitempty"`
 	FirstToBreak string `json:"firstToBreak,omitempty"`
+	// Delays are the delays and the seconds each adds at the plan's size, one per limit of
+	// KindDelay that could be computed.
+	Delays []Delay `json:"delays"`
 	// AddressWaitSeconds is the expected time for every new node to get its addresses with EC2
 	// throttling ipamd's calls.
 	AddressWaitSeconds float64    `json:"addressWaitSeconds"`
@@ -302,7 +346,7 @@ func samples(total int) []int {
 
 // finish sets a limit's status from NodesFit against the plan's nodes.
 func (l *Limit) finish(total int) {
-	l.Title = Title(l.ID)
+	l.Title, l.Kind = Title(l.ID), Kind(l.ID)
 	switch {
 	case l.Status == StatusUnknown:
 	case l.NodesFit >= 0 && l.NodesFit < total:
@@ -542,10 +586,11 @@ func podsLimit(seq sequence, p *Plan) Limit {
 // pullsLimit compares the image pulls a new node starts at once with the kubelet's pull token
 // bucket (registryPullQPS, registryBurst). The kubelet does not queue a pull over the bucket: it
 // fails it at once with "pull QPS exceeded" (ErrImagePull) and retries with back-off, so a node
-// starting more pulls than registryBurst has pods failing to start whatever the node count.
-// registryPullQPS 0 means no limit.
+// starting more pulls than registryBurst has pods waiting to start whatever the node count: a
+// delay (PullDelay), not a failure. registryPullQPS 0 means no limit.
 func pullsLimit(seq sequence, p *Plan) Limit {
-	return perNodeLimit(LimitPulls, seq, p, func(g GroupPlan) float64 {
+	worst := 0.0
+	l := perNodeLimit(LimitPulls, seq, p, func(g GroupPlan) float64 {
 		if g.Kubelet.RegistryPullQPS <= 0 {
 			return 1
 		}
@@ -557,11 +602,47 @@ func pullsLimit(seq sequence, p *Plan) Limit {
 		}
 		if g.PullsPerNode > k.RegistryBurst {
 			over := g.PullsPerNode - k.RegistryBurst
-			return fmt.Sprintf("%s: %d pulls at start against registryBurst %d and registryPullQPS %d (%s): %d fail with \"pull QPS exceeded\" and retry with back-off, at least %s more",
-				g.Name, g.PullsPerNode, k.RegistryBurst, k.RegistryPullQPS, k.Source, over, seconds(float64(over)/float64(k.RegistryPullQPS))), true
+			wait := PullDelay(g.PullsPerNode, k.RegistryPullQPS, k.RegistryBurst)
+			worst = math.Max(worst, wait)
+			return fmt.Sprintf("%s: %d pulls at start against registryBurst %d and registryPullQPS %d (%s): %d fail with \"pull QPS exceeded\" and retry with the kubelet's back-off, the last starting %s after the first",
+				g.Name, g.PullsPerNode, k.RegistryBurst, k.RegistryPullQPS, k.Source, over, seconds(wait)), true
 		}
 		return fmt.Sprintf("%s: %d pulls at start within registryBurst %d (%s)", g.Name, g.PullsPerNode, k.RegistryBurst, k.Source), false
 	})
+	l.delaySeconds = worst
+	return l
+}
+
+// The kubelet's image pull back-off: a refused pull is retried after imageBackOffPeriod, doubling
+// on each failure up to MaxImageBackOff (kubernetes v1.36.3 pkg/kubelet/kubelet.go: 10 s and
+// 300 s, flowcontrol.NewBackOff).
+const (
+	imageBackOffPeriod = 10.0
+	maxImageBackOff    = 300.0
+)
+
+// PullDelay is the seconds from a node's first image pull to its last one's start when pulls
+// start at once against the kubelet's pull bucket (registryBurst tokens, refilled at
+// registryPullQPS a second): burst of them start, the rest fail with "pull QPS exceeded" and are
+// retried together after the back-off, as many as the bucket then holds each time.
+func PullDelay(pulls, qps, burst int) float64 {
+	if qps <= 0 || pulls <= burst {
+		return 0
+	}
+	burst = max(burst, 1) // a bucket of 0 would admit nothing: counted as 1, as the headroom does
+	tokens := float64(burst)
+	pending := pulls - min(pulls, burst)
+	tokens -= float64(burst)
+	t, back := 0.0, imageBackOffPeriod
+	for pending > 0 {
+		t += back
+		tokens = math.Min(float64(burst), tokens+float64(qps)*back)
+		take := min(pending, int(tokens))
+		pending -= take
+		tokens -= float64(take)
+		back = math.Min(back*2, maxImageBackOff)
+	}
+	return t
 }
 
 // ec2Limit adds up the mutating EC2 calls of ipamd on the new nodes against the mutating
@@ -606,6 +687,7 @@ func ec2Limit(seq sequence, p *Plan, in Input) (Limit, float64) {
 	l.Detail = fmt.Sprintf("%d mutating EC2 calls (CreateNetworkInterface, AttachNetworkInterface, ModifyNetworkInterfaceAttribute, AssignPrivateIpAddresses) against a bucket of %d refilled at %g/s: every address after about %s; the limit is a wait of %s",
 		planCalls, b.Capacity, b.Refill, seconds(wait), in.MaxAddressWait)
 	l.Notes = append(l.Notes, "token buckets: "+in.EC2.Source, "ipamd's DescribeNetworkInterfaces and the instances' own RunInstances draw from other buckets and are not counted")
+	l.delaySeconds = wait
 	l.finish(seq.total)
 	return l, wait
 }
@@ -648,16 +730,20 @@ func rank(p *Plan) {
 	for i, l := range p.Limits {
 		order[l.ID] = i
 	}
+	// Failures that break first (the first one named is the first to fail), then delays past
+	// their bound, then the limits that fit by how soon they are reached.
 	key := func(l Limit) (int, int) {
 		switch {
 		case l.Status == StatusUnknown:
-			return 3, 0
+			return 4, 0
 		case l.NodesFit < 0:
-			return 2, 0
-		case l.Status == StatusBreaks:
+			return 3, 0
+		case l.Status == StatusBreaks && l.Kind == KindFailure:
 			return 0, l.NodesFit
+		case l.Status == StatusBreaks:
+			return 1, l.NodesFit
 		}
-		return 1, l.NodesFit
+		return 2, l.NodesFit
 	}
 	sort.SliceStable(p.Limits, func(i, j int) bool {
 		ai, bi := key(p.Limits[i])
@@ -673,8 +759,18 @@ func rank(p *Plan) {
 	p.Fits = true
 	for _, l := range p.Limits {
 		if l.Status == StatusBreaks {
-			p.Fits, p.FirstToBreak = false, l.ID
-			break
+			if p.Fits {
+				p.Fits, p.FirstToBreak = false, l.ID
+			}
+			if l.Kind == KindFailure && p.FirstToFail == "" {
+				p.FirstToFail = l.ID
+			}
+		}
+	}
+	p.Delays = []Delay{}
+	for _, id := range []string{LimitPulls, LimitEC2} {
+		if l := p.Limit(id); l != nil && l.Status != StatusUnknown {
+			p.Delays = append(p.Delays, Delay{ID: l.ID, Title: l.Title, Seconds: l.delaySeconds, Detail: l.Detail})
 		}
 	}
 }

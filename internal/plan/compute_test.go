@@ -48,8 +48,9 @@ func TestLimits(t *testing.T) {
 			Env:    map[string]string{"WARM_IP_TARGET": "2"},
 			Groups: []Group{{Name: "ng", Add: 100, PodsPerNode: 10, Placements: placementsAB}}, Subnets: twoSubnets(200, 200), EC2: huge}},
 		// Custom networking: the node subnet gives 1 address a node, the ENIConfig's subnet the
-		// pods' 18 + 2 ENI primaries.
-		{name: "subnet, custom networking", limit: LimitSubnet, wantFit: 5, wantWhere: "subnet-pods", first: false, in: Input{
+		// pods' 18 + 2 ENI primaries. Image pulls (18 against the kubelet's burst 10) are refused
+		// from node 1, but they are a delay: the first to fail, and first named, is the subnet.
+		{name: "subnet, custom networking", limit: LimitSubnet, wantFit: 5, wantWhere: "subnet-pods", first: true, in: Input{
 			Env: map[string]string{"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true"},
 			Groups: []Group{{Name: "ng", Add: 100, PodsPerNode: 20, MaxPods: 20, Placements: []Placement{
 				{Zone: "us-east-1a", NodeSubnet: "subnet-a", ENIConfig: "us-east-1a", PodSubnet: "subnet-pods"}}}},
@@ -208,6 +209,65 @@ func TestFreePrefixes(t *testing.T) {
 		lo, hi, ok := FreePrefixes(tc.cidr, tc.free)
 		if lo != tc.lo || hi != tc.hi || ok != tc.ok {
 			t.Errorf("FreePrefixes(%s, %d) = %d, %d, %v; want %d, %d, %v", tc.cidr, tc.free, lo, hi, ok, tc.lo, tc.hi, tc.ok)
+		}
+	}
+}
+
+// Failures before delays (issue 30): on m5.large with the EKS AMI's maxPods 29, each new node
+// starts 27 image pulls against the kubelet's default registryBurst 10, so pulls are refused from
+// the first node, while the subnets' 300 free addresses hold 10 nodes each and the 21st node's
+// pods never get theirs. The pulls only wait (the kubelet retries them with back-off), so the
+// first limit named is the subnet; each delay is listed with the seconds it adds at the plan's
+// size. Without a failure, the first delay past its bound is named, and the plan does not fit.
+func TestFailuresBeforeDelays(t *testing.T) {
+	m5 := mustType(t, "m5.large")
+	p, err := Compute(Input{Groups: []Group{{Name: "ng", Type: m5, Add: 40, Placements: placementsAB}}, Subnets: twoSubnets(300, 300)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.FirstToFail != LimitSubnet || p.FirstToBreak != LimitSubnet || p.Limits[0].ID != LimitSubnet || p.Limits[0].Kind != KindFailure || p.Limits[0].BreaksAt != 21 {
+		t.Errorf("first to fail %q, to break %q, first listed %s (%s) at %d; want the subnet at node 21: %s", p.FirstToFail, p.FirstToBreak, p.Limits[0].ID, p.Limits[0].Kind, p.Limits[0].BreaksAt, limitsText(p))
+	}
+	if l := p.Limit(LimitPulls); l.Kind != KindDelay || l.Status != StatusBreaks || l.BreaksAt != 1 {
+		t.Errorf("image pulls: %s %s at %d, want a delay from node 1", l.Kind, l.Status, l.BreaksAt)
+	}
+	// 27 pulls, burst 10 at 5/s: 10 at once, 10 after the 10 s back-off, the last 7 after 20 s
+	// more. 40 nodes of 9 calls against 50 refilled at 5/s: (360 - 50) / 5 = 62 s.
+	want := []Delay{{ID: LimitPulls, Seconds: 30}, {ID: LimitEC2, Seconds: 62}}
+	if len(p.Delays) != len(want) {
+		t.Fatalf("delays %+v, want %+v", p.Delays, want)
+	}
+	for i, d := range p.Delays {
+		if d.ID != want[i].ID || d.Seconds != want[i].Seconds || d.Title != Title(d.ID) || d.Detail == "" {
+			t.Errorf("delay %d: %+v, want %s of %gs", i, d, want[i].ID, want[i].Seconds)
+		}
+	}
+
+	// Plenty of addresses: nothing fails, the pulls are the first (and only) limit past its bound.
+	p, err = Compute(Input{Groups: []Group{{Name: "ng", Type: m5, Add: 40, Placements: placementsAB}}, Subnets: twoSubnets(1_000_000, 1_000_000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Fits || p.FirstToFail != "" || p.FirstToBreak != LimitPulls {
+		t.Errorf("fits %v, first to fail %q, first to break %q; want pulls past their bound and no failure", p.Fits, p.FirstToFail, p.FirstToBreak)
+	}
+}
+
+// PullDelay follows the kubelet's pull bucket and its image back-off (10 s doubling to 300 s).
+func TestPullDelay(t *testing.T) {
+	for _, tc := range []struct {
+		pulls, qps, burst int
+		want              float64
+	}{
+		{10, 5, 10, 0},     // within the burst
+		{27, 0, 10, 0},     // registryPullQPS 0: no limit
+		{18, 5, 10, 10},    // the 8 over start after one back-off
+		{27, 5, 10, 30},    // 10, 10 at 10 s, 7 at 30 s
+		{100, 1, 10, 1510}, // 10 a round: back-offs 10, 20, 40, 80, 160, then 300 four times
+		{5, 5, 0, 150},     // registryBurst 0 counted as 1: one a round, after 10, 20, 40 and 80 s
+	} {
+		if got := PullDelay(tc.pulls, tc.qps, tc.burst); got != tc.want {
+			t.Errorf("PullDelay(%d, %d, %d) = %g, want %g", tc.pulls, tc.qps, tc.burst, got, tc.want)
 		}
 	}
 }

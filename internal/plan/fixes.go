@@ -95,7 +95,11 @@ func addFixes(in Input, p *Plan) {
 			}
 			fix := Fix{Text: c.text, Set: c.set, NodesFit: al.NodesFit}
 			if first := firstBreakingOther(alt, l.ID); first != nil {
-				fix.Next = fmt.Sprintf("%s then breaks at node %d", LowerFirst(first.Title), first.BreaksAt)
+				verb := "fails"
+				if first.Kind == KindDelay {
+					verb = "waits"
+				}
+				fix.Next = fmt.Sprintf("%s then %s at node %d", LowerFirst(first.Title), verb, first.BreaksAt)
 			}
 			fixes = append(fixes, fix)
 		}

@@ -62,7 +62,11 @@ func wantHeadings(r *plan.Result) []string {
 		for _, l := range p.Limits {
 			out = append(out, l.Title)
 			if l.Status == plan.StatusBreaks {
-				b := "breaks at new node " + strconv.Itoa(l.BreaksAt)
+				verb := "fails" // a delay "waits" (plan.KindDelay)
+				if l.Kind == plan.KindDelay {
+					verb = "waits"
+				}
+				b := verb + " at new node " + strconv.Itoa(l.BreaksAt)
 				if l.Where != "" {
 					b += " (" + l.Where + ")"
 				}

@@ -55,7 +55,7 @@ func WriteYAML(w io.Writer, r *plan.Result) error {
 // Section titles of the text report (and of the page).
 const (
 	TitleVerdict = "Verdict"
-	TitleLimits  = "Limits, first to break first"
+	TitleLimits  = "Limits, first to fail first"
 	TitleGroups  = "Node groups"
 	TitleSubnets = "Subnets"
 	TitleNotes   = "Notes"
@@ -70,15 +70,18 @@ func fitText(l *plan.Limit) string {
 		return "-"
 	case l.Status == plan.StatusUnknown:
 		return "unknown"
+	case l.Status == plan.StatusBreaks && l.Kind == plan.KindDelay:
+		return fmt.Sprintf("waits from node %d", l.BreaksAt)
 	case l.Status == plan.StatusBreaks:
-		return fmt.Sprintf("breaks at node %d", l.BreaksAt)
+		return fmt.Sprintf("fails at node %d", l.BreaksAt)
 	case l.NodesFit < 0:
 		return "fits, no bound"
 	}
 	return fmt.Sprintf("fits, reached at node %d", l.NodesFit+1)
 }
 
-// Verdict is the one-line answer for a plan.
+// Verdict is the one-line answer for a plan: the first failure when one breaks (a delay that
+// breaks sooner is told apart, on its own line: DelayLines), else the first delay past its bound.
 func Verdict(p *plan.Plan) string {
 	if p.Fits {
 		return fmt.Sprintf("FITS: %d new nodes stay within every limit that could be read", p.Add)
@@ -88,7 +91,28 @@ func Verdict(p *plan.Plan) string {
 	if l.Where != "" {
 		where = " (" + l.Where + ")"
 	}
-	return fmt.Sprintf("DOES NOT FIT: the first limit to break is %s, at new node %d of %d%s", plan.LowerFirst(l.Title), l.BreaksAt, p.Add, where)
+	if l.Kind == plan.KindDelay {
+		return fmt.Sprintf("DELAYED: no limit fails within %d new nodes, but %s wait past their bound from new node %d%s", p.Add, plan.LowerFirst(l.Title), l.BreaksAt, where)
+	}
+	return fmt.Sprintf("DOES NOT FIT: the first limit to fail is %s, at new node %d of %d%s", plan.LowerFirst(l.Title), l.BreaksAt, p.Add, where)
+}
+
+// DelayLines are the plan's delays, one line each with the seconds it adds at the plan's size.
+func DelayLines(p *plan.Plan) []string {
+	var out []string
+	for _, d := range p.Delays {
+		switch {
+		case d.ID == plan.LimitPulls && d.Seconds > 0:
+			out = append(out, fmt.Sprintf("delay: image pulls: the kubelet refuses pulls over registryBurst and retries them with back-off: a new node's last pull starts %s after its first", secondsText(d.Seconds)))
+		case d.ID == plan.LimitEC2 && d.Seconds > 0:
+			out = append(out, fmt.Sprintf("delay: EC2 API calls: ipamd's calls wait for the EC2 bucket's refill: every new node's addresses after %s", secondsText(d.Seconds)))
+		case d.Seconds > 0:
+			out = append(out, fmt.Sprintf("delay: %s: %s", plan.LowerFirst(d.Title), secondsText(d.Seconds)))
+		default:
+			out = append(out, fmt.Sprintf("delay: %s: none at %d new nodes", plan.LowerFirst(d.Title), p.Add))
+		}
+	}
+	return out
 }
 
 // WriteText writes the report for people: the verdict and the fix of the first limit to break,
@@ -104,6 +128,9 @@ func WriteText(w io.Writer, r *plan.Result) error {
 	fmt.Fprintf(&b, "\n%s\n", TitleVerdict)
 	verdict := func(label string, p *plan.Plan) {
 		fmt.Fprintf(&b, "  %s%s\n", label, esc(Verdict(p)))
+		for _, d := range DelayLines(p) {
+			fmt.Fprintf(&b, "    %s\n", esc(d))
+		}
 		if l := p.Limit(p.FirstToBreak); l != nil {
 			fmt.Fprintf(&b, "    %s\n", esc(l.Detail))
 			if l.Fix != nil {
@@ -146,9 +173,6 @@ func WriteText(w io.Writer, r *plan.Result) error {
 		if l.Fix != nil && l.ID != p.FirstToBreak {
 			fmt.Fprintf(&b, "    fix: %s%s\n", esc(l.Fix.Text), movesText(l.Fix))
 		}
-	}
-	if p.AddressWaitSeconds > 0 {
-		fmt.Fprintf(&b, "  expected time for every new node's addresses with EC2 throttling: %s\n", secondsText(p.AddressWaitSeconds))
 	}
 
 	fmt.Fprintf(&b, "\n%s\n", TitleGroups)

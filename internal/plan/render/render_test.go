@@ -34,7 +34,11 @@ func seedResult(t testing.TB, changes map[string]string) *plan.Result {
 }
 
 // The text report: the verdict and the first limit's fix first, today's and the what-if's
-// figures side by side, headings for people, and names written by others escaped.
+// figures side by side, headings for people, and names written by others escaped. The first
+// limit named is the first to fail (the subnet at node 102), not image pulls, which the kubelet
+// refuses over registryBurst from node 1 but retries with back-off: each delay has its own line
+// with the seconds it adds (18 pulls against burst 10 and 5/s: 10 start, the other 8 after the
+// kubelet's 10 s back-off; 2700 EC2 calls against 50 refilled at 5/s: 8m50s).
 func TestTextReport(t *testing.T) {
 	r := seedResult(t, map[string]string{"WARM_IP_TARGET": "2", "MINIMUM_IP_TARGET": "18"})
 	r.Today.Groups[0].Name = "web\x1b[31m"
@@ -56,10 +60,12 @@ func TestTextReport(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		"  today: DOES NOT FIT: the first limit to break is image pulls, at new node 1 of 300 (node group web)\n",
-		"  Subnet free addresses      breaks at node 102           breaks at node 132",
-		"  EC2 API calls              breaks at node 173           breaks at node 173",
-		"expected time for every new node's addresses with EC2 throttling: 8m50s",
+		"  today: DOES NOT FIT: the first limit to fail is subnet free addresses, at new node 102 of 300 (subnet-b)\n" +
+			"    delay: image pulls: the kubelet refuses pulls over registryBurst and retries them with back-off: a new node's last pull starts 10s after its first\n" +
+			"    delay: EC2 API calls: ipamd's calls wait for the EC2 bucket's refill: every new node's addresses after 8m50s\n",
+		"  Subnet free addresses      fails at node 102            fails at node 132",
+		"  Image pulls                waits from node 1            waits from node 1",
+		"  EC2 API calls              waits from node 173          waits from node 173",
 		"\nNotes\n  DaemonSet kube-system/aws-node\\x1b]0;x\\x07 not found\n",
 	} {
 		if !strings.Contains(out, want) {
