@@ -73,7 +73,9 @@ each limit is reached:
   priority level     the kubelets' lease and status writes against the seats of the priority
                      level serving them (node-high), when /metrics can be read
 
-The first limit to break is named first, with the fix that moves it furthest. --set KEY=VALUE
+Addresses, pods per node and the priority level fail (pods never start); image pulls and
+the EC2 refill only delay them. The first limit to fail is named first, with the fix that
+moves it furthest, and each delay on its own line with the seconds it adds. --set KEY=VALUE
 and --prefix-delegation re-run the plan with changed aws-node settings, side by side with
 today's. Exit codes: 0 the plan fits, 3 it does not (the what-if's verdict when settings were
 changed), 2 bad usage, 1 the run failed. See docs/plan.md.`,
@@ -250,7 +252,11 @@ func planExit(res *plan.Result) error {
 		p = res.WhatIf
 	}
 	v := render.Verdict(p)
-	return cli.WithExitCode(cli.ExitFindings, errors.New("the plan does not fit: "+strings.TrimPrefix(v, "DOES NOT FIT: ")))
+	msg := "the plan does not fit: " + strings.TrimPrefix(v, "DOES NOT FIT: ")
+	if rest, delayed := strings.CutPrefix(v, "DELAYED: "); delayed {
+		msg = "the plan waits past its bound: " + rest
+	}
+	return cli.WithExitCode(cli.ExitFindings, errors.New(msg))
 }
 
 func (o *planOptions) write(out io.Writer, res *plan.Result) error {

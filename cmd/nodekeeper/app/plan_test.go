@@ -73,7 +73,7 @@ func TestPlanExit(t *testing.T) {
 	}{
 		// 12 pods (10 addresses) hold 2 ENIs and a warm third: 27 + 3 primaries; 100 free
 		// hold 3 nodes.
-		{nil, 100, 3, "the plan does not fit: the first limit to break is subnet free addresses, at new node 4 of 10 (subnet-a)"},
+		{nil, 100, 3, "the plan does not fit: the first limit to fail is subnet free addresses, at new node 4 of 10 (subnet-a)"},
 		// WARM_IP_TARGET=1: 11 addresses on 2 ENIs, 13 a node: 7 nodes.
 		{map[string]string{"WARM_IP_TARGET": "1"}, 100, 3, "at new node 8 of 10"},
 		// Prefix delegation with WARM_PREFIX_TARGET=0: one prefix and its ENI's primary, 17: 5.
