@@ -60,10 +60,15 @@ var maxUserDataBase64 = base64.StdEncoding.EncodedLen(bootstrap.MaxUserDataSize)
 // script's hostname, iptables and Docker commands (NK631-NK633), the parts that cannot be read
 // (NK635), and the max pods it gives the kubelet against the addresses of its Nodes' instance
 // types (NK101, when mode is known). Each finding is reported once for the version, saying
-// "introduced in ID version N, K nodes"; nodes are the Nodes launched from it.
+// "introduced in ID version N, K nodes" ("introduced in ID version N (launched as EKS's copy
+// ID2 version M), K nodes" for a managed node group's); nodes are the Nodes launched from it.
 func CheckTemplateVersion(v TemplateVersion, nodes []*corev1.Node, mode *rules.CNIMode, types *eni.Catalog) []findings.Finding {
 	res := fmt.Sprintf("launchtemplate/%s/%d", v.ID, v.Version)
 	where := fmt.Sprintf("introduced in %s, %s", v.Name(), plural(len(nodes), "node"))
+	if len(v.Copies) > 0 {
+		// The user's version first: it is the one they edit; EKS's copy is what EC2 tagged.
+		where = fmt.Sprintf("introduced in %s (launched as EKS's copy %s), %s", v.Name(), strings.Join(v.Copies, ", "), plural(len(nodes), "node"))
+	}
 	users := "used by " + strings.Join(v.Users, ", ")
 	if len(v.Users) == 0 {
 		users = "used by no group found"

@@ -123,7 +123,7 @@ func stuckByNode(s PodFacts) map[string][]*StuckPod {
 	return out
 }
 
-// nodeCause is the cause of a node's stuck pods measured on the node: its rule (NK743-NK747),
+// nodeCause is the cause of a node's stuck pods measured on the node: its rule (NK743-NK747, NK749),
 // why, and the figures that show it.
 type nodeCause struct {
 	Rule     findings.Rule
@@ -146,7 +146,7 @@ func stuckCauses(f *Facts) map[string]nodeCause {
 		if len(byNode[n.Name]) == 0 || notVPCCNI(n) != "" {
 			continue
 		}
-		rule, why, evidence := measuredCause(n, f.CNI.Nodes[n.Name], mode.Settings.CustomNetworking)
+		rule, why, evidence := measuredCause(n, f.CNI.Nodes[n.Name], f.Pods.VPCPods[n.Name], mode.Settings.CustomNetworking)
 		out[n.Name] = nodeCause{Rule: rule, Why: why, Evidence: evidence}
 	}
 	return out
@@ -158,9 +158,21 @@ var (
 	throttleCodes = []string{"RequestLimitExceeded", "Throttling", "ThrottlingException"}
 )
 
+// What ipamd does about an address whose pod is gone, from amazon-vpc-cni-k8s (v1.23.1): it
+// frees an address only on the CNI DEL the kubelet sends, and the freed address then cools down
+// for IP_COOLDOWN_PERIOD (default 30 seconds; README, pkg/ipamd/datastore/data_store.go
+// getCooldownPeriod) before another pod gets it; allocations whose pod has no host-side veth are
+// dropped only when ipamd starts and reads its checkpoint /var/run/aws-node/ipam.json
+// (data_store.go ReadBackingStore and normalizeCheckpointDataByPodVethExistence, which logs
+// "stale IP allocation for ID(...) ... host-side veth not found"); nothing reconciles them while
+// it runs. So a sandbox torn down without a CNI DEL keeps its address assigned in ipamd until
+// aws-node restarts, and enough of them fill the pool while the pods that hold addresses are fewer.
+const leakedHow = "ipamd frees an address only on the CNI DEL of its pod's sandbox (then after IP_COOLDOWN_PERIOD, 30s by default) and drops allocations whose pod veth is gone only when it starts and reads its checkpoint /var/run/aws-node/ipam.json (amazon-vpc-cni-k8s pkg/ipamd/datastore/data_store.go, ReadBackingStore)"
+
 // measuredCause is the cause of a node's stuck pods as its aws-node pod and ipamd show it, with
-// the figures that show it.
-func measuredCause(n *corev1.Node, c *CNINode, customNetworking bool) (findings.Rule, string, []string) {
+// the figures that show it; holding is the number of pods on the node that hold VPC addresses
+// (PodFacts.VPCPods).
+func measuredCause(n *corev1.Node, c *CNINode, holding int, customNetworking bool) (findings.Rule, string, []string) {
 	switch {
 	case c == nil:
 		return RuleStuckIPAMDUnreachable, "no aws-node pod runs on the node", nil
@@ -179,6 +191,13 @@ func measuredCause(n *corev1.Node, c *CNINode, customNetworking bool) (findings.
 	if fits := m.MaxIPs + eni.HostNetworkPods; m.HasPool && m.MaxIPs > 0 && m.AssignedIPs >= m.MaxIPs && maxPods > fits {
 		why := fmt.Sprintf("ipamd has assigned all %d addresses the instance can hold and the kubelet admits %d pods (maxPods)", m.MaxIPs, maxPods)
 		return RuleStuckPoolFull, why, append([]string{pool, nodeMaxPodsFix(n, fits, customNetworking)}, ec2...)
+	}
+	if m.HasPool && m.MaxIPs > 0 && m.AssignedIPs >= m.MaxIPs && holding < m.AssignedIPs {
+		// Full, within what the kubelet admits, yet fewer pods hold addresses than ipamd says it
+		// assigned: the rest belong to sandboxes torn down without a CNI DEL.
+		why := fmt.Sprintf("ipamd's pool is full: %d addresses assigned, all the instance can hold, against %s on the node that hold addresses; %d are held for pods that are gone",
+			m.AssignedIPs, plural(holding, "pod"), m.AssignedIPs-holding)
+		return RuleStuckLeaked, why, append([]string{pool, leakedHow}, ec2...)
 	}
 	if k := sumCodes(m.EC2Errors, subnetCodes); k > 0 {
 		return RuleStuckSubnet, fmt.Sprintf("EC2 refused ipamd addresses %s for lack of free ones in the subnet", times(k)), append([]string{pool}, ec2...)

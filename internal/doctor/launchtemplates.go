@@ -31,6 +31,16 @@ import (
 // node groups (their launchTemplate) and the Auto Scaling groups of the instances' tag
 // aws:autoscaling:groupName; Karpenter's EC2NodeClass (label karpenter.k8s.aws/ec2nodeclass)
 // makes its templates itself, so its instances' tags are the only source.
+//
+// A managed node group does not launch from the template it is given: "The Amazon EKS API
+// creates this launch template either by copying one you provide or by creating one
+// automatically with default values in your account" (Amazon EKS User Guide, "Customize managed
+// nodes with launch templates", https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html).
+// Its instances' aws:ec2launchtemplate:* tags name that copy, while DescribeNodegroup names the
+// user's template. The user knows only their own, so a Node of a managed node group whose
+// instance names another template than its group's is counted under its group's (user's)
+// version, the copy named beside it, and the copy is not judged on its own: one finding, under
+// the template the user edits.
 
 // Instance tags and Node labels that lead to a launch template.
 const (
@@ -53,6 +63,9 @@ type TemplateVersion struct {
 	Users []string
 	// Nodes launched from it, by name, sorted.
 	Nodes []string
+	// Copies are the versions of EKS's copies of it that the Nodes of its managed node groups
+	// were launched from ("lt-0eks version 3"), sorted; empty for a template launched as it is.
+	Copies []string
 	// Data is the version as EC2 described it; nil with Err when it could not be read (a
 	// template deleted since).
 	Data *ec2types.ResponseLaunchTemplateData
@@ -70,6 +83,17 @@ type templateRef struct{ id, version string }
 type templateUse struct {
 	users map[templateRef]map[string]bool
 	nodes map[templateRef][]string
+	// copies are, by the user's template version, the EKS copies its Nodes' instances name.
+	copies map[templateRef]map[string]bool
+}
+
+// addCopy records that a Node counted under ref (its managed node group's template) was launched
+// from EKS's copy of it.
+func (u *templateUse) addCopy(ref, copied templateRef) {
+	if u.copies[ref] == nil {
+		u.copies[ref] = map[string]bool{}
+	}
+	u.copies[ref][copied.id+" version "+copied.version] = true
 }
 
 func (u *templateUse) add(ref templateRef, user, node string) {
@@ -92,7 +116,7 @@ func (u *templateUse) add(ref templateRef, user, node string) {
 // the permission named; other AWS errors fail the run.
 func (g *gatherer) launchTemplates(ctx context.Context) error {
 	o := g.o.EC2
-	use := &templateUse{users: map[templateRef]map[string]bool{}, nodes: map[templateRef][]string{}}
+	use := &templateUse{users: map[templateRef]map[string]bool{}, nodes: map[templateRef][]string{}, copies: map[templateRef]map[string]bool{}}
 	denied := func(err error) bool {
 		if nkaws.IsAccessDenied(err) {
 			g.f.miss(FactLaunchTemplates, "launchtemplates", err.Error())
@@ -138,8 +162,14 @@ func (g *gatherer) launchTemplates(ctx context.Context) error {
 		switch ng, nc, asg := n.Labels[rules.LabelEKSNodegroup], n.Labels[LabelEC2NodeClass], instances.TagValue(inst.Tags, TagAutoScalingGroup); {
 		case ng != "":
 			user = "managed node group " + ng
-			if !ok || ref.id == "" {
-				ref = groupTemplate[ng] // the instance is unknown: the group's template
+			group, given := groupTemplate[ng]
+			switch {
+			case !ok || ref.id == "":
+				ref = group // the instance is unknown: the group's template
+			case given && ref.id != group.id:
+				// EKS's copy of the group's template: counted under the user's (see the top).
+				use.addCopy(group, ref)
+				ref = group
 			}
 		case nc != "":
 			user = "EC2NodeClass " + nc
@@ -289,12 +319,17 @@ func readTemplateVersions(ctx context.Context, api nkaws.LaunchTemplatesAPI, use
 			tv.Users = append(tv.Users, u)
 		}
 		tv.Nodes = append(tv.Nodes, use.nodes[ref]...)
+		for c := range use.copies[ref] {
+			tv.Copies = append(tv.Copies, c)
+		}
 	}
 	list := make([]TemplateVersion, 0, len(out))
 	for _, tv := range out {
 		sort.Strings(tv.Users)
 		tv.Users = compactStrings(tv.Users)
 		sort.Strings(tv.Nodes)
+		sort.Strings(tv.Copies)
+		tv.Copies = compactStrings(tv.Copies)
 		list = append(list, *tv)
 	}
 	sort.Slice(list, func(i, j int) bool {

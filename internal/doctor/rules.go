@@ -52,7 +52,7 @@ var rulesFile []byte
 
 // ownRules are the doctor's own rules: their texts are data, in rules.yaml. Codes are stable;
 // docs/doctor.md lists them. NK2xx kubelet configuration, NK3xx versions and heartbeats, NK4xx
-// aws-node, NK5xx APF, NK7xx pod networking (NK741-NK748 its cni-metrics section), NK75x image
+// aws-node, NK5xx APF, NK7xx pod networking (NK741-NK749 its cni-metrics section), NK75x image
 // pulls and add-ons, NK8xx EC2. The node, kubelet and aws-node rules that bundle shares are in
 // internal/rules (rules.Rules); doctor reports those too.
 var ownRules = findings.MustParseRules(rulesFile, []string{
@@ -100,8 +100,8 @@ var (
 	RuleServingCSRForeign       = findings.MustRule(ownRules, "NK722")
 	RuleCSINodeOrphaned         = findings.MustRule(ownRules, "NK731")
 	RuleCNINodeOrphaned         = findings.MustRule(ownRules, "NK732")
-	// NK741-NK748: what each node's ipamd says about itself (the cni-metrics section);
-	// NK743-NK747 are the measured causes of pods stuck in ContainerCreating on a node: one
+	// NK741-NK749: what each node's ipamd says about itself (the cni-metrics section);
+	// NK743-NK747 and NK749 are the measured causes of pods stuck in ContainerCreating on a node: one
 	// finding per node with stuck pods, whose fix is that cause's.
 	RuleCNIMetricsUnavailable = findings.MustRule(ownRules, "NK741")
 	RuleCNIEC2Errors          = findings.MustRule(ownRules, "NK742")
@@ -111,6 +111,7 @@ var (
 	RuleStuckIPAMDUnreachable = findings.MustRule(ownRules, "NK746")
 	RuleStuckUnknown          = findings.MustRule(ownRules, "NK747")
 	RuleCNIIPAMDErrors        = findings.MustRule(ownRules, "NK748")
+	RuleStuckLeaked           = findings.MustRule(ownRules, "NK749")
 	// NK75x: image pulls and add-ons (the addons section).
 	RulePullQPSExceeded      = findings.MustRule(ownRules, "NK751")
 	RuleAddonUnavailable     = findings.MustRule(ownRules, "NK752")
@@ -133,4 +134,5 @@ var stuckCauseNames = map[string]string{
 	RuleStuckThrottled.Code:        "EC2 throttling ipamd",
 	RuleStuckIPAMDUnreachable.Code: "ipamd unreachable without a ready aws-node pod",
 	RuleStuckUnknown.Code:          "cause unknown",
+	RuleStuckLeaked.Code:           "pool full of leaked addresses",
 }
