@@ -21,16 +21,18 @@ package bundle
 import (
 	"bytes"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/nodekeeper/nodekeeper/internal/rules"
+	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
 const pUname = "kernel/uname.txt"
 
 var (
 	reKernelRelease = regexp.MustCompile(`^\S+ \S+ (\S+\.amzn2023\.\S+)`)
-	reCloudInitVer  = regexp.MustCompile(`Cloud-init v\. ((\d+)\.[\w.-]+)`)
+	reCloudInitVer  = regexp.MustCompile(`Cloud-init v\. ((\d{1,4})\.[\w.-]+)`)
 )
 
 // nodeOS is what the bundle says of the node's OS, each the first met by file and line.
@@ -46,7 +48,7 @@ type nodeOS struct {
 // readUname notes an AL2023 kernel in uname -a's output.
 func (a *analysis) readUname(_ string, data []byte) {
 	if m := reKernelRelease.FindSubmatch(bytes.TrimSpace(data)); m != nil {
-		a.os.kernel = string(m[1])
+		a.os.kernel = textsafe.ClipRawBytes(string(m[1]), 100) // written by whoever made the bundle
 		a.osHint = rules.OSAmazonLinux2023
 	}
 }
@@ -61,8 +63,12 @@ func (o *nodeOS) noteOSLine(file string, n int, line []byte) {
 	if !bytes.Contains(line, []byte("Cloud-init v. ")) {
 		return
 	}
-	if m := reCloudInitVer.FindSubmatch(line); m != nil && len(m[2]) >= 2 && string(m[2]) >= "22" && (!o.cloudInitSeen || at.before(o.cloudInitAt)) {
-		o.cloudInit, o.cloudInitAt, o.cloudInitSeen = string(m[1]), at, true
+	m := reCloudInitVer.FindSubmatch(line)
+	if m == nil {
+		return
+	}
+	if major, err := strconv.Atoi(string(m[2])); err == nil && major >= 22 && (!o.cloudInitSeen || at.before(o.cloudInitAt)) {
+		o.cloudInit, o.cloudInitAt, o.cloudInitSeen = textsafe.ClipRawBytes(string(m[1]), 40), at, true
 	}
 }
 
