@@ -98,3 +98,35 @@ func TestLaunchTemplateNodegroupAutoScalingReads(t *testing.T) {
 		t.Errorf("another cluster's node group: %v, want ResourceNotFoundException", err)
 	}
 }
+
+// A managed node group launches from EKS's copy of the user's template ("The Amazon EKS API
+// creates this launch template either by copying one you provide", Amazon EKS User Guide,
+// https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html): DescribeNodegroup
+// names the user's template and version, the instances' tags the copy, which EC2 describes with
+// the user's version's data.
+func TestManagedNodegroupRunsACopy(t *testing.T) {
+	ctx := context.Background()
+	c := templateCloud()
+	tags := c.AddManagedNodegroup("prod", "custom", "lt-0abc", 3, "lt-0eks")
+	out, err := c.DescribeNodegroup(ctx, &eks.DescribeNodegroupInput{ClusterName: aws.String("prod"), NodegroupName: aws.String("custom")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lt := out.Nodegroup.LaunchTemplate; aws.ToString(lt.Id) != "lt-0abc" || aws.ToString(lt.Version) != "3" {
+		t.Errorf("DescribeNodegroup names %s version %s, want the user's lt-0abc version 3", aws.ToString(lt.Id), aws.ToString(lt.Version))
+	}
+	if tags["aws:ec2launchtemplate:id"] != "lt-0eks" || tags["aws:ec2launchtemplate:version"] != "1" {
+		t.Errorf("instance tags %v, want the copy lt-0eks version 1", tags)
+	}
+	copied, err := c.DescribeLaunchTemplateVersions(ctx, &ec2.DescribeLaunchTemplateVersionsInput{LaunchTemplateId: aws.String("lt-0eks"), Versions: []string{"1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	user, err := c.DescribeLaunchTemplateVersions(ctx, &ec2.DescribeLaunchTemplateVersionsInput{LaunchTemplateId: aws.String("lt-0abc"), Versions: []string{"3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := aws.ToString(copied.LaunchTemplateVersions[0].LaunchTemplateData.UserData), aws.ToString(user.LaunchTemplateVersions[0].LaunchTemplateData.UserData); got != want {
+		t.Errorf("the copy's user data %q, want the user's %q", got, want)
+	}
+}
