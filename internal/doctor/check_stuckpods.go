@@ -4,7 +4,7 @@ package doctor
 // sandbox failure event, per node and per namespace, and the nodes out of VPC addresses
 // (stuckFindings in podnet.go). Without the events the pods are still reported, without a cause.
 // Each group also names the cause measured on its nodes from ipamd's figures (stuckCauses, as the
-// cni-metrics section's NK743-NK747 findings), when they were read.
+// cni-metrics section's NK743-NK747 and NK749 findings), when they were read.
 type stuckPodsCheck struct{}
 
 func (stuckPodsCheck) Needs() []Need {

@@ -127,7 +127,7 @@ var (
 )
 
 // stuckCauseNames name the measured causes in the stuck-pod groups of the pod-networking section
-// (NK701-NK707), which point at the node's own NK743-NK747 finding for the figures and the fix.
+// (NK701-NK707), which point at the node's own NK743-NK747 or NK749 finding for the figures and the fix.
 var stuckCauseNames = map[string]string{
 	RuleStuckPoolFull.Code:         "pool full at maxPods",
 	RuleStuckSubnet.Code:           "subnet out of free addresses",
