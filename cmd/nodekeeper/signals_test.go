@@ -152,6 +152,66 @@ func TestSignalsAndFIFOs(t *testing.T) {
 	}
 }
 
+// TestFirstSignalEndsAnyCommand (issue 31 item 2), with the built binary: `plan --scenario FIFO`
+// blocks in a read of the FIFO, outside any context (a writer holds it open and writes nothing);
+// the first SIGTERM or SIGINT ends the process with 143 or 130 all the same, saying the command
+// was abandoned. Before, it was still alive minutes later and needed a second signal.
+func TestFirstSignalEndsAnyCommand(t *testing.T) {
+	bin := buildBinary(t)
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		code int
+		name string
+	}{
+		{syscall.SIGTERM, 143, "SIGTERM"},
+		{syscall.SIGINT, 130, "SIGINT"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fifo := filepath.Join(t.TempDir(), "scenario.yaml")
+			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var stderr bytes.Buffer
+			cmd := exec.Command(bin, "plan", "--scenario", fifo)
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// Opening the FIFO for writing returns once the command has opened it for reading:
+			// it is then past its start (the signal handler installed) and blocked in the read.
+			opened := make(chan *os.File, 1)
+			go func() {
+				w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+				if err != nil {
+					t.Errorf("opening the FIFO for writing: %v", err)
+					w = nil
+				}
+				opened <- w
+			}()
+			select {
+			case w := <-opened:
+				if w == nil {
+					_ = cmd.Process.Kill()
+					return
+				}
+				defer w.Close()
+			case <-time.After(deadline):
+				_ = cmd.Process.Kill()
+				t.Fatalf("the command did not open its scenario within %s\nstderr: %s", deadline, stderr.String())
+			}
+			if err := cmd.Process.Signal(tc.sig); err != nil {
+				t.Fatal(err)
+			}
+			if code := waitExit(t, cmd); code != tc.code {
+				t.Errorf("exit %d after %s, want %d\nstderr: %s", code, tc.sig, tc.code, stderr.String())
+			}
+			if want := "error: interrupted by " + tc.name + ": the command did not stop within 2s and was abandoned"; !strings.Contains(stderr.String(), want) {
+				t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+			}
+		})
+	}
+}
+
 // blankLines reads as an endless run of empty lines.
 type blankLines struct{}
 

@@ -125,6 +125,8 @@ var rules = []rule{
 		doc: "maxpods looks types up in eni's table, or EC2 through aws"},
 	{pkgs: "internal/doctor", never: []string{"internal/bundle"},
 		doc: "doctor never imports bundle"},
+	{pkgs: "internal/ipamdmetrics", may: []string{"internal/textsafe"}, external: none,
+		doc: "ipamdmetrics is a pure, bounded reader of ipamd's /metrics: the standard library and textsafe only"},
 	{pkgs: "internal/bundle", never: []string{"internal/doctor"},
 		doc: "bundle never imports doctor: the rules both use are internal/rules"},
 	{pkgs: "internal/bootstrap", may: []string{"internal/eni", "internal/findings", "internal/rules", "internal/textsafe"},

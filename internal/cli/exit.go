@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -73,16 +75,77 @@ func ExitCode(err error) int {
 // code. Both mains and the in-process tests run their trees through it. A run that a signal
 // ended (ctx from NotifyContext) and that failed for it exits 130 (SIGINT) or 143 (SIGTERM).
 //
+// The first signal ends the run whatever the command is doing: a command that has not returned
+// ShutdownGrace after the signal (blocked outside the context: a read of a FIFO nobody writes, a
+// parse that does not look at the context) is abandoned, and Execute returns 130 or 143 at once
+// for the main to exit with. Commands that clean up on the signal and need longer (the sandbox
+// stopping its control plane, the controller releasing its leadership) say so with
+// SetShutdownGrace; a second signal is never needed.
+//
 // The error is printed through textsafe: it often quotes text written by others (a file or
 // member name in an OS error, an API server's message), and this is the one place every error
 // reaches the terminal.
 func Execute(ctx context.Context, root *cobra.Command, errOut io.Writer) int {
-	err := root.ExecuteContext(ctx)
+	grace := &shutdownGrace{}
+	grace.d.Store(int64(ShutdownGrace))
+	ctx = context.WithValue(ctx, shutdownGraceKey{}, grace)
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		err = waitGrace(ctx, done, grace)
+	}
 	code, err := signalExit(ctx, err, ExitCode(err))
 	if err != nil {
 		fmt.Fprintln(errOut, "error:", ErrorText(err))
 	}
 	return code
+}
+
+// waitGrace waits for the command after its context ended: for ever unless a signal ended it,
+// else for its grace from the signal on, then gives the signal as the run's error. The grace is
+// read again when it runs out, so that a command that asked for longer while stopping
+// (SetShutdownGrace) gets it.
+func waitGrace(ctx context.Context, done <-chan error, grace *shutdownGrace) error {
+	var se *SignalError
+	if !errors.As(context.Cause(ctx), &se) {
+		return <-done
+	}
+	start := time.Now()
+	for {
+		d := time.Duration(grace.d.Load())
+		left := d - time.Since(start)
+		if left <= 0 {
+			return fmt.Errorf("%w: the command did not stop within %s and was abandoned", se, d)
+		}
+		t := time.NewTimer(left)
+		select {
+		case err := <-done:
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// ShutdownGrace is how long a command has to return after the first signal before Execute
+// abandons it, unless it chose another with SetShutdownGrace. A command that watches its
+// context returns within milliseconds.
+const ShutdownGrace = 2 * time.Second
+
+type shutdownGraceKey struct{}
+
+type shutdownGrace struct{ d atomic.Int64 }
+
+// SetShutdownGrace gives the command run with ctx (by Execute) d to return after the first
+// signal: for a command whose cleanup on the signal takes longer than ShutdownGrace. Outside
+// Execute it does nothing.
+func SetShutdownGrace(ctx context.Context, d time.Duration) {
+	if g, ok := ctx.Value(shutdownGraceKey{}).(*shutdownGrace); ok {
+		g.d.Store(int64(d))
+	}
 }
 
 // ErrorText is err's message as Execute prints it: every control character, C1 and bidi control

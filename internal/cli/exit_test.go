@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
 )
 
 // TestErrorText: controls, C1 and bidi characters are escaped, ordinary text (spaces, letters of
@@ -57,5 +61,50 @@ func TestSignalExit(t *testing.T) {
 		if code != tc.wantCode || msg != tc.wantMsg {
 			t.Errorf("%s: %d %q, want %d %q", tc.name, code, msg, tc.wantCode, tc.wantMsg)
 		}
+	}
+}
+
+// TestExecuteAbandonsAStuckCommand (issue 31 item 2): after the first signal, a command that does
+// not return within its grace (blocked outside its context) is abandoned: Execute returns 143 at
+// once, saying so. A command that returns within the grace keeps its own result, and without a
+// signal Execute waits for the command however long it takes.
+func TestExecuteAbandonsAStuckCommand(t *testing.T) {
+	stuck := make(chan struct{})
+	defer close(stuck)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	root := &cobra.Command{Use: "stuck", SilenceUsage: true, SilenceErrors: true, RunE: func(cmd *cobra.Command, _ []string) error {
+		SetShutdownGrace(cmd.Context(), 50*time.Millisecond)
+		cancel(&SignalError{Signal: syscall.SIGTERM}) // the signal comes while it runs
+		<-stuck                                       // a read of a FIFO nobody writes
+		return nil
+	}}
+	root.SetArgs(nil)
+	var errOut strings.Builder
+	if code := Execute(ctx, root, &errOut); code != 143 {
+		t.Errorf("exit %d, want 143", code)
+	}
+	if want := "error: interrupted by SIGTERM: the command did not stop within 50ms and was abandoned"; !strings.Contains(errOut.String(), want) {
+		t.Errorf("stderr %q, want %q", errOut.String(), want)
+	}
+
+	// Returning within the grace: the command's own result (a clean end is 0).
+	clean := &cobra.Command{Use: "clean", RunE: func(cmd *cobra.Command, _ []string) error { <-cmd.Context().Done(); return nil }}
+	clean.SetArgs(nil)
+	if code := Execute(ctx, clean, &errOut); code != ExitOK {
+		t.Errorf("a command that stopped on the signal: exit %d, want 0", code)
+	}
+
+	// No signal: a context that ends for another reason is waited for.
+	done := make(chan struct{})
+	slow := &cobra.Command{Use: "slow", SilenceErrors: true, RunE: func(cmd *cobra.Command, _ []string) error {
+		<-done
+		return cmd.Context().Err()
+	}}
+	slow.SetArgs(nil)
+	plain, stop := context.WithCancel(context.Background())
+	stop()
+	go func() { time.Sleep(100 * time.Millisecond); close(done) }()
+	if code := Execute(plain, slow, &errOut); code != ExitFailed {
+		t.Errorf("no signal: exit %d, want the command's 1", code)
 	}
 }

@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,7 +19,7 @@ import (
 // hand-built facts: one m5.large node (maxPods 110, ipamd's maximum 27) per case.
 func TestCNIMetricsChecks(t *testing.T) {
 	figures := func(f ipamdFigures) *IPAMDMetrics {
-		m, err := ParseIPAMDMetrics(ipamdMetricsBody(t, f))
+		m, err := ParseIPAMDMetrics(context.Background(), ipamdMetricsBody(t, f))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +144,7 @@ func TestAddAWSNodePod(t *testing.T) {
 // the same as the node's NK743-NK747 finding, and nothing when ipamd's figures were not read.
 func TestStuckGroupsCarryMeasuredCause(t *testing.T) {
 	figures := func(f ipamdFigures) *CNINode {
-		m, err := ParseIPAMDMetrics(ipamdMetricsBody(t, f))
+		m, err := ParseIPAMDMetrics(context.Background(), ipamdMetricsBody(t, f))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -463,3 +463,57 @@ func TestDoctorCNIMetricsPermissions(t *testing.T) {
 		})
 	}
 }
+
+// TestDoctorCNIMetricsRefused (issue 31 items 1 and 5): whatever answers on a node's ipamd port
+// through the real pod proxy, a hostile answer is refused within ipamdmetrics' bounds, that node
+// gets NK741 with the reason, and the run goes on to read and judge the others. One series of
+// 20,000 labels cost prometheus/common's parser minutes of CPU; NaN counters printed as
+// "address pool -9223372036854775808"; 9e18 counters overflowed the sums.
+func TestDoctorCNIMetricsRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	admin := env.AdminClient()
+	ds := env.CreateAWSNode(t, "aws-node-refused", "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.23.0-eksbuild.1", map[string]string{"CLUSTER_ENDPOINT": "https://example.eks.amazonaws.com"})
+	var labels strings.Builder
+	labels.WriteString("awscni_aws_api_error_count{")
+	for i := range 20000 {
+		fmt.Fprintf(&labels, "l%d=\"v\",", i)
+	}
+	labels.WriteString("} 1\n")
+	healthy := ipamdMetricsBody(t, healthyIPAMD)
+	nodes := []struct {
+		name string
+		body []byte
+		want string // NK741's reason, "" for none
+	}{
+		{"ip-10-68-0-1.ec2.internal", []byte(labels.String()), "metrics refused: line 1 is longer than 4096 bytes"},
+		{"ip-10-68-0-2.ec2.internal", append(append([]byte{}, healthy...), "awscni_total_ip_addresses NaN\n"...), "awscni_total_ip_addresses is NaN: not a count"},
+		{"ip-10-68-0-3.ec2.internal", append(append([]byte{}, healthy...),
+			`awscni_aws_api_error_count{api="CreateNetworkInterface",error="InsufficientFreeAddressesInSubnet"} 9e18`+"\n"...), "beyond any count ipamd keeps"},
+		{"ip-10-68-0-4.ec2.internal", healthy, ""},
+	}
+	ns := newNetns(t)
+	ipamd := startIPAMD(t, ns, make([]int, len(nodes)), func(i int) []byte { return nodes[i].body })
+	for i, n := range nodes {
+		createNode(ctx, t, admin, podnetNode(n.name, "Amazon Linux 2023.5.20240701", nil))
+		createAWSNodePod(ctx, t, admin, ds, n.name, ns.NSIP, ipamd.Endpoints()[i].Port, true)
+	}
+	rep, err := runOn(ctx, env.AdminConfig(), Options{AWSNodeName: ds.Name, CNIMetricsWorkers: 2})
+	if err != nil {
+		t.Fatalf("a hostile ipamd must not fail the run: %v", err)
+	}
+	for _, n := range nodes {
+		var got []string
+		for _, f := range rep.Findings() {
+			if f.Resource == "node/"+n.name && f.Code == RuleCNIMetricsUnavailable.Code {
+				got = append(got, f.Message)
+			}
+		}
+		switch {
+		case n.want == "" && len(got) != 0:
+			t.Errorf("%s: NK741 %q for a healthy ipamd", n.name, got)
+		case n.want != "" && (len(got) != 1 || !strings.Contains(got[0], n.want)):
+			t.Errorf("%s: NK741 %q, want one saying %q", n.name, got, n.want)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/nodekeeper/nodekeeper/internal/ipamdmetrics"
 	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
@@ -25,37 +26,14 @@ import (
 // (pods/NAME:PORT/proxy/metrics) reaches it at the node's address, as it reaches the kubelet
 // through the node proxy for configz: one request per Ready aws-node pod, no retries, a bounded
 // answer, at most CNIMetricsWorkers in flight (Deps.Proxy says why that, and not the rate limit,
-// bounds them). The metric names are ipamd's, declared in
-// utils/prometheusmetrics/prometheusmetrics.go of amazon-vpc-cni-k8s (the same in v1.19.0 through
-// v1.23.0) and set in pkg/ipamd/ipamd.go, pkg/ipamd/datastore/data_store.go and
-// pkg/awsutils/awsutils.go:
-//
-//	awscni_total_ip_addresses      gauge   addresses in the node's pool (warm + assigned)
-//	awscni_assigned_ip_addresses   gauge   addresses assigned to pods
-//	awscni_ip_max                  gauge   the most addresses the instance can hold
-//	awscni_eni_allocated           gauge   ENIs attached
-//	awscni_eni_max                 gauge   the most ENIs, unmanaged ones excepted
-//	awscni_no_available_ip_addresses counter pod address requests ipamd had no address for
-//	awscni_aws_api_error_count{api,error} counter EC2/IMDS calls that failed, by API and error code
-//	awscni_ipamd_error_count{fn}   counter ipamd's own failures, by function
+// bounds them). Whoever answers on that port writes the text, so internal/ipamdmetrics reads it
+// within bounds of CPU and memory as well as bytes (the metric names are listed there).
 const (
-	metricTotalIPs    = "awscni_total_ip_addresses"
-	metricAssignedIPs = "awscni_assigned_ip_addresses"
-	metricMaxIPs      = "awscni_ip_max"
-	metricENIs        = "awscni_eni_allocated"
-	metricMaxENIs     = "awscni_eni_max"
-	metricNoAddress   = "awscni_no_available_ip_addresses"
-	metricAPIErrors   = "awscni_aws_api_error_count"
-	metricIPAMDErrors = "awscni_ipamd_error_count"
-
 	// DefaultIPAMDMetricsPort is ipamd's metrics port when the pod does not name one.
 	DefaultIPAMDMetricsPort = 61678
 	// maxCNIMetricsBytes bounds one /metrics answer: ipamd's is tens of KiB (Go runtime metrics
 	// and a series per ENI and CIDR); thousands are read at once.
 	maxCNIMetricsBytes = 2 << 20
-	// maxCNILabels bounds the distinct error codes and functions kept per node: the labels are
-	// written by whatever answers on the proxy path.
-	maxCNILabels = 16
 )
 
 // Stats of the CNI metrics reads.
@@ -84,16 +62,9 @@ type CNINode struct {
 	port    int
 }
 
-// IPAMDMetrics are the figures of one ipamd.
+// IPAMDMetrics are the figures of one ipamd, as ipamdmetrics read them.
 type IPAMDMetrics struct {
-	// Pool: HasPool is false when ipamd has not published its pool gauges (still starting).
-	HasPool                       bool
-	TotalIPs, AssignedIPs, MaxIPs int
-	ENIs, MaxENIs                 int
-	NoAddress                     int
-	// EC2Errors counts awscni_aws_api_error_count by error code (summed over the APIs);
-	// IPAMDErrors counts awscni_ipamd_error_count by function.
-	EC2Errors, IPAMDErrors map[string]int
+	ipamdmetrics.Figures
 }
 
 // Warm is the addresses in the pool no pod holds.
@@ -247,9 +218,9 @@ func (g *gatherer) readIPAMD(ctx context.Context, proxy rest.Interface, ns strin
 	case err != nil:
 		return nil, ConfigzFailure(err)
 	}
-	m, err := ParseIPAMDMetrics(raw)
+	m, err := ParseIPAMDMetrics(ctx, raw)
 	if err != nil {
-		return nil, textsafe.ClipRaw(err.Error(), 200)
+		return nil, "metrics refused: " + textsafe.ClipRaw(err.Error(), 200)
 	}
 	return m, ""
 }
@@ -273,55 +244,15 @@ func readBounded(ctx context.Context, r *rest.Request, limit int64, what string)
 	return raw, nil
 }
 
-// ParseIPAMDMetrics reads ipamd's figures from its /metrics answer (Prometheus text format,
-// prometheus/common's parser). Series it does not know are ignored; a malformed line is an
-// error; at most maxCNILabels error codes and functions are kept (the rest are summed under
-// "other").
-func ParseIPAMDMetrics(raw []byte) (*IPAMDMetrics, error) {
-	samples, err := ParseMetrics(raw, "awscni_")
+// ParseIPAMDMetrics reads ipamd's figures from its /metrics answer within ipamdmetrics' bounds;
+// an error (malformed, beyond a bound, a refused value, the context's end) says why the node's
+// figures were refused.
+func ParseIPAMDMetrics(ctx context.Context, raw []byte) (*IPAMDMetrics, error) {
+	f, err := ipamdmetrics.Parse(ctx, raw)
 	if err != nil {
 		return nil, err
 	}
-	if len(samples) == 0 {
-		// ipamd always publishes its counters, from 0: this answer is not ipamd's.
-		return nil, fmt.Errorf("the answer holds no awscni_ metrics: not ipamd's /metrics")
-	}
-	m := &IPAMDMetrics{EC2Errors: map[string]int{}, IPAMDErrors: map[string]int{}}
-	seen := 0
-	for _, s := range samples {
-		v := int(s.Value)
-		switch s.Name {
-		case metricTotalIPs:
-			m.TotalIPs, seen = v, seen|1
-		case metricAssignedIPs:
-			m.AssignedIPs, seen = v, seen|2
-		case metricMaxIPs:
-			m.MaxIPs, seen = v, seen|4
-		case metricENIs:
-			m.ENIs = v
-		case metricMaxENIs:
-			m.MaxENIs = v
-		case metricNoAddress:
-			m.NoAddress = v
-		case metricAPIErrors:
-			addBounded(m.EC2Errors, s.Labels["error"], v)
-		case metricIPAMDErrors:
-			addBounded(m.IPAMDErrors, s.Labels["fn"], v)
-		}
-	}
-	m.HasPool = seen == 7
-	return m, nil
-}
-
-func addBounded(m map[string]int, key string, v int) {
-	if v <= 0 {
-		return
-	}
-	key = textsafe.ClipRaw(key, 64)
-	if _, ok := m[key]; !ok && len(m) >= maxCNILabels {
-		key = "other"
-	}
-	m[key] += v
+	return &IPAMDMetrics{Figures: *f}, nil
 }
 
 // countsText writes "A 3, B 1" in descending count order (then by name).

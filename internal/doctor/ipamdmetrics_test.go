@@ -2,11 +2,14 @@ package doctor
 
 import (
 	"bytes"
+	"context"
 	"strconv"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/nodekeeper/nodekeeper/internal/ipamdmetrics"
 )
 
 // ipamdFigures are what a simulated ipamd publishes.
@@ -101,7 +104,7 @@ func TestParseIPAMDMetrics(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := ParseIPAMDMetrics(tc.in)
+			m, err := ParseIPAMDMetrics(context.Background(), tc.in)
 			if tc.err {
 				if err == nil {
 					t.Fatalf("no error for %q", tc.in)
@@ -121,10 +124,10 @@ func TestParseIPAMDMetrics(t *testing.T) {
 
 func TestParseIPAMDMetricsBoundsLabels(t *testing.T) {
 	f := ipamdFigures{ec2Errors: map[[2]string]int{}}
-	for i := 0; i < 3*maxCNILabels; i++ {
+	for i := 0; i < 3*ipamdmetrics.MaxKeys; i++ {
 		f.ec2Errors[[2]string{"AssignPrivateIpAddresses", "Code" + strconv.Itoa(i)}] = 1
 	}
-	m, err := ParseIPAMDMetrics(ipamdMetricsBody(t, f))
+	m, err := ParseIPAMDMetrics(context.Background(), ipamdMetricsBody(t, f))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +135,7 @@ func TestParseIPAMDMetricsBoundsLabels(t *testing.T) {
 	for _, v := range m.EC2Errors {
 		total += v
 	}
-	if len(m.EC2Errors) > maxCNILabels+1 || total != 3*maxCNILabels || m.EC2Errors["other"] == 0 {
-		t.Fatalf("kept %d codes (sum %d, other %d), want at most %d plus other and every count", len(m.EC2Errors), total, m.EC2Errors["other"], maxCNILabels)
+	if len(m.EC2Errors) > ipamdmetrics.MaxKeys+1 || total != 3*ipamdmetrics.MaxKeys || m.EC2Errors["other"] == 0 {
+		t.Fatalf("kept %d codes (sum %d, other %d), want at most %d plus other and every count", len(m.EC2Errors), total, m.EC2Errors["other"], ipamdmetrics.MaxKeys)
 	}
 }

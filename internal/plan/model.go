@@ -8,6 +8,8 @@
 package plan
 
 import (
+	"fmt"
+	"math"
 	"time"
 
 	"github.com/nodekeeper/nodekeeper/internal/eni"
@@ -99,6 +101,18 @@ func DefaultKubelet() Kubelet {
 type Bucket struct {
 	Capacity int     `json:"capacity"`
 	Refill   float64 `json:"refillPerSecond"`
+}
+
+// Validate refuses a bucket that holds no token or refills at a rate that is not a finite
+// non-negative number (the simulation of the calls would never end or mean nothing).
+func (b Bucket) Validate() error {
+	if b.Capacity < 1 {
+		return fmt.Errorf("capacity must be at least 1 (it is %d)", b.Capacity)
+	}
+	if math.IsNaN(b.Refill) || math.IsInf(b.Refill, 0) || b.Refill < 0 {
+		return fmt.Errorf("refillPerSecond must be a finite number, at least 0 (it is %v)", b.Refill)
+	}
+	return nil
 }
 
 // EC2Buckets are the token buckets the calls of ipamd draw from.

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"strconv"
 	"strings"
 	"time"
@@ -115,6 +115,7 @@ func (o *planOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.ec2Bucket, "ec2-bucket", "", "CAPACITY/REFILL: the account's EC2 token bucket for mutating actions, if not the documented default 50/5")
 	f.BoolVar(&o.useAWS, "aws", false, "also read EC2 (read-only): the node group's subnets (DescribeInstances), their free addresses (DescribeSubnets), instance types the built-in table does not know")
 	o.aws.AddFlags(f)
+	o.aws.AddTimeoutFlag(f)
 	o.client.AddFlags(f)
 }
 
@@ -140,10 +141,13 @@ func (o *planOptions) Complete(cmd *cobra.Command, _ []string) error {
 		c, r, ok := strings.Cut(o.ec2Bucket, "/")
 		capacity, err1 := strconv.Atoi(c)
 		refill, err2 := strconv.ParseFloat(r, 64)
-		if !ok || err1 != nil || err2 != nil || capacity < 1 || refill < 0 {
+		if !ok || err1 != nil || err2 != nil {
 			return fmt.Errorf("--ec2-bucket %q: want CAPACITY/REFILL, e.g. 50/5", o.ec2Bucket)
 		}
 		o.bucket = &plan.Bucket{Capacity: capacity, Refill: refill}
+		if err := o.bucket.Validate(); err != nil {
+			return fmt.Errorf("--ec2-bucket %q: %w", o.ec2Bucket, err)
+		}
 	}
 	if o.scenarioFile != "" {
 		for _, name := range []string{"add", "instance-type", "nodegroup", "subnet", "zone", "eniconfig", "pods-per-node", "max-pods", "pulls-per-node", "reserved-enis"} {
@@ -151,12 +155,12 @@ func (o *planOptions) Complete(cmd *cobra.Command, _ []string) error {
 				return fmt.Errorf("--%s and --scenario do not go together: the scenario lists the node groups", name)
 			}
 		}
-		data, err := os.ReadFile(o.scenarioFile)
-		if err != nil {
-			return cli.WithExitCode(cli.ExitFailed, err)
-		}
-		if o.scenario, err = scenario.Parse(data); err != nil {
-			return err
+		var err error
+		if o.scenario, err = scenario.ReadFile(o.scenarioFile); err != nil {
+			if errors.As(err, new(*fs.PathError)) {
+				return cli.WithExitCode(cli.ExitFailed, err) // unreadable: not a usage error
+			}
+			return err // too large, malformed or refused: bad usage, naming the file and field
 		}
 		o.reqs = o.scenario.Requests()
 		for k, v := range o.scenario.Set {
@@ -175,7 +179,10 @@ func (o *planOptions) Complete(cmd *cobra.Command, _ []string) error {
 			MaxPods: o.maxPods, PullsPerNode: o.pullsPerNode, ReservedENIs: o.reservedENIs, Subnets: o.subnets, Zones: o.zones, ENIConfig: o.eniConfig}}
 	}
 	if !o.useAWS {
-		return cli.FlagsNeed(f.Changed, "aws", "region", "profile")
+		return cli.FlagsNeed(f.Changed, "aws", "region", "profile", "aws-timeout")
+	}
+	if err := o.aws.validateTimeout(); err != nil {
+		return err
 	}
 	clients, err := o.aws.clients(cmd.Context())
 	if err != nil {

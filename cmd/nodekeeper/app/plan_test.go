@@ -10,6 +10,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/plan"
+	"github.com/nodekeeper/nodekeeper/internal/plan/scenario"
 )
 
 // TestPlanUsage: what plan refuses exits 2 with the reason, before any cluster or AWS is asked
@@ -17,19 +18,42 @@ import (
 func TestPlanUsage(t *testing.T) {
 	useBrokenKubeconfig(t)
 	dir := t.TempDir()
-	scenario := filepath.Join(dir, "s.yaml")
-	if err := os.WriteFile(scenario, []byte("apiVersion: nodekeeper.io/v1alpha1\nkind: PlanScenario\nnodeGroups: [{name: a, add: 3, instanceType: m5.large}]\n"), 0o644); err != nil {
+	good := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(good, []byte("apiVersion: nodekeeper.io/v1alpha1\nkind: PlanScenario\nnodeGroups: [{name: a, add: 3, instanceType: m5.large}]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	bad := filepath.Join(dir, "bad.yaml")
 	if err := os.WriteFile(bad, []byte("apiVersion: nodekeeper.io/v1alpha1\nkind: PlanScenario\nnodeGroups: [{name: a, add: 3, size: big}]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Issue 31 items 3 and 4: a scenario past its size or node groups, and figures the flags
+	// refuse, exit 2 naming the file and the field.
+	head := "apiVersion: nodekeeper.io/v1alpha1\nkind: PlanScenario\n"
+	write := func(name, doc string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	huge := write("huge.yaml", head+"nodeGroups:\n"+strings.Repeat("- {name: a, add: 1}\n", scenario.MaxFileBytes/20+1))
+	many := write("many.yaml", head+"nodeGroups:\n"+strings.Repeat("- {name: a, add: 1}\n", scenario.MaxNodeGroups+1))
+	negative := write("negative.yaml", head+"nodeGroups: [{name: a, add: 3, instanceType: m5.large, maxPods: -1}]\n")
+	bucket := write("bucket.yaml", head+"nodeGroups: [{name: a, add: 3, instanceType: m5.large}]\nec2Mutating: {capacity: -1, refillPerSecond: -5}\n")
+	wait := write("wait.yaml", head+"nodeGroups: [{name: a, add: 3, instanceType: m5.large}]\nmaxAddressWait: -5m\n")
 	for _, tc := range []struct {
 		args []string
 		code int
 		msg  string
 	}{
+		{[]string{"plan", "--scenario", huge}, 2, "scenario " + huge + ": larger than 256 KiB"},
+		{[]string{"plan", "--scenario", many}, 2, "scenario " + many + ": 257 nodeGroups, more than the 256"},
+		{[]string{"plan", "--scenario", negative}, 2, "nodeGroups[0].maxPods must not be negative"},
+		{[]string{"plan", "--scenario", bucket}, 2, "ec2Mutating: capacity must be at least 1"},
+		{[]string{"plan", "--scenario", wait}, 2, `maxAddressWait "-5m" must be positive`},
+		{[]string{"plan", "--add", "3", "--instance-type", "m5.large", "--ec2-bucket", "50/NaN"}, 2, `--ec2-bucket "50/NaN": refillPerSecond must be a finite number`},
+		{[]string{"plan", "--add", "3", "--instance-type", "m5.large", "--ec2-bucket", "50/Inf"}, 2, `--ec2-bucket "50/Inf": refillPerSecond must be a finite number`},
+		{[]string{"plan", "--add", "3", "--instance-type", "m5.large", "--ec2-bucket", "0/5"}, 2, `--ec2-bucket "0/5": capacity must be at least 1`},
 		{[]string{"plan"}, 2, "--add N (at least 1) is required, or --scenario FILE"},
 		{[]string{"plan", "--add", "3"}, 2, "--instance-type is required without --nodegroup"},
 		{[]string{"plan", "--add", "3", "--instance-type", "m5.large", "--set", "WARM_IP_TARGET"}, 2, `--set "WARM_IP_TARGET": want KEY=VALUE`},
@@ -38,14 +62,14 @@ func TestPlanUsage(t *testing.T) {
 		{[]string{"plan", "--add", "3", "--instance-type", "m5.large", "--max-address-wait", "0s"}, 2, "--max-address-wait must be positive"},
 		{[]string{"plan", "--add", "3", "--instance-type", "m5.large", "--aws-node", "aws-node"}, 2, "want NAMESPACE/NAME"},
 		{[]string{"plan", "--add", "3", "--instance-type", "m5.large", "--region", "eu-west-1"}, 2, "--region needs --aws"},
-		{[]string{"plan", "--scenario", scenario, "--add", "3"}, 2, "--add and --scenario do not go together"},
+		{[]string{"plan", "--scenario", good, "--add", "3"}, 2, "--add and --scenario do not go together"},
 		{[]string{"plan", "--scenario", bad}, 2, "unknown field"},
 		{[]string{"plan", "--scenario", filepath.Join(dir, "missing.yaml")}, 1, "missing.yaml"},
 		{[]string{"plan", "-o", "junit", "--add", "3", "--instance-type", "m5.large"}, 2, `unknown output format "junit" (want text, json or yaml)`},
 		{[]string{"plan", "extra"}, 2, "unknown command"},
 		// Valid: the run reaches the (broken) kubeconfig.
 		{[]string{"plan", "--add", "3", "--instance-type", "m5.large", "--set", "WARM_IP_TARGET=5", "--prefix-delegation", "--ec2-bucket", "100/10"}, 1, "broken.kubeconfig"},
-		{[]string{"plan", "--scenario", scenario}, 1, "broken.kubeconfig"},
+		{[]string{"plan", "--scenario", good}, 1, "broken.kubeconfig"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			_, errOut, code := execute(t, false, tc.args...)

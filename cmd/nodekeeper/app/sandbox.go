@@ -85,12 +85,19 @@ func (o *sandboxOptions) Validate() error {
 	return nil
 }
 
+// sandboxShutdownGrace is how long the sandbox may take to stop after the first signal.
+const sandboxShutdownGrace = 30 * time.Second
+
 // Run starts the sandbox, writes its kubeconfig and waits for ctx to end (or --for). A platform
 // where the local control plane cannot run is a failed run (exit 1), not bad usage.
 func (o *sandboxOptions) Run(ctx context.Context) error {
 	if err := controlplane.Supported(); err != nil {
 		return err
 	}
+	// On the first signal the sandbox stops its simulated kubelets and its control plane (each
+	// component SIGTERM, then SIGKILL) and removes its directory: give that time before the
+	// run is abandoned (the components, started with a parent-death signal, die with it then).
+	cli.SetShutdownGrace(ctx, sandboxShutdownGrace)
 	out := o.g.streams.ErrOut
 	sb, err := sandbox.Start(ctx, o.mix, sandbox.Options{
 		ControlPlaneDir: o.controlPlaneDir,

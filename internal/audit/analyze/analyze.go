@@ -581,6 +581,11 @@ func (a *analyzer) leaseEvent(r *read.Record) {
 			if is2xx(r.Code) {
 				if r.Verb == read.VerbDelete {
 					a.totals.LeaseDeletions++
+					if r.NS == a.idNodeLeaseNS && a.leaseMatch(r.NS, r.Name) && a.userMatch(r.User) {
+						// Whether it came back (a churn) is not known: the churn counts
+						// become lower bounds.
+						a.churn.notFollowed++
+					}
 				} else {
 					a.totals.LeaseCreations++
 				}

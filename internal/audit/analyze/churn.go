@@ -24,8 +24,10 @@ const ChurnWindow = time.Minute
 const DefaultChurnThreshold = 5
 
 // MaxChurnActors bounds the actors whose churn is counted. An actor is counted from its first
-// churn on, so every tracked count is exact; churns of actors first seen once the table is full
-// are counted in the totals and as untracked.
+// churn on; churns of actors first seen once the table is full are counted in the totals and as
+// untracked. Churn is seen only on the leases the lease table follows: once that table is full,
+// a deleted node lease past it may come back unseen, so every churn count is then a lower bound
+// (LeaseChurn.Partial, with the deletes not followed).
 const MaxChurnActors = 10000
 
 // maxChurnersPerLease bounds the actors a lease remembers, to count each actor's distinct
@@ -50,9 +52,12 @@ type churnStat struct {
 
 type churnTable struct {
 	actors    map[uint32]*churnStat
-	churns    int64 // every churn counted (after the report filters), exact
+	churns    int64 // every churn seen (after the report filters): all of them unless notFollowed
 	untracked int64 // churns of actors not tracked
-	limit     int
+	// notFollowed counts the successful deletes of node leases past the lease table, whose
+	// re-creation (a churn) could not be seen.
+	notFollowed int64
+	limit       int
 }
 
 // deleted remembers a successful delete of node lease ls.
@@ -108,7 +113,8 @@ func (c *churnTable) created(ls *leaseState, r *read.Record) (overflow bool) {
 // build lists the actors with more than threshold churns, most first.
 func (c *churnTable) build(s func(uint32) string, threshold int) LeaseChurn {
 	out := LeaseChurn{Threshold: threshold, Window: ChurnWindow, Churns: c.churns,
-		ExtraWrites: c.churns * ChurnWritesPer, Untracked: c.untracked, Actors: []ChurnActor{}}
+		ExtraWrites: c.churns * ChurnWritesPer, Untracked: c.untracked, Actors: []ChurnActor{},
+		Partial: c.notFollowed > 0, DeletesNotFollowed: c.notFollowed}
 	for u, st := range c.actors {
 		if st.churns <= int64(threshold) {
 			out.OthersActors++
@@ -146,6 +152,12 @@ type LeaseChurn struct {
 	// Untracked counts churns of actors first seen after MaxChurnActors were tracked (in Churns,
 	// not in Actors).
 	Untracked int64 `json:"untracked,omitempty"`
+	// Partial is true when churn could not be seen on every node lease: DeletesNotFollowed
+	// successful deletes were of leases past the lease table (Bounds.LeaseEventsNotTracked),
+	// whose re-creation was not followed. Churns, ExtraWrites and every actor's counts are then
+	// lower bounds; the true number of churns is at most Churns + DeletesNotFollowed.
+	Partial            bool  `json:"partial,omitempty"`
+	DeletesNotFollowed int64 `json:"deletesNotFollowed,omitempty"`
 }
 
 // ChurnActor is one actor whose lease deletions were undone within the window.

@@ -126,3 +126,32 @@ func TestLeaseChurnBound(t *testing.T) {
 		t.Errorf("churns %d, bounds %+v: want 10 churns, 2 actors not kept", r.LeaseChurn.Churns, r.Bounds)
 	}
 }
+
+// Issue 31 item 6: churn is seen only on the leases the lease table follows. Past it, the count
+// is marked partial with the deletes not followed (10 leases churned once each, a table of 4: 4
+// churns seen, 6 deletes not followed), never presented as exact.
+func TestLeaseChurnPastTheLeaseTable(t *testing.T) {
+	var lines []string
+	for i := 0; i < 10; i++ {
+		for _, e := range churnRound(float64(i)*10, "system:serviceaccount:kube-system:lease-cleanup", fmt.Sprintf("ip-10-0-2-%d.ec2.internal", i), 2) {
+			lines = append(lines, e.line())
+		}
+	}
+	lim := defaultLimits
+	lim.leases = 4
+	r, err := analyzeWithin(linesInput(lines), Options{ChurnThreshold: 1}, lim, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := r.LeaseChurn
+	if c.Churns != 4 || !c.Partial || c.DeletesNotFollowed != 6 {
+		t.Errorf("churns %d, partial %v, deletes not followed %d: want 4, true, 6", c.Churns, c.Partial, c.DeletesNotFollowed)
+	}
+	r, err = analyzeWithin(linesInput(lines), Options{ChurnThreshold: 1}, defaultLimits, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := r.LeaseChurn; c.Churns != 10 || c.Partial || c.DeletesNotFollowed != 0 {
+		t.Errorf("within the bounds: churns %d, partial %v, not followed %d: want 10, false, 0", c.Churns, c.Partial, c.DeletesNotFollowed)
+	}
+}

@@ -12,8 +12,16 @@ import (
 func writeChurn(t *textWriter, c analyze.LeaseChurn) {
 	t.table()
 	p := t.p
-	p("\nLEASE CHURN (%d)  node leases deleted and created again within %s: %d, costing %d etcd writes; actors with more than %d are named\n",
-		len(c.Actors), fmtDur(c.Window), c.Churns, c.ExtraWrites, c.Threshold)
+	atLeast := ""
+	if c.Partial {
+		atLeast = "at least "
+	}
+	p("\nLEASE CHURN (%d)  node leases deleted and created again within %s: %s%d, costing %s%d etcd writes; actors with more than %d are named\n",
+		len(c.Actors), fmtDur(c.Window), atLeast, c.Churns, atLeast, c.ExtraWrites, c.Threshold)
+	if c.Partial {
+		p("  PARTIAL: %d deletes of node leases past the lease table were not followed: their churn is not counted, so every count here is a lower bound (at most %d churns in all)\n",
+			c.DeletesNotFollowed, c.Churns+c.DeletesNotFollowed)
+	}
 	if len(c.Actors) == 0 {
 		p("  none\n")
 	} else {

@@ -392,7 +392,8 @@ td.ident{max-width:190px;word-break:break-all} td.calls{min-width:170px}
 {{else}}<p class="ok">No lease was created while its Node was gone or without an owner.</p>{{end}}
 
 <h2>Lease churn</h2>
-{{with .R.LeaseChurn}}<p>{{.Churns}} deletions of node leases were undone within {{dur .Window}} (created again), costing {{.ExtraWrites}} etcd writes; actors with more than {{.Threshold}} are named.</p>
+{{with .R.LeaseChurn}}<p>{{if .Partial}}At least {{end}}{{.Churns}} deletions of node leases were undone within {{dur .Window}} (created again), costing {{if .Partial}}at least {{end}}{{.ExtraWrites}} etcd writes; actors with more than {{.Threshold}} are named.</p>
+{{if .Partial}}<p class="bad">Partial: {{.DeletesNotFollowed}} deletes of node leases past the lease table were not followed; their churn is not counted, so every count here is a lower bound.</p>{{end}}
 {{if .Actors}}<table><tr><th>actor</th><th>user agent</th><th>source IP</th><th>churns</th><th>leases</th><th>extra etcd writes</th><th>re-created by its kubelet</th><th>first</th><th>last</th></tr>
 {{range .Actors}}<tr><td class="bad">{{.User}}</td><td>{{.UserAgent}}</td><td>{{.SourceIP}}</td><td class="n">{{.Churns}}</td><td class="n">{{.Leases}}</td><td class="n">{{.ExtraWrites}}</td><td class="n">{{.RecreatedByKubelet}}</td><td>{{t .First}}</td><td>{{t .Last}}</td></tr>{{end}}</table>
 {{else}}<p class="ok">No actor deleted node leases that came back more than {{.Threshold}} times.</p>{{end}}

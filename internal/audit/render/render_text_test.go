@@ -43,3 +43,39 @@ func TestTextBoundsSection(t *testing.T) {
 		}
 	}
 }
+
+// Issue 31 item 6: lease churn past the lease table is marked partial where it is given, in text
+// and HTML: "at least" before its counts and the deletes not followed, never a count presented as
+// exact.
+func TestChurnPartialMarked(t *testing.T) {
+	r := &analyze.Report{LeaseChurn: analyze.LeaseChurn{Threshold: 5, Window: analyze.ChurnWindow, Churns: 50000, ExtraWrites: 100000,
+		Partial: true, DeletesNotFollowed: 30000, Actors: []analyze.ChurnActor{}}}
+	var text strings.Builder
+	if err := WriteText(&text, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"within 1m0s: at least 50000, costing at least 100000 etcd writes",
+		"PARTIAL: 30000 deletes of node leases past the lease table were not followed",
+		"at most 80000 churns in all",
+	} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+	var html strings.Builder
+	if err := WriteHTML(&html, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(html.String(), "At least 50000 deletions of node leases") || !strings.Contains(html.String(), "Partial: 30000 deletes") {
+		t.Errorf("the HTML report does not mark the churn partial")
+	}
+	r.LeaseChurn.Partial, r.LeaseChurn.DeletesNotFollowed = false, 0
+	text.Reset()
+	if err := WriteText(&text, r); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(text.String(), "at least") || strings.Contains(text.String(), "PARTIAL") {
+		t.Errorf("an exact churn count is marked partial:\n%s", text.String())
+	}
+}

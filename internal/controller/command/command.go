@@ -150,8 +150,14 @@ func (a *awsOptions) validate(changed func(string) bool) error {
 	return nil
 }
 
+// controllerShutdownGrace is how long the controller may take to stop after the first signal.
+const controllerShutdownGrace = 15 * time.Second
+
 // Run runs the controller, its metrics and its probes until ctx ends.
 func (o *controllerOptions) Run(ctx context.Context) error {
+	// On the first signal the leader gives up its lease and the endpoints shut down: within the
+	// pod's termination grace (30 s by default), not cli's 2 s.
+	cli.SetShutdownGrace(ctx, controllerShutdownGrace)
 	cfg, err := o.client.RESTConfig()
 	if err != nil {
 		return err
