@@ -9,10 +9,11 @@ package kubeprint
 
 import (
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
 )
 
@@ -91,7 +92,10 @@ func (f *Flags) Validate() error {
 }
 
 // ObjectPrinter returns the printer of an object format: cli-runtime's name, JSONPath and Go
-// template printers (kubectl's own), or the custom-columns printer of this package.
+// template printers (kubectl's own), or the custom-columns printer of this package. It chooses
+// them as kubectl's print flags (cli-runtime's genericclioptions.PrintFlags) do, with the same
+// messages, without linking genericclioptions: that package brings cli-runtime's resource
+// builder and kustomize into the binary (TestObjectPrinterIsKubectls holds the two together).
 func (f *Flags) ObjectPrinter() (printers.ResourcePrinter, error) {
 	if spec, ok := strings.CutPrefix(f.Output, "custom-columns="); ok {
 		return NewCustomColumns(spec, f.NoHeaders)
@@ -99,17 +103,65 @@ func (f *Flags) ObjectPrinter() (printers.ResourcePrinter, error) {
 	if f.Output == "custom-columns" {
 		return nil, fmt.Errorf("custom-columns needs a spec: -o custom-columns=NAME:.metadata.name,RENEWED:.spec.renewTime")
 	}
-	pf := genericclioptions.NewPrintFlags("")
-	output := f.Output
-	pf.OutputFormat = &output
-	tf := pf.TemplatePrinterFlags
-	tf.TemplateArgument, tf.AllowMissingKeys = &f.Template, &f.AllowMissingTemplateKeys
-	tf.GoTemplatePrintFlags.TemplateArgument, tf.GoTemplatePrintFlags.AllowMissingKeys = &f.Template, &f.AllowMissingTemplateKeys
-	tf.JSONPathPrintFlags.TemplateArgument, tf.JSONPathPrintFlags.AllowMissingKeys = &f.Template, &f.AllowMissingTemplateKeys
-	pf.OutputFlagSpecified = func() bool { return output != "" }
-	p, err := pf.ToPrinter()
+	p, err := f.templatePrinter()
 	if err != nil {
 		return nil, fmt.Errorf("-o %s: %w", f.Output, err)
 	}
+	return p, nil
+}
+
+// jsonPathFormats and goTemplateFormats are kubectl's template formats (with json, yaml, kyaml
+// and name, the formats its print flags know).
+var (
+	jsonPathFormats   = []string{"jsonpath", "jsonpath-as-json", "jsonpath-file"}
+	goTemplateFormats = []string{"go-template", "go-template-file", "template", "templatefile"}
+)
+
+// templatePrinter is kubectl's choice of printer for -o and --template: --template alone means
+// go-template; with --template, -o names the format whole (an inline "=TEMPLATE" is then no
+// format); without it, the template follows the format's "=".
+func (f *Flags) templatePrinter() (printers.ResourcePrinter, error) {
+	format, template := f.Output, f.Template
+	if template != "" && format == "" {
+		format = "go-template"
+	}
+	if template == "" {
+		if name, arg, ok := strings.Cut(format, "="); ok && (slices.Contains(jsonPathFormats, name) || slices.Contains(goTemplateFormats, name)) {
+			format, template = name, arg
+		}
+	}
+	if lower := strings.ToLower(format); lower == "name" || lower == "" {
+		return &printers.NamePrinter{ShortOutput: lower == "name"}, nil
+	}
+	jsonPath := slices.Contains(jsonPathFormats, format)
+	if !jsonPath && !slices.Contains(goTemplateFormats, format) {
+		allowed := append([]string{"json", "yaml", "kyaml", "name"}, append(slices.Clone(goTemplateFormats), jsonPathFormats...)...)
+		slices.Sort(allowed)
+		return nil, fmt.Errorf("unable to match a printer suitable for the output format %q, allowed formats are: %s", f.Output, strings.Join(allowed, ","))
+	}
+	if template == "" {
+		return nil, fmt.Errorf("template format specified but no template given")
+	}
+	if format == "jsonpath-file" || format == "go-template-file" || format == "templatefile" {
+		data, err := os.ReadFile(template)
+		if err != nil {
+			return nil, fmt.Errorf("error reading --template %s, %v", template, err)
+		}
+		template = string(data)
+	}
+	if jsonPath {
+		p, err := printers.NewJSONPathPrinter(template)
+		if err != nil {
+			return nil, fmt.Errorf("error parsing jsonpath %s, %v", template, err)
+		}
+		p.AllowMissingKeys(f.AllowMissingTemplateKeys)
+		p.EnableJSONOutput(format == "jsonpath-as-json")
+		return p, nil
+	}
+	p, err := printers.NewGoTemplatePrinter([]byte(template))
+	if err != nil {
+		return nil, fmt.Errorf("error parsing template %s, %v", template, err)
+	}
+	p.AllowMissingKeys(f.AllowMissingTemplateKeys)
 	return p, nil
 }

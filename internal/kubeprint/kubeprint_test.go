@@ -3,12 +3,17 @@ package kubeprint
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/utils/ptr"
 )
 
@@ -136,5 +141,90 @@ func TestSortBy(t *testing.T) {
 		if got := strings.Join(names, " "); got != tc.want {
 			t.Errorf("--sort-by %s: %s, want %s", tc.expr, got, tc.want)
 		}
+	}
+}
+
+// kubectlPrinter is the printer kubectl's print flags (cli-runtime's genericclioptions, which the
+// CLI no longer links) choose for the same flags: the reference templatePrinter is held to.
+func kubectlPrinter(f Flags) (printers.ResourcePrinter, error) {
+	pf := genericclioptions.NewPrintFlags("")
+	output := f.Output
+	pf.OutputFormat = &output
+	tf := pf.TemplatePrinterFlags
+	tf.TemplateArgument, tf.AllowMissingKeys = &f.Template, &f.AllowMissingTemplateKeys
+	tf.GoTemplatePrintFlags.TemplateArgument, tf.GoTemplatePrintFlags.AllowMissingKeys = &f.Template, &f.AllowMissingTemplateKeys
+	tf.JSONPathPrintFlags.TemplateArgument, tf.JSONPathPrintFlags.AllowMissingKeys = &f.Template, &f.AllowMissingTemplateKeys
+	pf.OutputFlagSpecified = func() bool { return output != "" }
+	return pf.ToPrinter()
+}
+
+// TestObjectPrinterIsKubectls: for every object format, with and without --template, with
+// template files, missing keys and bad templates, ObjectPrinter prints what kubectl's own print
+// flags print, or fails with kubectl's message.
+func TestObjectPrinterIsKubectls(t *testing.T) {
+	dir := t.TempDir()
+	goFile := filepath.Join(dir, "names.tmpl")
+	pathFile := filepath.Join(dir, "names.jsonpath")
+	if err := os.WriteFile(goFile, []byte(`{{range .items}}{{.metadata.name}}{{"\n"}}{{end}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pathFile, []byte(`{.items[*].metadata.name}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing")
+	goTmpl, pathTmpl := `{{range .items}}{{.metadata.name}} {{.spec.holderIdentity}}{{"\n"}}{{end}}`, `{.items[*].metadata.name}`
+	missingKey := `{{range .items}}{{.spec.nothing}}{{end}}`
+	var cases []Flags
+	for _, allow := range []bool{true, false} {
+		for _, f := range []Flags{
+			{Output: "name"},
+			{Output: "NAME"},
+			{Output: "name", Template: goTmpl},
+			{Output: "name=x"},
+			{Output: "jsonpath=" + pathTmpl},
+			{Output: "jsonpath-as-json=" + pathTmpl},
+			{Output: "jsonpath-as-json={.items[0]}"},
+			{Output: "jsonpath-file=" + pathFile},
+			{Output: "jsonpath-file=" + missing},
+			{Output: "jsonpath", Template: pathTmpl},
+			{Output: "jsonpath"},
+			{Output: "jsonpath={.items[*"},
+			{Output: "jsonpath={.items[*].spec.nothing}"},
+			{Output: "jsonpath=" + pathTmpl, Template: pathTmpl},
+			{Output: "go-template=" + goTmpl},
+			{Output: "go-template=" + missingKey},
+			{Output: "go-template={{.x"},
+			{Output: "go-template", Template: goTmpl},
+			{Output: "go-template"},
+			{Output: "template=" + goTmpl},
+			{Output: "templatefile=" + goFile},
+			{Output: "go-template-file=" + goFile},
+			{Output: "go-template-file", Template: goFile},
+			{Output: "go-template-file=" + missing},
+			{Template: goTmpl},
+			{Template: missingKey},
+			{Output: "go-template=" + goTmpl, Template: goTmpl},
+		} {
+			f.AllowMissingTemplateKeys = allow
+			cases = append(cases, f)
+		}
+	}
+	for _, f := range cases {
+		t.Run(fmt.Sprintf("%s|%s|%v", f.Output, f.Template, f.AllowMissingTemplateKeys), func(t *testing.T) {
+			print := func(p printers.ResourcePrinter, err error) string {
+				if err != nil {
+					return "error: " + err.Error()
+				}
+				var b bytes.Buffer
+				if err := PrintLeases(&b, p, f.Output, testLeases()); err != nil {
+					return "print error: " + err.Error()
+				}
+				return b.String()
+			}
+			got, want := print(f.templatePrinter()), print(kubectlPrinter(f))
+			if got != want {
+				t.Errorf("ours:\n%s\nkubectl's:\n%s", got, want)
+			}
+		})
 	}
 }
