@@ -29,8 +29,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
 	"github.com/nodekeeper/nodekeeper/internal/audit/read"
+	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
 	"github.com/nodekeeper/nodekeeper/internal/bundle"
 	"github.com/nodekeeper/nodekeeper/internal/doctor"
 	"github.com/nodekeeper/nodekeeper/internal/findings"

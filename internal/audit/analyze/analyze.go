@@ -258,7 +258,7 @@ type analyzer struct {
 	// nodeCreates are the creations of the Node of the Node filter (Report.NodeCreations).
 	nodeCreates []lcEvent
 	episodes    []*episode
-	leaks     []*leakState
+	leaks       []*leakState
 
 	uaMinor map[uint32]int // kubelet minor version by user agent, -1 if not a kubelet
 
