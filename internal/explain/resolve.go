@@ -83,7 +83,7 @@ func (t *teller) resolve(ctx context.Context) error {
 	}
 	// EC2 knows every instance by ID, private IP and private DNS name.
 	if t.o.AWS != nil && (wantID != "" || wantIP != "") {
-		inst, err := t.describeTarget(ctx, wantID, wantIP, given)
+		inst, err := t.describeTarget(ctx, wantID, wantIP)
 		if err != nil {
 			return err
 		}
@@ -229,14 +229,14 @@ func matchesNode(n *corev1.Node, given, id, ip string) bool {
 
 // describeTarget asks EC2 for the instance by ID, else by private IP or DNS name. A refused
 // call is a gap; nil without error: EC2 does not know it.
-func (t *teller) describeTarget(ctx context.Context, id, ip, given string) (*ec2types.Instance, error) {
+func (t *teller) describeTarget(ctx context.Context, id, ip string) (*ec2types.Instance, error) {
 	in := &ec2.DescribeInstancesInput{}
 	switch {
 	case id != "":
 		in.InstanceIds = []string{id}
-	case strings.Contains(given, "."):
-		in.Filters = []ec2types.Filter{{Name: strp("private-dns-name"), Values: []string{given}}}
 	default:
+		// A private DNS name holds the IP (ip-10-0-1-2.…), whichever form it takes: EC2's
+		// private-ip-address filter finds it in any region.
 		in.Filters = []ec2types.Filter{{Name: strp("private-ip-address"), Values: []string{ip}}}
 	}
 	return t.describeInstance(ctx, in)
