@@ -39,33 +39,45 @@ const DefaultIODelayThreshold = 10 * time.Second
 // AnalyzeFile analyses a bundle given as a .tar.gz, as its unpacked directory, or a kubelet
 // journal (journalctl -u kubelet output, gzip-compressed or not). Nothing is ever written to disk.
 func AnalyzeFile(file string, o Options) (*findings.Report, error) {
+	rep, _, err := AnalyzeFileStory(file, o)
+	return rep, err
+}
+
+// AnalyzeFileStory is AnalyzeFile with the node's story besides the report: who the bundle is
+// from and when it booted (story.go), for `nodekeeper explain --bundle`.
+func AnalyzeFileStory(file string, o Options) (*findings.Report, *Story, error) {
 	if err := o.checkUserData(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	st, err := os.Stat(file)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	a := newAnalysis(o.withDefaults())
+	name := filepath.Base(file)
 	if st.IsDir() {
-		a := newAnalysis(o.withDefaults())
 		a.kind = InputDirectory
 		if err := walkDir(file, o.Limits, a.visit); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := a.recognisedAny(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return a.finish(filepath.Base(filepath.Clean(file)) + "/"), nil
+		name = filepath.Base(filepath.Clean(file)) + "/"
+	} else {
+		if !st.Mode().IsRegular() {
+			return nil, nil, fmt.Errorf("%s is not a regular file or a directory", file)
+		}
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer f.Close()
+		if err := a.analyzeStream(f, name); err != nil {
+			return nil, nil, err
+		}
 	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file or a directory", file)
-	}
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return Analyze(f, filepath.Base(file), o)
+	return a.finish(name), a.story(name), nil
 }
 
 // checkUserData refuses --user-data that holds nothing cloud-init or nodeadm would run, before
@@ -179,6 +191,7 @@ type analysis struct {
 	bootstrap  *scanner
 
 	instanceID     string
+	hostname       string // the host of the kubelet journal's first line (story.go)
 	instanceType   string
 	instanceSource string
 	instanceAge    string // cniLogAge of instanceSource

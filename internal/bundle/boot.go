@@ -57,6 +57,7 @@ type bootFacts struct {
 	set      bool
 	kernel   struct {
 		at       time.Time
+		from     linePos
 		evidence string
 		set      bool
 	}
@@ -103,7 +104,7 @@ func (b *bootFacts) noteProcStat(file string, n int, line []byte) {
 	if err != nil || secs <= 0 || secs > 1<<40 {
 		return
 	}
-	b.kernel.at, b.kernel.evidence, b.kernel.set = time.Unix(secs, 0).UTC(), evidence(file, n, line), true
+	b.kernel.at, b.kernel.from, b.kernel.evidence, b.kernel.set = time.Unix(secs, 0).UTC(), linePos{file, n}, evidence(file, n, line), true
 }
 
 // boot is when the node booted and the line that says so: the kernel's, else cloud-init's.

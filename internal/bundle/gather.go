@@ -153,7 +153,9 @@ func is(paths ...string) func(string) bool {
 
 var memberKinds = []memberKind{
 	{what: pKubeletLog, match: is(pKubeletLog), feeds: []string{SectionKubeletLog},
-		stream: func(a *analysis, name string, r io.Reader) error { return a.kubeletLog.scan(name, r, nil) }},
+		stream: func(a *analysis, name string, r io.Reader) error {
+			return a.kubeletLog.scan(name, r, a.noteJournalHost)
+		}},
 	{what: pCNILogDir + "{ipamd,plugin}*.log", feeds: []string{SectionCNILog, rules.SectionNodes, rules.SectionAWSNode},
 		match:  func(name string) bool { return strings.HasPrefix(name, pCNILogDir) && isCNILog(path.Base(name)) },
 		stream: (*analysis).readCNILog},

@@ -133,13 +133,20 @@ func (g *gatherer) awsNode(ctx context.Context) error {
 	if failed, err := g.failed(err, FactAWSNode, a.Resource, "needs get on daemonsets in "+g.o.AWSNodeNamespace, "reading "+a.Resource); failed {
 		return err
 	}
+	g.setAWSNode(ds)
+	return nil
+}
+
+// setAWSNode keeps what the checks read of the aws-node DaemonSet found.
+func (g *gatherer) setAWSNode(ds *appsv1.DaemonSet) {
+	a := &g.f.AWSNode
 	a.Found = true
 	if sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector); err == nil && !sel.Empty() {
 		a.Selector = sel.String()
 	}
 	c := awsNodeContainer(ds)
 	if c == nil {
-		return nil
+		return
 	}
 	a.Container = true
 	a.Env = map[string]string{}
@@ -157,7 +164,6 @@ func (g *gatherer) awsNode(ctx context.Context) error {
 	if v, err := eni.VersionFromImage(c.Image); err == nil {
 		a.Version = &v
 	}
-	return nil
 }
 
 func awsNodeContainer(ds *appsv1.DaemonSet) *corev1.Container {

@@ -142,3 +142,34 @@ func withPrefix(names []string, prefix string) []string {
 	}
 	return out
 }
+
+// nodeNames lists the cluster's Node names (metadata only) with the connection flags given so
+// far, for explain's TARGET; nothing when the cluster does not answer within completionTimeout.
+func (g *globalOptions) nodeNames(ctx context.Context) []string {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	cfg, err := kube.NewOptions(g.kube, "completion", completionRateLimit).RESTConfig()
+	if err != nil {
+		return nil
+	}
+	cfg.Timeout = completionTimeout
+	clients, err := kube.NewClients(cfg)
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, completionTimeout)
+	defer cancel()
+	var out []string
+	err = kube.ListNodes(ctx, clients.Metadata, kube.DefaultChunkSize, func(list *metav1.PartialObjectMetadataList) error {
+		for _, n := range list.Items {
+			out = append(out, n.Name)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil
+	}
+	sort.Strings(out)
+	return out
+}

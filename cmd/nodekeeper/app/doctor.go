@@ -80,6 +80,7 @@ at or above it (default: warning), 2 bad usage, 1 the run failed.`,
 		Example: `  nodekeeper doctor
   nodekeeper doctor -o junit > doctor.xml            # CI gate
   nodekeeper doctor --ignore NK202,NK102 -o json
+  nodekeeper doctor --aws --html doctor.html          # one page for a ticket
   nodekeeper doctor --reserved-enis 1                 # Karpenter reservedENIs`,
 		Args: cli.UsageArgs(cobra.NoArgs),
 		RunE: cli.RunOptions(o),
@@ -93,6 +94,7 @@ at or above it (default: warning), 2 bad usage, 1 the run failed.`,
 
 func (o *doctorOptions) AddFlags(f *pflag.FlagSet) {
 	o.report.AddFlags(f)
+	f.StringVar(&o.report.htmlFile, "html", "", "also write a self-contained HTML page of the report (each finding with its own remediation) to this file, for a ticket")
 	f.BoolVar(&o.customNetworking, "custom-networking", false, "assume VPC CNI custom networking on/off instead of reading aws-node")
 	f.BoolVar(&o.prefixDelegation, "prefix-delegation", false, "assume VPC CNI prefix delegation on/off instead of reading aws-node")
 	f.StringVar(&o.doctor.CNIVersion, "cni-version", "", "VPC CNI version instead of the aws-node image tag")

@@ -24,6 +24,10 @@ type reportFlags struct {
 	maxPerRule int
 	failOn     string
 
+	// htmlFile is --html of the commands that offer it (doctor): the page is written after the
+	// report is printed, with the same findings.
+	htmlFile string
+
 	failOnSeverity findings.Severity // parsed by Validate
 	// catalog is where --ignore, its completion and the text printer look rules up.
 	catalog *findings.Catalog
@@ -103,6 +107,11 @@ func (f *reportFlags) finish(out io.Writer, rep *findings.Report) error {
 	rep.FailOn = f.failOnSeverity
 	if err := findings.Print(out, rep, f.output.Output, findings.PrintOptions{Color: useColor(f.color, out), MaxPerRule: f.maxPerRule, Catalog: f.catalog}); err != nil {
 		return err
+	}
+	if f.htmlFile != "" {
+		if err := writeHTMLFile(f.htmlFile, func(w io.Writer) error { return findings.WriteHTML(w, rep) }); err != nil {
+			return fmt.Errorf("--html: %w", err)
+		}
 	}
 	max := rep.MaxSeverity()
 	if code := findings.ExitCodeAt(max, f.failOnSeverity); code != findings.ExitOK {

@@ -42,6 +42,9 @@ type Options struct {
 	LeaseRenewInterval     time.Duration
 }
 
+// maxNodeCreates bounds the creations of the filtered Node kept (Report.NodeCreations).
+const maxNodeCreates = 64
+
 // NodeLeaseNamespace holds the kubelets' node leases (the lifecycles and leaks followed).
 const NodeLeaseNamespace = "kube-node-lease"
 
@@ -252,8 +255,10 @@ type analyzer struct {
 	nodes     map[uint32]*nodeState
 	leases    map[[2]uint32]*leaseState
 	deletions []*nodeDeletion
-	episodes  []*episode
-	leaks     []*leakState
+	// nodeCreates are the creations of the Node of the Node filter (Report.NodeCreations).
+	nodeCreates []lcEvent
+	episodes    []*episode
+	leaks       []*leakState
 
 	uaMinor map[uint32]int // kubelet minor version by user agent, -1 if not a kubelet
 
@@ -502,6 +507,9 @@ func (a *analyzer) nodeEvent(r *read.Record) {
 		n.seen, n.deleted, n.missing = true, true, false
 		n.deletedAt, n.del, n.back = r.Done, d, nil
 	case r.Verb == read.VerbCreate && read.IsLifecycleRecord(r):
+		if is2xx(r.Code) && a.fNodeSet && r.Name == a.fNode && len(a.nodeCreates) < maxNodeCreates {
+			a.nodeCreates = append(a.nodeCreates, mkEvent(r))
+		}
 		switch {
 		case !is2xx(r.Code):
 		case n.back != nil && n.back.how == howSeenAgain && r.Recv <= n.back.rec.Recv:

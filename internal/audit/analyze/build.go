@@ -78,6 +78,10 @@ func (a *analyzer) report() (*Report, error) {
 		rep.NodeDeletions = append(rep.NodeDeletions, nd)
 	}
 
+	for i := range a.nodeCreates {
+		rep.NodeCreations = append(rep.NodeCreations, event(&a.nodeCreates[i]))
+	}
+
 	var leases []*leaseState
 	for _, ls := range a.leases {
 		if leaseOK(ls.ns, ls.name) {

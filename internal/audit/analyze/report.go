@@ -19,6 +19,10 @@ type Report struct {
 	Totals  Totals             `json:"totals"`
 	// NodeDeletions lists every Node deletion in the window and what followed it.
 	NodeDeletions []NodeDeletion `json:"nodeDeletions"`
+	// NodeCreations are the creations of the Node named by Options.Node (empty without that
+	// filter; at most 64, the first ones), for `nodekeeper explain`'s timeline. audit's own
+	// report does not print them, so they are not in its JSON either.
+	NodeCreations []Event `json:"-"`
 	// Leases lists the lifecycle of every lease that was created, deleted, or created by an
 	// update in the window.
 	Leases []LeaseLifecycle `json:"leases"`

@@ -145,6 +145,7 @@ func instanceValues(inst ec2types.Instance) ([]ec2types.Tag, map[string][]string
 		"instance-id":         {str(inst.InstanceId)},
 		"instance-type":       {string(inst.InstanceType)},
 		"private-dns-name":    {str(inst.PrivateDnsName)},
+		"private-ip-address":  {str(inst.PrivateIpAddress)},
 		"instance-state-name": state,
 	}
 }
@@ -155,7 +156,7 @@ func subnetValues(s ec2types.Subnet) ([]ec2types.Tag, map[string][]string) {
 }
 
 // DescribeInstances implements EC2API: InstanceIds, and the filters instance-id,
-// instance-state-name, instance-type, private-dns-name, tag:KEY and tag-key.
+// instance-state-name, instance-type, private-dns-name, private-ip-address, tag:KEY and tag-key.
 func (c *Cloud) DescribeInstances(ctx context.Context, in *ec2.DescribeInstancesInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error) {
 	if err := c.before(ctx, nkaws.PermDescribeInstances); err != nil {
 		return nil, err
