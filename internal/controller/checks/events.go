@@ -69,7 +69,7 @@ func (r *reporter) report(ctx context.Context, nodes map[string]NodeCause, awsNo
 			continue // no cause to name: doctor's pod-networking findings and the gauge say it
 		}
 		emit(nodeResourcePrefix+name+"\x00"+c.Cause, func() {
-			note := nodeNote(name, c)
+			note := nodeNote(c)
 			logger.Info("Pods stuck on a node", "node", name, "cause", c.Cause, "pods", c.Pods)
 			ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: name}
 			r.recorder.Eventf(ref, nil, corev1.EventTypeWarning, ReasonPodsStuck, "Check", "%s", note)
@@ -90,10 +90,11 @@ func (r *reporter) report(ctx context.Context, nodes map[string]NodeCause, awsNo
 
 // nodeNote is the Event's note: the cause doctor measured, with its first figures, escaped and
 // clipped to what the API accepts.
-func nodeNote(name string, c NodeCause) string {
+func nodeNote(c NodeCause) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d pods stuck in ContainerCreating, cause %s", c.Pods, c.Cause)
+	fmt.Fprintf(&b, "Cause %s", c.Cause)
 	if f := c.Finding; f != nil {
+		// doctor's message counts the pods and names the oldest.
 		fmt.Fprintf(&b, " (%s): %s", f.Code, textsafe.Escape(f.Message))
 		for i, e := range f.Evidence {
 			if i == 2 {
