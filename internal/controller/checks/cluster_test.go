@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -34,6 +33,9 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
+	if args := os.Getenv(controllerArgsEnv); args != "" {
+		os.Exit(runControllerChild(args))
+	}
 	testenv.RunMain(m, testenv.MainOptions{BenchmarksStartTheirOwn: true, QuietKlog: true}, &env)
 }
 
@@ -49,7 +51,7 @@ func waitFor(t *testing.T, what string, cond func() (bool, error)) {
 // ipamdBody is ipamd's /metrics in its own text format: the pool gauges and, for a node whose
 // subnet is exhausted, the EC2 errors ipamd counts (awscni_aws_api_error_count, labelled by API
 // and error code as amazon-vpc-cni-k8s pkg/awsutils publishes them).
-func ipamdBody(t *testing.T, total, assigned int, subnetErrors int) []byte {
+func ipamdBody(t testing.TB, total, assigned int, subnetErrors int) []byte {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	for name, v := range map[string]int{"awscni_total_ip_addresses": total, "awscni_assigned_ip_addresses": assigned,
@@ -144,6 +146,35 @@ func createRBAC(ctx context.Context, c kubernetes.Interface, doc []byte) error {
 	return err
 }
 
+func awsNodePodName(node string) string { return "aws-node-" + strings.ReplaceAll(node, ".", "-") }
+
+// createAWSNodePod does for node what the DaemonSet controller and the kubelet would: ds's pod,
+// bound to the node, Running and Ready at ip (aws-node is hostNetwork), its metrics port port.
+func createAWSNodePod(ctx context.Context, c kubernetes.Interface, ds *appsv1.DaemonSet, node, ip string, port int) error {
+	tmpl := ds.Spec.Template.DeepCopy()
+	p := &corev1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}
+	p.Name, p.Namespace = awsNodePodName(node), ds.Namespace
+	p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(ds, appsv1.SchemeGroupVersion.WithKind("DaemonSet"))}
+	p.Spec.NodeName, p.Spec.HostNetwork = node, true
+	for i := range p.Spec.Containers {
+		if p.Spec.Containers[i].Name == "aws-node" {
+			p.Spec.Containers[i].Ports = []corev1.ContainerPort{{Name: "metrics", ContainerPort: int32(port)}}
+		}
+	}
+	if err := kubeletsim.EnsureNamespace(ctx, c, p.Namespace); err != nil {
+		return err
+	}
+	created, err := c.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	now := metav1.Now()
+	created.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}, HostIP: ip, StartTime: &now,
+		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}}
+	_, err = c.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	return err
+}
+
 // gaugeValue reads one series of the loop's registry as a scrape would.
 func gaugeValue(t *testing.T, reg *prometheus.Registry, name, label, value string) (float64, bool) {
 	t.Helper()
@@ -195,52 +226,16 @@ func TestStuckPodsSubnetExhaustion(t *testing.T) {
 	ep := ipamd.Endpoints()[0]
 
 	const nodeName = "ip-10-77-0-1.ec2.internal"
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: nodeName, Labels: map[string]string{
-			corev1.LabelInstanceTypeStable: "t3.small", corev1.LabelTopologyZone: "us-west-2a", "kubernetes.io/os": "linux",
-			"eks.amazonaws.com/nodegroup": "mng-checks"}},
-	}
-	created, err := admin.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-	if err != nil {
+	if err := createBenchNode(ctx, admin, nodeName, "mng-checks", ns.NSIP); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = admin.CoreV1().Nodes().Delete(context.Background(), nodeName, metav1.DeleteOptions{}) })
-	created.Status = corev1.NodeStatus{
-		Capacity:   corev1.ResourceList{corev1.ResourcePods: resource.MustParse("11")},
-		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
-		Addresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ns.NSIP}},
-		NodeInfo:   corev1.NodeSystemInfo{OSImage: "Amazon Linux 2023.5.20240701", KubeletVersion: kubeletsim.ModernKubeletVersion, OperatingSystem: "linux"},
-	}
-	if _, err := admin.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// The node's aws-node pod, as the DaemonSet controller and the kubelet would make it.
-	tmpl := ds.Spec.Template.DeepCopy()
-	awsPod := &corev1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}
-	awsPod.Name, awsPod.Namespace = "aws-node-checks", ds.Namespace
-	awsPod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(ds, appsv1.SchemeGroupVersion.WithKind("DaemonSet"))}
-	awsPod.Spec.NodeName, awsPod.Spec.HostNetwork = nodeName, true
-	for i := range awsPod.Spec.Containers {
-		if awsPod.Spec.Containers[i].Name == "aws-node" {
-			awsPod.Spec.Containers[i].Ports = []corev1.ContainerPort{{Name: "metrics", ContainerPort: int32(ep.Port)}}
-		}
-	}
-	if err := kubeletsim.EnsureNamespace(ctx, admin, ds.Namespace); err != nil {
-		t.Fatal(err)
-	}
-	p, err := admin.CoreV1().Pods(ds.Namespace).Create(ctx, awsPod, metav1.CreateOptions{})
-	if err != nil {
+	if err := createAWSNodePod(ctx, admin, ds, nodeName, ns.NSIP, ep.Port); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = admin.CoreV1().Pods(ds.Namespace).Delete(context.Background(), awsPod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		_ = admin.CoreV1().Pods(ds.Namespace).Delete(context.Background(), awsNodePodName(nodeName), metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 	})
-	now := metav1.Now()
-	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ns.NSIP, PodIPs: []corev1.PodIP{{IP: ns.NSIP}}, HostIP: ns.NSIP, StartTime: &now,
-		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}}
-	if _, err := admin.CoreV1().Pods(ds.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 
 	const team = "checks-team"
 	if err := kubeletsim.EnsureNamespace(ctx, admin, team); err != nil {

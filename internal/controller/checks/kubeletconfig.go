@@ -31,7 +31,7 @@ import (
 //
 // The request carries the controller's own credentials (its service account token) and
 // verifies the kubelet's serving certificate against the cluster's CA, so it needs serving
-// certificates the cluster signs (serverTLSBootstrap; doctor's NK5xx checks the CSRs).
+// certificates the cluster signs (serverTLSBootstrap, whose CSRs doctor checks).
 
 // kubeletConfigzPath is the kubelet's own path (the node proxy's is /api/v1/nodes/N/proxy/configz).
 const kubeletConfigzPath = "/configz"
