@@ -272,13 +272,15 @@ func (l *Loop) RunOnce(ctx context.Context) Run {
 
 	o := l.opts.Doctor
 	facts, err := l.deps.Reader.Facts(ctx, o)
-	if err == nil && ctx.Err() != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		err = fmt.Errorf("%w: %w", context.Cause(ctx), err)
+	case ctx.Err() != nil:
+		// doctor records reads the deadline cut short as missing facts: judging them would
+		// report skipped checks that only ran out of time.
 		err = context.Cause(ctx)
 	}
 	if err != nil {
-		if ctx.Err() != nil {
-			err = fmt.Errorf("%w: %w", context.Cause(ctx), err)
-		}
 		r.Result, r.Err = ResultError, err
 		logger.Error(err, "Check run failed; the lease work goes on")
 		return r
