@@ -34,6 +34,8 @@
 #              vs the same events from a local file, events per second through the same analysis
 #   ec2loop    the controller's EC2 loop (--aws): one scan of 5,000 instances against awsfake, its
 #              DescribeInstances calls (paginated, no per-instance call), Node LISTs and memory
+#   controller-checks  controller --checks at 2,000 nodes, 20,000 pods (300 stuck), 2,000 aws-node metrics
+#              endpoints: API requests and CPU seconds per interval, peak RSS against today's controller
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$PATH:$PWD/bin/controlplane"
@@ -57,8 +59,9 @@ declare -A cmd=(
   [doctor-rss]="./internal/doctor -bench DoctorEventMemory -timeout 30m"
   [aws]="./internal/aws/cwaudit -bench CloudWatchVsFile -timeout 30m"
   [ec2loop]="./internal/controller/ec2loop -bench EC2Loop5000 -benchtime 20x -timeout 10m"
+  [controller-checks]="./internal/controller/checks -bench ControllerChecks2000 -timeout 60m"
 )
-order=(binary testenv gc gc-process controller faults leases audit audit-rss audit-worst audit-leaky audit-distinct doctor doctor-cni doctor-rss aws ec2loop capacity)
+order=(binary testenv gc gc-process controller faults leases audit audit-rss audit-worst audit-leaky audit-distinct doctor doctor-cni doctor-rss aws ec2loop controller-checks capacity)
 # The audit RSS benchmark measures at 1 GB and 4 GB unless told otherwise.
 export NODEKEEPER_AUDIT_BENCH_RSS_SIZES=${NODEKEEPER_AUDIT_BENCH_RSS_SIZES:-1G,4G}
 selected=(${BENCH:-${order[*]}})

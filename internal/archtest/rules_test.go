@@ -88,8 +88,13 @@ var rules = []rule{
 		may: []string{"internal/lease", "internal/deleter", "internal/kube", "internal/textsafe", "internal/buildinfo"},
 		doc: "the controller imports lease, deleter, kube, textsafe, buildinfo and client libraries, never cmd or another command's package"},
 	{pkgs: "internal/controller/command", external: clientLibs,
-		may: []string{"internal/controller", "internal/controller/ec2loop", "internal/kube", "internal/lease", "internal/cli"},
-		doc: "the controller's command line wires the controller, its EC2 loop, kube, cli and client libraries"},
+		may: []string{"internal/controller", "internal/controller/ec2loop", "internal/controller/checks", "internal/doctor", "internal/aws", "internal/kube", "internal/lease", "internal/cli"},
+		doc: "the controller's command line wires the controller, its EC2 and check loops (doctor's EC2 options, internal/aws's EC2 interface), kube, cli and client libraries"},
+	// The check loop runs doctor's and plan's reads and checks; never their printers or another
+	// command's package.
+	{pkgs: "internal/controller/checks", external: clientLibs,
+		may: []string{"internal/doctor", "internal/plan", "internal/plan/gather", "internal/findings", "internal/rules", "internal/aws", "internal/kube", "internal/textsafe"},
+		doc: "the controller's check loop imports doctor, plan and its gather, findings, rules, internal/aws's EC2 interface, kube, textsafe and client libraries"},
 	// The EC2 loop is the one part of the controller that talks to AWS: the EC2 client and the
 	// SDK's default credential chain, nothing of internal/aws (CloudWatch Logs, EKS, the
 	// instance-type table) and no other command's package.

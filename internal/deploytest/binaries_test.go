@@ -41,21 +41,27 @@ var harness = []string{
 }
 
 // notInController are what the CLI links and the controller's image must not: the AWS SDK's
-// services but those of the EC2 loop (controllerAWSServices), internal/aws, the readers and
-// checks of the other commands, the sandbox and its control plane, and cli-runtime (its
-// ConfigFlags bring its printers; the controller takes client-go's clientcmd flags).
+// services but those the controller's loops use (controllerAWSServices), the readers and
+// checks of the other commands, their printers, the sandbox and its control plane, and
+// cli-runtime (its ConfigFlags bring its printers; the controller takes client-go's clientcmd
+// flags). The check loop (--checks, internal/controller/checks) runs doctor's gather and checks
+// and plan's gather and model, so the image links doctor, plan's gather and their imports
+// (findings, rules, eni, bootstrap, instances, internal/aws's client interfaces, audit's reader
+// and analysis for doctor's --audit-log): never bundle, gc, leases, maxpods, plan's render,
+// scenario and replay, audit's render or the CloudWatch audit reader.
 var notInController = []string{
 	"k8s.io/cli-runtime/",
-	modulePath + "/internal/aws",
-	modulePath + "/internal/audit",
+	modulePath + "/internal/aws/cwaudit",
+	modulePath + "/internal/audit/render",
 	modulePath + "/internal/bundle",
-	modulePath + "/internal/doctor",
-	modulePath + "/internal/eni",
-	modulePath + "/internal/findings",
 	modulePath + "/internal/gc",
 	modulePath + "/internal/leasesview",
 	modulePath + "/internal/kubeprint",
 	modulePath + "/internal/maxpods",
+	modulePath + "/internal/plan/render",
+	modulePath + "/internal/plan/scenario",
+	modulePath + "/internal/plan/replay",
+	modulePath + "/internal/reportpage",
 	modulePath + "/internal/sandbox",
 	modulePath + "/internal/controlplane",
 	modulePath + "/internal/kubeletsim",
@@ -63,18 +69,20 @@ var notInController = []string{
 }
 
 // awsServices is where the AWS SDK keeps its service clients; controllerAWSServices are the
-// ones the controller's EC2 loop (--aws) links: EC2, and the default credential chain's STS
-// (IRSA's web identity), SSO, SSO OIDC and sign-in. "internal" is the services' shared code.
+// ones the controller links: EC2 (the EC2 loop, --aws), the default credential chain's STS
+// (IRSA's web identity), SSO, SSO OIDC and sign-in, and through doctor's EC2 checks and
+// internal/aws's interfaces (--checks) Auto Scaling, CloudWatch, CloudWatch Logs and EKS.
+// "internal" is the services' shared code.
 const awsServices = "github.com/aws/aws-sdk-go-v2/service/"
 
-var controllerAWSServices = []string{"ec2", "sts", "sso", "ssooidc", "signin", "internal"}
+var controllerAWSServices = []string{"ec2", "sts", "sso", "ssooidc", "signin", "internal", "autoscaling", "cloudwatch", "cloudwatchlogs", "eks"}
 
 // refusedInController names the rule of the controller's image pkg breaks, or "".
 func refusedInController(pkg string) string {
 	if rest, ok := strings.CutPrefix(pkg, awsServices); ok {
 		service, _, _ := strings.Cut(rest, "/")
 		if !slices.Contains(controllerAWSServices, service) {
-			return awsServices + service + " (not a service of the EC2 loop)"
+			return awsServices + service + " (not a service of the controller's loops)"
 		}
 		return ""
 	}
@@ -132,15 +140,15 @@ func TestControllerBinaryIsLean(t *testing.T) {
 	}
 	// The filter must be able to fail: the same rules catch the CLI, which links all of them.
 	cli := deps(t, "./cmd/nodekeeper", "linux")
-	for _, want := range []string{"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs", "github.com/aws/aws-sdk-go-v2/service/eks",
-		modulePath + "/internal/aws", modulePath + "/internal/eni", modulePath + "/internal/doctor",
-		"k8s.io/cli-runtime/pkg/printers", modulePath + "/internal/sandbox"} {
+	for _, want := range []string{modulePath + "/internal/bundle", modulePath + "/internal/plan/render",
+		modulePath + "/internal/aws/cwaudit", "k8s.io/cli-runtime/pkg/printers", modulePath + "/internal/sandbox"} {
 		if !slices.Contains(cli, want) || refusedInController(want) == "" {
 			t.Errorf("the CLI should link %s and the controller's rules should refuse it", want)
 		}
 	}
 	for _, want := range []string{modulePath + "/internal/controller", modulePath + "/internal/deleter", "k8s.io/client-go/tools/leaderelection",
-		modulePath + "/internal/controller/ec2loop", "github.com/aws/aws-sdk-go-v2/service/ec2", "github.com/aws/aws-sdk-go-v2/service/sts"} {
+		modulePath + "/internal/controller/ec2loop", "github.com/aws/aws-sdk-go-v2/service/ec2", "github.com/aws/aws-sdk-go-v2/service/sts",
+		modulePath + "/internal/controller/checks", modulePath + "/internal/doctor", modulePath + "/internal/plan/gather"} {
 		if !slices.Contains(pkgs, want) {
 			t.Errorf("nodekeeper-controller does not link %s", want)
 		}

@@ -32,6 +32,10 @@ var controllerFlags = map[string]bool{
 	"region":                         true,
 	"aws-interval":                   true,
 	"register-grace":                 true,
+	"checks":                         true,
+	"checks-interval":                true,
+	"checks-headroom-alert":          true,
+	"checks-kubelet-config":          true,
 	"v":                              true,
 	"logging-format":                 true,
 }
@@ -81,7 +85,24 @@ var metricsContract = map[string]metricSpec{
 	"nodekeeper_instances_without_node_oldest_seconds": {kind: gauge, optIn: "aws"},
 	"nodekeeper_instance_scans_total":                  {kind: counter, optIn: "aws", labels: map[string][]string{"result": scanResults}},
 	"nodekeeper_instance_scan_calls_total":             {kind: counter, optIn: "aws"},
+
+	// The check loop's (internal/controller/checks), with --checks only. No label names a node,
+	// pod or instance: code is one of the rules doctor knows, nodegroup one of the cluster's
+	// node groups.
+	"nodekeeper_findings":                         {kind: gauge, optIn: "checks", labels: map[string][]string{"code": nil, "severity": {"skipped", "info", "warning", "error"}}},
+	"nodekeeper_pods_stuck":                       {kind: gauge, optIn: "checks", labels: map[string][]string{"cause": stuckCauses}},
+	"nodekeeper_scaleup_headroom_nodes":           {kind: gauge, optIn: "checks", labels: map[string][]string{"nodegroup": nil, "limit": planLimits}},
+	"nodekeeper_scaleup_headroom_threshold_nodes": {kind: gauge, optIn: "checks"},
+	"nodekeeper_check_runs_total":                 {kind: counter, optIn: "checks", labels: map[string][]string{"result": {"success", "partial", "error"}}},
+	"nodekeeper_check_duration_seconds":           {kind: histogram, optIn: "checks"},
 }
+
+// stuckCauses are the causes of stuck pods measured on their node (doctor's NK743-NK747), and
+// unmeasured; planLimits are plan's limits.
+var (
+	stuckCauses = []string{"pool-full", "subnet", "throttled", "ipamd-unreachable", "unknown", "unmeasured"}
+	planLimits  = []string{"subnet-addresses", "pods-per-node", "ec2-api", "image-pulls", "apiserver-priority-level"}
+)
 
 // scanResults are the outcomes of an EC2 scan: compared, or failed because IAM denied it, AWS
 // throttled it past the SDK's retries, or anything else.

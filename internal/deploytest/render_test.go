@@ -129,6 +129,9 @@ var renderings = []rendering{
 	{"kustomize-aws", "nodekeeper", "nodekeeper-controller", func(t *testing.T) []*unstructured.Unstructured {
 		return kustomize(t, "deploy/kustomize/overlays/aws")
 	}},
+	{"kustomize-checks", "nodekeeper", "nodekeeper-controller", func(t *testing.T) []*unstructured.Unstructured {
+		return kustomize(t, "deploy/kustomize/overlays/checks")
+	}},
 }
 
 func TestHelmLint(t *testing.T) {
@@ -169,6 +172,9 @@ func TestRenderedObjects(t *testing.T) {
 	}
 	// The aws component adds flags and an annotation, no object.
 	wantKinds["kustomize-aws"] = wantKinds["kustomize-monitoring"]
+	// The checks component adds its ClusterRole and the Roles in kube-system and default, bound.
+	wantKinds["kustomize-checks"] = append(slices.Clone(wantKinds["kustomize-monitoring"]), "ClusterRole", "ClusterRoleBinding", "Role", "Role", "RoleBinding", "RoleBinding")
+	sort.Strings(wantKinds["kustomize-checks"])
 	for _, r := range renderings {
 		t.Run(r.name, func(t *testing.T) {
 			objs := r.objs(t)
@@ -303,6 +309,7 @@ func TestRBACHelmMatchesKustomize(t *testing.T) {
 	}{
 		{"defaults", "deploy/kustomize/base", "", 7},                                                  // ServiceAccount, 2 Roles, ClusterRole, 3 bindings
 		{"metrics-secure", "deploy/kustomize/overlays/metrics-secure", "metrics: {secure: true}", 10}, // + 2 ClusterRoles, 1 binding
+		{"checks", "deploy/kustomize/overlays/checks", "checks: {enabled: true}", 13},                 // + ClusterRole, 2 Roles, 3 bindings
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := normalizedRBAC(t, kustomize(t, tc.dir))
@@ -455,7 +462,10 @@ func TestControllerWiring(t *testing.T) {
 	// The aws overlay adds the EC2 loop's flags with the chart's defaults and its cluster's name.
 	want["kustomize-aws"] = maps.Clone(want["helm-defaults"])
 	maps.Copy(want["kustomize-aws"], map[string]string{"aws": "true", "eks-cluster": "my-cluster", "aws-interval": "5m", "register-grace": "10m"})
-	wantReplicas := map[string]int32{"helm-defaults": 2, "helm-full": 3, "kustomize-base": 2, "kustomize-monitoring": 2, "kustomize-metrics-secure": 2, "kustomize-aws": 2}
+	// The checks overlay adds the check loop's flags with the chart's defaults.
+	want["kustomize-checks"] = maps.Clone(want["helm-defaults"])
+	maps.Copy(want["kustomize-checks"], map[string]string{"checks": "true", "checks-interval": "5m", "checks-headroom-alert": "10"})
+	wantReplicas := map[string]int32{"helm-defaults": 2, "helm-full": 3, "kustomize-base": 2, "kustomize-monitoring": 2, "kustomize-metrics-secure": 2, "kustomize-aws": 2, "kustomize-checks": 2}
 
 	for _, r := range renderings {
 		t.Run(r.name, func(t *testing.T) {
@@ -881,6 +891,11 @@ serviceAccount: {annotations: {eks.amazonaws.com/role-arn: "arn:aws:iam::1111222
 	if got, want := deploymentSpec(awsHelm), awsSpec; !reflect.DeepEqual(got, want) {
 		t.Errorf("EC2 loop: Deployment specs differ:\n helm:      %+v\n kustomize: %+v", got, want)
 	}
+	// The checks overlay is the chart with checks.enabled.
+	checksHelm := helmTemplate(t, "nodekeeper", "nodekeeper", "checks: {enabled: true}")
+	if got, want := deploymentSpec(checksHelm), deploymentSpec(kustomize(t, "deploy/kustomize/overlays/checks")); !reflect.DeepEqual(got, want) {
+		t.Errorf("checks: Deployment specs differ:\n helm:      %+v\n kustomize: %+v", got, want)
+	}
 	annotations := func(objs []*unstructured.Unstructured) map[string]string {
 		return find(objs, "ServiceAccount", "nodekeeper", "nodekeeper").GetAnnotations()
 	}
@@ -938,5 +953,66 @@ func TestKustomizeAWSPlaceholders(t *testing.T) {
 	err := root.ExecuteContext(ctx)
 	if err == nil || !strings.Contains(err.Error(), "--aws needs --eks-cluster") {
 		t.Errorf("nodekeeper-controller %q: error %v, want one naming --eks-cluster\n%s", rendered, err, out.String())
+	}
+}
+
+// The check loop's RBAC stays least-privilege in every rendering: no rule ever grants nodes/proxy
+// (it reaches every kubelet's whole API and authorizes exec) or a wildcard resource; nodes/configz
+// is granted only with checks.kubeletConfig (and --checks-kubelet-config passed with it);
+// pods/proxy only in kube-system, where the aws-node pods run, through a Role.
+func TestChecksRBACLeastPrivilege(t *testing.T) {
+	type rendered struct {
+		name          string
+		objs          []*unstructured.Unstructured
+		configz       bool // nodes/configz expected
+		podsProxyRole bool // the kube-system Role with pods/proxy expected
+	}
+	cases := []rendered{
+		{"helm-defaults", helmTemplate(t, "nodekeeper", "nodekeeper", ""), false, false},
+		{"helm-checks", helmTemplate(t, "nodekeeper", "nodekeeper", "checks: {enabled: true}"), false, true},
+		{"helm-checks-kubelet-config", helmTemplate(t, "nodekeeper", "nodekeeper", "checks: {enabled: true, kubeletConfig: true}"), true, true},
+		{"helm-kubelet-config-without-checks", helmTemplate(t, "nodekeeper", "nodekeeper", "checks: {enabled: false, kubeletConfig: true}"), false, false},
+		{"helm-full-checks", helmTemplate(t, "nk", "nk-helm", fullValues+"checks: {enabled: true, kubeletConfig: true}\n"), true, true},
+		{"kustomize-checks", kustomize(t, "deploy/kustomize/overlays/checks"), false, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var configz, podsProxy bool
+			check := func(where string, rules []rbacv1.PolicyRule, namespace string) {
+				for _, r := range rules {
+					for _, res := range r.Resources {
+						switch {
+						case res == "nodes/proxy" || res == "*" || res == "nodes/*" || res == "*/proxy":
+							t.Errorf("%s grants %s (verbs %v)", where, res, r.Verbs)
+						case res == "nodes/configz":
+							configz = true
+						case res == "pods/proxy":
+							podsProxy = true
+							if namespace != "kube-system" {
+								t.Errorf("%s grants pods/proxy outside kube-system", where)
+							}
+						}
+					}
+				}
+			}
+			for _, u := range tc.objs {
+				switch u.GetKind() {
+				case "ClusterRole":
+					check("ClusterRole "+u.GetName(), mustTyped[*rbacv1.ClusterRole](t, u).Rules, "")
+				case "Role":
+					check("Role "+u.GetNamespace()+"/"+u.GetName(), mustTyped[*rbacv1.Role](t, u).Rules, u.GetNamespace())
+				}
+			}
+			if configz != tc.configz {
+				t.Errorf("nodes/configz granted: %v, want %v", configz, tc.configz)
+			}
+			if podsProxy != tc.podsProxyRole {
+				t.Errorf("pods/proxy granted: %v, want %v", podsProxy, tc.podsProxyRole)
+			}
+			args := controllerArgs(t, tc.objs)
+			if _, on := args["checks-kubelet-config"]; on != tc.configz {
+				t.Errorf("--checks-kubelet-config passed: %v, want %v (with nodes/configz)", on, tc.configz)
+			}
+		})
 	}
 }

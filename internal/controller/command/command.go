@@ -18,9 +18,12 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
 	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/controller"
+	"github.com/nodekeeper/nodekeeper/internal/controller/checks"
 	"github.com/nodekeeper/nodekeeper/internal/controller/ec2loop"
+	"github.com/nodekeeper/nodekeeper/internal/doctor"
 	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
@@ -36,6 +39,7 @@ type controllerOptions struct {
 	renewDeadline time.Duration
 	retryPeriod   time.Duration
 	aws           awsOptions
+	checks        checksOptions
 	changed       func(flag string) bool // set by Complete
 }
 
@@ -44,6 +48,13 @@ type awsOptions struct {
 	enabled bool
 	region  string
 	loop    ec2loop.Options
+}
+
+// checksOptions are the check loop's settings (--checks, opt-in and read-only).
+type checksOptions struct {
+	enabled       bool
+	kubeletConfig bool
+	loop          checks.Options
 }
 
 // New returns the controller's command, reading its connection flags from connection: the
@@ -111,6 +122,14 @@ func (o *controllerOptions) AddFlags(f *pflag.FlagSet) {
 	f.DurationVar(&a.loop.Interval, "aws-interval", ec2loop.DefaultInterval, "with --aws: time between two EC2 scans")
 	f.DurationVar(&a.loop.RegisterGrace, "register-grace", ec2loop.DefaultRegisterGrace,
 		"with --aws: an instance launched less than this ago may still be registering its Node and is not reported")
+	c := &o.checks
+	f.BoolVar(&c.enabled, "checks", false,
+		"on the leader, every --checks-interval, run doctor's cluster checks (with --aws its EC2 ones), measure the cause of the pods stuck on each node and compute plan's headroom per node group; export them as metrics (nodekeeper_findings, nodekeeper_pods_stuck, nodekeeper_scaleup_headroom_nodes) and Warning Events (PodsStuck on the Node, AWSNodeFinding on the aws-node DaemonSet); read-only, needs the permissions listed in docs/install.md")
+	f.DurationVar(&c.loop.Interval, "checks-interval", checks.DefaultInterval, "with --checks: time between two check runs")
+	f.BoolVar(&c.kubeletConfig, "checks-kubelet-config", false,
+		"with --checks: read each Ready node's kubelet configuration straight from its kubelet (GET https://NODE:PORT/configz with the controller's token, the kubelet's certificate verified against the cluster's CA) for doctor's kubelet checks; needs get on nodes/configz and fine-grained kubelet authorization (Kubernetes 1.33+), never nodes/proxy. Without it the kubelet-configuration checks are reported skipped")
+	f.IntVar(&c.loop.HeadroomAlert, "checks-headroom-alert", checks.DefaultHeadroomAlert,
+		"with --checks: the headroom in nodes below which the alert NodekeeperScaleUpHeadroomLow fires (exported as nodekeeper_scaleup_headroom_threshold_nodes)")
 }
 
 // Complete sets the leader election timings and notes which flags were given.
@@ -132,7 +151,16 @@ func (o *controllerOptions) Validate() error {
 	if o.controller.GracePeriod <= 0 {
 		return fmt.Errorf("--grace-period must be positive, got %s", o.controller.GracePeriod)
 	}
-	return o.aws.validate(o.changed)
+	if err := o.aws.validate(o.changed); err != nil {
+		return err
+	}
+	if !o.checks.enabled {
+		return cli.FlagsNeed(o.changed, "checks", "checks-interval", "checks-headroom-alert", "checks-kubelet-config")
+	}
+	if o.checks.loop.Interval <= 0 || o.checks.loop.HeadroomAlert <= 0 {
+		return fmt.Errorf("--checks-interval and --checks-headroom-alert must be positive, got %s and %d", o.checks.loop.Interval, o.checks.loop.HeadroomAlert)
+	}
+	return nil
 }
 
 // validate refuses the EC2 loop's flags without --aws, and --aws without a cluster name.
@@ -194,7 +222,15 @@ func (o *controllerOptions) Run(ctx context.Context) error {
 			return errors.Join(err, stopMetrics(), stopProbes())
 		}
 	}
-	runErr := ec2loop.RunBeside(ctx, loop, c.Run)
+	var checkLoop *checks.Loop
+	if o.checks.enabled {
+		// The check loop runs beside the lease work as the EC2 loop does: a slow check never
+		// holds a lease decision.
+		if checkLoop, err = o.newChecks(ctx, cfg, c); err != nil {
+			return errors.Join(err, stopMetrics(), stopProbes())
+		}
+	}
+	runErr := checks.RunBeside(ctx, checkLoop, func(ctx context.Context) error { return ec2loop.RunBeside(ctx, loop, c.Run) })
 	shutdownErr := errors.Join(stopMetrics(), stopProbes())
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
 		return runErr
@@ -217,6 +253,32 @@ func (a *awsOptions) newLoop(ctx context.Context, cfg *rest.Config, c *controlle
 	opts := a.loop
 	opts.Registry = c.Registry()
 	return ec2loop.New(deps, opts)
+}
+
+// newChecks builds the check loop, its metrics in the controller's registry and its Events
+// recorded by the leader only; with --aws its EC2 client adds doctor's EC2 checks and plan's
+// subnet limit.
+func (o *controllerOptions) newChecks(ctx context.Context, cfg *rest.Config, c *controller.Controller) (*checks.Loop, error) {
+	opts := o.checks.loop
+	opts.Registry = c.Registry()
+	var api nkaws.EC2API
+	if o.aws.enabled {
+		loaded, err := ec2loop.LoadEC2(ctx, o.aws.region)
+		if err != nil {
+			return nil, err
+		}
+		ec2API, ok := loaded.(nkaws.EC2API)
+		if !ok {
+			return nil, fmt.Errorf("the EC2 client cannot describe subnets and volumes")
+		}
+		api = ec2API
+		opts.Doctor.EC2 = &doctor.EC2Options{API: api, Cluster: o.aws.loop.Cluster, RegisterGrace: o.aws.loop.RegisterGrace, Region: o.aws.region}
+	}
+	deps, err := checks.NewDeps(cfg, api, c.Leading, o.checks.kubeletConfig)
+	if err != nil {
+		return nil, err
+	}
+	return checks.New(deps, opts)
 }
 
 // NewRoot is the controller's binary's root command (cmd/nodekeeper-controller, what the image

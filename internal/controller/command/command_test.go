@@ -50,3 +50,40 @@ func TestAWSFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestChecksFlags: the check loop's flags need --checks, and its interval and headroom alert must
+// be positive.
+func TestChecksFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		wantErr string // "" for valid
+	}{
+		{[]string{"--checks"}, ""},
+		{[]string{"--checks", "--checks-interval", "10m", "--checks-headroom-alert", "25", "--checks-kubelet-config"}, ""},
+		{[]string{"--checks", "--aws", "--eks-cluster", "prod"}, ""},
+		{[]string{"--checks", "--checks-interval", "0s"}, "--checks-interval and --checks-headroom-alert must be positive"},
+		{[]string{"--checks", "--checks-headroom-alert", "0"}, "--checks-interval and --checks-headroom-alert must be positive"},
+		{[]string{"--checks-interval", "1m"}, "--checks-interval needs --checks"},
+		{[]string{"--checks-headroom-alert", "5"}, "--checks-headroom-alert needs --checks"},
+		{[]string{"--checks-kubelet-config"}, "--checks-kubelet-config needs --checks"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			o := newOptions(kube.NewConnectionFlags())
+			cmd := &cobra.Command{}
+			o.AddFlags(cmd.Flags())
+			if err := cmd.ParseFlags(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			if err := o.Complete(cmd, nil); err != nil {
+				t.Fatal(err)
+			}
+			err := o.Validate()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("valid flags refused: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("error %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
