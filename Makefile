@@ -38,7 +38,7 @@ helm:
 promtool:
 	bash hack/build-promtool.sh
 
-## deps: machine packages the tests use (Debian packages only)
+## deps: machine packages the tests use (Debian packages), and moto_server (a pinned moto[server]) for the AWS tests
 deps:
 	bash hack/install-deps.sh
 

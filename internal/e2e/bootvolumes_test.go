@@ -11,62 +11,75 @@ import (
 	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
+	asgtypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/awsserver"
 )
 
 // TestDoctorAWSBootVolumesAndZombie: bin/nodekeeper doctor --aws --audit-log, with AWS through
-// AWS_ENDPOINT_URL: the recently launched node whose gp2 root volume ran out of burst credits is
-// NK805 (EC2 DescribeVolumes and CloudWatch GetMetricData over their wire protocols, signed for
-// the cluster's region), and the instance of the cluster without a Node is NK801 naming who
-// deleted its Node in the audit log file, and the Auto Scaling command that removes it.
+// AWS_ENDPOINT_URL: the node launched just now whose gp2 root volume ran out of burst credits is
+// NK805 (EC2 DescribeVolumes from moto, CloudWatch GetMetricData from awsserver, both signed
+// for the cluster's region), and the instance an Auto Scaling group launched for the cluster
+// without a Node is NK801, naming who deleted its Node in the audit log file and the Auto Scaling
+// command that removes it.
+//
+// GetMetricData stays on awsserver: the SDK's CloudWatch client speaks Smithy RPC v2 CBOR, a
+// protocol moto 5.2.1 does not serve (its CloudWatch answers the Query and JSON protocols only).
 func TestDoctorAWSBootVolumesAndZombie(t *testing.T) {
 	ctx := context.Background()
-	admin := env.AdminClient()
-	booted, zombie := nodeName(), nodeName()
-	const bootedID, zombieID = "i-0e2eb007ed000001", "i-0e2e20mb1e000002"
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: booted}, Spec: corev1.NodeSpec{ProviderID: "aws:///" + eksRegion + "a/" + bootedID}}
-	if _, err := admin.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = admin.CoreV1().Nodes().Delete(context.Background(), booted, metav1.DeleteOptions{}) })
+	a := newAccount(t)
+	a.cluster()
+	booted, zombie := motoNodeName(), motoNodeName()
 
-	now := time.Now()
-	launched := now.Add(-20 * time.Minute).Truncate(time.Minute)
-	zombieLaunched := now.Add(-5 * time.Hour)
-	tags := func(extra ...string) []ec2types.Tag {
-		out := []ec2types.Tag{{Key: awssdk.String("eks:cluster-name"), Value: awssdk.String(eksClusterName)}}
-		for i := 0; i+1 < len(extra); i += 2 {
-			out = append(out, ec2types.Tag{Key: awssdk.String(extra[i]), Value: awssdk.String(extra[i+1])})
+	// The booted node's instance, with its root volume as the AMI maps it.
+	img, err := a.ec2.DescribeImages(ctx, &ec2.DescribeImagesInput{ImageIds: []string{"ami-12c6146b"}})
+	a.must(err)
+	root := awssdk.ToString(img.Images[0].RootDeviceName)
+	inst := a.instance(booted, clusterTags, func(in *ec2.RunInstancesInput) {
+		in.BlockDeviceMappings = []ec2types.BlockDeviceMapping{{DeviceName: &root,
+			Ebs: &ec2types.EbsBlockDevice{VolumeSize: awssdk.Int32(20), VolumeType: ec2types.VolumeTypeGp2}}}
+	})
+	volume := ""
+	for _, m := range inst.BlockDeviceMappings {
+		if awssdk.ToString(m.DeviceName) == awssdk.ToString(inst.RootDeviceName) && m.Ebs != nil {
+			volume = awssdk.ToString(m.Ebs.VolumeId)
 		}
-		return out
 	}
-	running := &ec2types.InstanceState{Name: ec2types.InstanceStateNameRunning}
-	cloud := awsfake.New()
-	cloud.Clusters[eksClusterName] = ekstypes.Cluster{Name: awssdk.String(eksClusterName), Arn: awssdk.String(eksARN), Status: ekstypes.ClusterStatusActive}
-	cloud.Instances = []ec2types.Instance{
-		{InstanceId: awssdk.String(bootedID), PrivateDnsName: awssdk.String(booted), InstanceType: ec2types.InstanceTypeM5Large, State: running,
-			LaunchTime: &launched, Tags: tags(), RootDeviceName: awssdk.String("/dev/xvda"),
-			BlockDeviceMappings: []ec2types.InstanceBlockDeviceMapping{{DeviceName: awssdk.String("/dev/xvda"), Ebs: &ec2types.EbsInstanceBlockDevice{VolumeId: awssdk.String("vol-0e2eb007")}}}},
-		{InstanceId: awssdk.String(zombieID), PrivateDnsName: awssdk.String(zombie), InstanceType: ec2types.InstanceTypeM5Large, State: running,
-			LaunchTime: &zombieLaunched, Tags: tags("aws:autoscaling:groupName", "eks-demo-ng-7f3a")},
+	if volume == "" {
+		t.Fatalf("moto gave the instance no root volume: %+v", inst.BlockDeviceMappings)
 	}
-	cloud.Volumes = []ec2types.Volume{{VolumeId: awssdk.String("vol-0e2eb007"), VolumeType: ec2types.VolumeTypeGp2, Size: awssdk.Int32(20), Iops: awssdk.Int32(100)}}
-	for i, burst := range []float64{60, 30, 0, 0, 0} {
-		at := launched.Add(time.Duration(i) * time.Minute)
-		dims := map[string]string{"VolumeId": "vol-0e2eb007"}
-		cloud.AddMetricSamples("AWS/EBS", "BurstBalance", dims, awsfake.MetricSample{Time: at, Value: burst})
-		cloud.AddMetricSamples("AWS/EBS", "VolumeWriteOps", dims, awsfake.MetricSample{Time: at, Value: 2950 * 60})
-	}
-	srv := awsserver.Start(t, cloud)
-	u := awsUser(t, srv)
+	createNode(t, booted, inst, nil)
 
-	deleted := now.Add(-4 * time.Hour).UTC().Format("2006-01-02T15:04:05.000000Z")
+	// The zombie: the instance of an Auto Scaling group (moto tags it aws:autoscaling:groupName,
+	// as Auto Scaling does), whose Node was deleted.
+	const group = "eks-demo-ng-7f3a"
+	lt := a.template("e2e-zombie-group", "#!/bin/bash\n/etc/eks/bootstrap.sh demo\n")
+	_, err = a.asg.CreateAutoScalingGroup(ctx, &autoscaling.CreateAutoScalingGroupInput{AutoScalingGroupName: awssdk.String(group),
+		MinSize: awssdk.Int32(1), MaxSize: awssdk.Int32(1), DesiredCapacity: awssdk.Int32(1),
+		VPCZoneIdentifier: awssdk.String(a.subnet(ipOf(zombie))),
+		LaunchTemplate:    &asgtypes.LaunchTemplateSpecification{LaunchTemplateId: &lt, Version: awssdk.String("$Default")}})
+	a.must(err)
+	groups, err := a.asg.DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{AutoScalingGroupNames: []string{group}})
+	a.must(err)
+	zombieID := awssdk.ToString(groups.AutoScalingGroups[0].Instances[0].InstanceId)
+	desc, err := a.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{zombieID}})
+	a.must(err)
+	zombie = awssdk.ToString(desc.Reservations[0].Instances[0].PrivateDnsName)
+
+	// The volume's metrics: out of burst credits in the minute it launched.
+	cloud := awsfake.New()
+	launched := inst.LaunchTime.UTC().Truncate(time.Minute)
+	dims := map[string]string{"VolumeId": volume}
+	cloud.AddMetricSamples("AWS/EBS", "BurstBalance", dims, awsfake.MetricSample{Time: launched, Value: 0})
+	cloud.AddMetricSamples("AWS/EBS", "VolumeWriteOps", dims, awsfake.MetricSample{Time: launched, Value: 2950 * 60})
+	a.srv.Route("cloudwatch:GetMetricData", awsserver.New(cloud))
+	u := a.user()
+
+	deleted := time.Now().Add(-4 * time.Hour).UTC().Format("2006-01-02T15:04:05.000000Z")
 	log := `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"0b6f4b1e-2d7a-4c51-9f3e-5a1c2b3d4e5f","stage":"ResponseComplete","requestURI":"/api/v1/nodes/` + zombie +
 		`","verb":"delete","user":{"username":"arn:aws:sts::111122223333:assumed-role/ops/alice","groups":["system:authenticated"]},"sourceIPs":["10.0.0.15"],"userAgent":"kubectl/v1.33.0 (linux/amd64) kubernetes/1d2b3c4","objectRef":{"resource":"nodes","name":"` + zombie +
 		`","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":200},"requestReceivedTimestamp":"` + deleted + `","stageTimestamp":"` + deleted + `"}` + "\n"
@@ -75,13 +88,13 @@ func TestDoctorAWSBootVolumesAndZombie(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	r := u.run("doctor", "--aws", "--audit-log", logPath, "--ignore", "NK312,NK313,NK802")
+	r := u.run("doctor", "--aws", "--register-grace", registerGrace, "--audit-log", logPath, "--ignore", "NK312,NK313,NK802")
 	if r.code != exitFindings {
 		t.Fatalf("want exit 3, got:\n%s", r)
 	}
 	for _, want := range []string{
-		"NK805", booted, "vol-0e2eb007", "burst credits ran out",
-		"NK801", zombieID, "Auto Scaling group eks-demo-ng-7f3a", "deleted by arn:aws:sts::111122223333:assumed-role/ops/alice",
+		"NK805", booted, volume, "burst credits ran out",
+		"NK801", zombieID, "Auto Scaling group " + group, "deleted by arn:aws:sts::111122223333:assumed-role/ops/alice",
 		"aws autoscaling terminate-instance-in-auto-scaling-group --instance-id " + zombieID + " --should-decrement-desired-capacity --region " + eksRegion,
 	} {
 		if !strings.Contains(r.stdout, want) {
@@ -89,15 +102,12 @@ func TestDoctorAWSBootVolumesAndZombie(t *testing.T) {
 		}
 	}
 	seen := map[string]bool{}
-	for _, c := range srv.Calls() {
+	for _, c := range a.calls(t, 0, r) {
 		seen[c.Service+":"+c.Operation] = true
-		if c.Region != eksRegion || c.ErrorCode != "" {
-			t.Errorf("%s:%s region %q error %q", c.Service, c.Operation, c.Region, c.ErrorCode)
-		}
 	}
 	for _, op := range []string{"ec2:DescribeVolumes", "cloudwatch:GetMetricData"} {
 		if !seen[op] {
-			t.Errorf("no %s over the wire: %v", op, srv.Operations())
+			t.Errorf("no %s over the wire: %v", op, a.srv.Operations())
 		}
 	}
 }

@@ -13,7 +13,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 
 	"github.com/nodekeeper/nodekeeper/internal/testenv"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/awsserver"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/promscrape"
 )
 
@@ -147,17 +146,17 @@ func TestControllerAWS(t *testing.T) {
 	for _, cb := range controllerBinaries {
 		t.Run(cb.name, func(t *testing.T) {
 			c := seedCluster(t, 1)
-			srv := awsserver.Start(t, eksCloud(c))
-			u := awsUser(t, srv)
-			d, metricsAddr, _ := u.startController(binary(cb.bin), cb.args, "--aws", "--eks-cluster", eksClusterName)
+			a, _, orphan := clusterAccount(t, c)
+			u := a.user()
+			d, metricsAddr, _ := u.startController(binary(cb.bin), cb.args, "--aws", "--eks-cluster", eksClusterName, "--register-grace", registerGrace)
 			waitLeakedDeleted(t, c)
 			samples := d.scrapeUntil(metricsAddr, "an EC2 scan to succeed", func(samples []promscrape.Sample) bool {
 				return promscrape.Sum(samples, "nodekeeper_instance_scans_total", "result", "success") >= 1
 			})
 			if got := promscrape.Sum(samples, "nodekeeper_instances_without_node"); got != 2 {
-				t.Errorf("nodekeeper_instances_without_node = %g, want 2 (the zombie's instance and %s)", got, orphanInstance)
+				t.Errorf("nodekeeper_instances_without_node = %g, want 2 (the zombie's instance and %s)", got, orphan)
 			}
-			if n := srv.Count("DescribeInstances"); n < 3 {
+			if n := countOf(a.srv.Calls(), "DescribeInstances"); n < 3 {
 				t.Errorf("the local AWS answered %d DescribeInstances, want the 3 tag filters' pages", n)
 			}
 			if code := d.signal(syscall.SIGTERM, controllerStopTimeout); code != 0 {
