@@ -15,4 +15,8 @@ pkg=k8s.io/component-base/version
 ldflags="-s -w -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
 ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
 ldflags+=" -X k8s.io/client-go/pkg/version.gitVersion=$k8s_version -X k8s.io/client-go/pkg/version.gitMajor=$major -X k8s.io/client-go/pkg/version.gitMinor=$minor"
+# A module build knows no commit: left unset, gitCommit keeps its placeholder "$Format:%H$" and
+# every request of the controller manager carries the user agent "kubernetes/$Format". Set empty,
+# client-go says "kubernetes/unknown" and /version an empty gitCommit, which is the truth.
+ldflags+=" -X k8s.io/component-base/version.gitCommit= -X k8s.io/client-go/pkg/version.gitCommit="
 echo "$ldflags"

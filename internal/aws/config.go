@@ -3,6 +3,8 @@ package aws
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"github.com/aws/smithy-go/logging"
 )
 
 // LoadOptions choose the credentials and region; empty fields leave the choice to the SDK's
@@ -22,6 +25,8 @@ import (
 type LoadOptions struct {
 	Profile string // --profile: a profile of the shared config files
 	Region  string // --region
+	// Log receives the SDK's own log messages; nil is the SDK's standard logger on stderr.
+	Log logging.Logger
 }
 
 // Load builds the clients from the SDK's default configuration chain with the standard
@@ -29,7 +34,7 @@ type LoadOptions struct {
 // EC2 loop builds its EC2 client alone with ec2loop.LoadEC2, so that its image links no other
 // AWS service).
 func Load(ctx context.Context, o LoadOptions) (*Clients, error) {
-	var opts []func(*config.LoadOptions) error
+	opts := []func(*config.LoadOptions) error{config.WithLogger(quietIMDSLogger(o.Log))}
 	if o.Profile != "" {
 		opts = append(opts, config.WithSharedConfigProfile(o.Profile))
 	}
@@ -43,7 +48,57 @@ func Load(ctx context.Context, o LoadOptions) (*Clients, error) {
 	if cfg.Region == "" {
 		return nil, fmt.Errorf("no AWS region: pass --region, or set AWS_REGION or a region in the profile")
 	}
+	// Credentials are asked for once here, so that a machine without any gets one line that
+	// says what to set, not the SDK's chain of every provider it tried at the first call.
+	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &NoCredentialsError{Profile: o.Profile, Err: err}
+	}
 	return NewClients(cfg, ""), nil
+}
+
+// NoCredentialsError is the SDK's default chain finding no credentials. Its text is one line
+// naming the sources to set; the chain's own error (every provider tried) stays reachable with
+// errors.Unwrap and is what Detail returns.
+type NoCredentialsError struct {
+	Profile string
+	Err     error
+}
+
+func (e *NoCredentialsError) Error() string {
+	if e.Profile != "" {
+		return fmt.Sprintf("no AWS credentials for profile %q: set them in the shared credentials or config file "+
+			"(aws configure --profile %s, or aws sso login --profile %s)", e.Profile, e.Profile, e.Profile)
+	}
+	return "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (or --profile) " +
+		"with the shared credentials or config file (aws configure, aws sso login), or run where an instance or pod role " +
+		"(IRSA, EKS Pod Identity) provides them"
+}
+
+// Headline is what cli.Execute prints: the one line, not the SDK chain wrapped around it.
+func (e *NoCredentialsError) Headline() string { return e.Error() }
+
+// Detail is the SDK's own error: every provider of the chain and why it failed.
+func (e *NoCredentialsError) Detail() string { return e.Err.Error() }
+
+func (e *NoCredentialsError) Unwrap() error { return e.Err }
+
+// quietIMDSLogger is the SDK's logger without its "falling back to IMDSv1" warning: off EC2, an
+// address answering 403/404 at the metadata endpoint makes the SDK print it on every run, and
+// the missing credentials are then said in NoCredentialsError's one line. Every other message
+// goes to next (nil: the SDK's standard logger on stderr).
+func quietIMDSLogger(next logging.Logger) logging.Logger {
+	if next == nil {
+		next = logging.NewStandardLogger(os.Stderr)
+	}
+	return logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
+		if strings.HasPrefix(format, "falling back to IMDSv1") {
+			return
+		}
+		next.Logf(c, format, v...)
+	})
 }
 
 // NewClients builds the SDK clients from cfg with the standard retryer, counting throttled

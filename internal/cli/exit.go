@@ -99,7 +99,7 @@ func Execute(ctx context.Context, root *cobra.Command, errOut io.Writer) int {
 	}
 	code, err := signalExit(ctx, err, ExitCode(err))
 	if err != nil {
-		fmt.Fprintln(errOut, "error:", ErrorText(err))
+		fmt.Fprintln(errOut, "error:", ErrorText(headline(err)))
 	}
 	return code
 }
@@ -146,6 +146,22 @@ func SetShutdownGrace(ctx context.Context, d time.Duration) {
 	if g, ok := ctx.Value(shutdownGraceKey{}).(*shutdownGrace); ok {
 		g.d.Store(int64(d))
 	}
+}
+
+// Headline is an error that says everything a person needs on its own, so that Execute prints
+// it in place of the messages wrapped around it: "no cluster answered at ..." (kube's
+// NoClusterError) is the whole story, whatever the command was reading when it happened.
+type Headline interface {
+	error
+	Headline() string
+}
+
+func headline(err error) error {
+	var h Headline
+	if errors.As(err, &h) {
+		return errors.New(h.Headline())
+	}
+	return err
 }
 
 // ErrorText is err's message as Execute prints it: every control character, C1 and bidi control

@@ -469,3 +469,24 @@ func lineAt(text string, i int) string {
 	}
 	return strings.TrimSpace(text[start : i+end])
 }
+
+// TestControlPlaneStampSetsCommit: the control plane is built from the k8s.io/kubernetes module,
+// which knows no git commit. Unstamped, client-go's and component-base's gitCommit keep their
+// placeholder "$Format:%H$", and every request of kube-controller-manager carries the user agent
+// "kubernetes/$Format" into the sandbox's audit log and nodekeeper audit's talkers; the stamp sets
+// both empty, so the agent says "kubernetes/unknown".
+func TestControlPlaneStampSetsCommit(t *testing.T) {
+	trackInputs(t, "hack/controlplane-ldflags.sh")
+	cmd := exec.Command("bash", "hack/controlplane-ldflags.sh")
+	cmd.Dir = repoRoot(t)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("hack/controlplane-ldflags.sh: %v", err)
+	}
+	fields := strings.Fields(string(out))
+	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
+		if !slices.Contains(fields, pkg+".gitCommit=") {
+			t.Errorf("the control-plane stamp leaves %s.gitCommit unset (user agent kubernetes/$Format): %s", pkg, out)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/instances"
+	"github.com/nodekeeper/nodekeeper/internal/lease"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
 )
 
@@ -386,7 +387,7 @@ func checkBootVolumes(vols []BootVolume, stuck map[string]*StuckPod, now time.Ti
 			what = "root volume"
 		}
 		f := RuleBootVolumeIOBound.At(sev, "node/"+b.Node, "%s %s of %s (launched %s, %s ago) was IO-bound: %s%s",
-			what, strDeref(b.Volume.VolumeId), b.InstanceID, b.Launched.UTC().Format(time.RFC3339), now.Sub(b.Launched).Round(time.Minute),
+			what, strDeref(b.Volume.VolumeId), b.InstanceID, b.Launched.UTC().Format(time.RFC3339), lease.Elapsed(now.Sub(b.Launched)),
 			strings.Join(why, ", "), tail)
 		ev := []string{
 			"limits " + describeLimits(b.Volume, v.limits),

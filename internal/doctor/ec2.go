@@ -16,6 +16,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/instances"
+	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
 // The EC2 section (doctor --aws) joins the cluster's Nodes with what EC2 says: machines running
@@ -104,7 +105,7 @@ func CheckEC2(in EC2Inputs) []findings.Finding {
 			launched = inst.LaunchTime.UTC().Format(time.RFC3339)
 		}
 		f := RuleInstanceWithoutNode.New("instance/"+id, "%s launched %s, running %s with no Node (billed all that time if it never joined, since its Node's deletion otherwise)",
-			string(inst.InstanceType), launched, up.Round(time.Minute))
+			string(inst.InstanceType), launched, lease.Elapsed(up))
 		var ev []string
 		if name := strDeref(inst.PrivateDnsName); name != "" {
 			ev = append(ev, "private DNS name "+name)

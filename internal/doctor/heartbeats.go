@@ -31,7 +31,7 @@ func CheckHeartbeats(leases []coordinationv1.Lease, nodes map[string]lease.NodeR
 		res := "lease/" + l.Namespace + "/" + l.Name
 		age := "never renewed"
 		if v.RenewAge > 0 {
-			age = fmt.Sprintf("renewed %s ago", v.RenewAge.Round(time.Second))
+			age = fmt.Sprintf("renewed %s ago", lease.Elapsed(v.RenewAge))
 		}
 		switch v.Class {
 		case lease.Stale:

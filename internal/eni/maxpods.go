@@ -62,6 +62,9 @@ type Result struct {
 	Ceiling int `json:"ceiling,omitempty"`
 	// Capped is true when the ceiling lowered MaxAllowed.
 	Capped bool `json:"capped"`
+	// CeilingNote says, when Capped, that MaxPods is the calculator's ceiling and not the IP limit
+	// that AWS's eni-max-pods.txt lists for the type, and how to get that one.
+	CeilingNote string `json:"ceilingNote,omitempty"`
 
 	ENIs        int `json:"enis"`
 	ENIsForPods int `json:"enisForPods"`
@@ -201,6 +204,9 @@ func Calculate(t InstanceType, o Options) (Result, error) {
 	if r.MaxAllowed > r.Ceiling {
 		r.MaxPods = r.Ceiling
 		r.Capped = true
+		r.CeilingNote = fmt.Sprintf("capped at %d, the EKS max-pods calculator's ceiling for %s %d vCPUs; the IP limit is %d "+
+			"(the figure of AWS's eni-max-pods.txt in secondary IP mode): --show-max-allowed prints it",
+			r.Ceiling, map[bool]string{true: "more than", false: "up to"}[o.VCPUs > CeilingCPUThreshold], CeilingCPUThreshold, r.MaxAllowed)
 	}
 	return r, nil
 }

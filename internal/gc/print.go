@@ -45,11 +45,11 @@ func PrintPlan(w io.Writer, p *Plan, dryRun bool) {
 	if p.OverLimit > 0 {
 		fmt.Fprintf(w, ", %d left by --limit %d", p.OverLimit, p.Selection.Limit)
 	}
-	fmt.Fprintf(w, "; %d %s (grace period %s).\n", n, verb, p.GracePeriod)
+	fmt.Fprintf(w, "; %d %s (grace period %s).\n", n, verb, lease.Setting(p.GracePeriod))
 	if n > 0 {
 		oldest := p.Leaked()[0]
 		v := lease.Classify(oldest, nil, p.At, lease.Options{GracePeriod: p.GracePeriod})
-		fmt.Fprintf(w, "Longest idle: %s, last active %s ago.\n", textsafe.Escape(oldest.Name), p.At.Sub(v.LastActivity).Round(time.Second))
+		fmt.Fprintf(w, "Longest idle: %s, last active %s ago.\n", textsafe.Escape(oldest.Name), lease.Elapsed(p.At.Sub(v.LastActivity)))
 	}
 }
 

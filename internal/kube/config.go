@@ -64,12 +64,14 @@ func UserAgent(command string) string {
 	return ua
 }
 
-// Configure returns a copy of base with the user agent of command and the rate limit applied.
+// Configure returns a copy of base with the user agent of command and the rate limit applied,
+// whose requests fail with a NoClusterError when no API server answers.
 // The copy speaks JSON; see Protobuf.
 func Configure(base *rest.Config, command string, limit RateLimit) *rest.Config {
 	cfg := rest.CopyConfig(base)
 	cfg.UserAgent = UserAgent(command)
 	limit.Apply(cfg)
+	explainUnreachable(cfg)
 	return cfg
 }
 

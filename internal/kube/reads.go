@@ -52,9 +52,15 @@ func ListNodes(ctx context.Context, meta metadata.Interface, chunk int64, page f
 
 // ListLeases reads every lease of namespace ("" for all namespaces; see List).
 func ListLeases(ctx context.Context, leases coordinationclient.LeasesGetter, namespace string, chunk int64, page func(*coordinationv1.LeaseList) error) error {
+	return ListLeasesSelected(ctx, leases, namespace, "", chunk, page)
+}
+
+// ListLeasesSelected reads the leases of namespace whose labels match selector (a label selector
+// the API server applies, as kubectl's -l; "" for every lease).
+func ListLeasesSelected(ctx context.Context, leases coordinationclient.LeasesGetter, namespace, selector string, chunk int64, page func(*coordinationv1.LeaseList) error) error {
 	what := "leases"
 	if namespace != "" {
 		what += " in " + namespace
 	}
-	return List(ctx, what, metav1.ListOptions{Limit: chunk}, leases.Leases(namespace).List, page)
+	return List(ctx, what, metav1.ListOptions{Limit: chunk, LabelSelector: selector}, leases.Leases(namespace).List, page)
 }

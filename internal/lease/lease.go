@@ -12,12 +12,14 @@ package lease
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/duration"
 )
 
 // Class is the kind of a lease. The string values are stable: they appear in metrics labels,
@@ -68,7 +70,11 @@ func ParseClass(s string) (Class, error) {
 			return c, nil
 		}
 	}
-	return "", fmt.Errorf("unknown lease class %q (want one of %v)", s, Classes())
+	names := make([]string, 0, len(Classes()))
+	for _, c := range Classes() {
+		names = append(names, string(c))
+	}
+	return "", fmt.Errorf("unknown lease class %q (want one of %s)", s, strings.Join(names, ", "))
 }
 
 // NodeLeaseNamespace is where kubelets keep their heartbeat leases (client-go's own constant).
@@ -184,7 +190,7 @@ func classify(l *coordinationv1.Lease, node *NodeRef, now time.Time, opts Option
 		duration = time.Duration(*d) * time.Second
 	} else {
 		if why {
-			durationNote = fmt.Sprintf(" (no leaseDurationSeconds, assumed %s)", DefaultNodeLeaseDuration)
+			durationNote = fmt.Sprintf(" (no leaseDurationSeconds, assumed %s)", Setting(DefaultNodeLeaseDuration))
 		}
 	}
 	var deadline time.Time // zero when never renewed
@@ -244,7 +250,7 @@ func classify(l *coordinationv1.Lease, node *NodeRef, now time.Time, opts Option
 	if grace < duration {
 		grace = duration
 		if why {
-			graceNote = fmt.Sprintf(" (grace raised to the lease duration %s)", duration)
+			graceNote = fmt.Sprintf(" (grace raised to the lease duration %s)", Setting(duration))
 		}
 	}
 	leakAt := v.LastActivity.Add(grace)
@@ -253,7 +259,7 @@ func classify(l *coordinationv1.Lease, node *NodeRef, now time.Time, opts Option
 		// The holder's own timestamps are older than the object: its clock is behind, or the
 		// lease was restored or copied. Either way the object is only as old as its creation.
 		renewed += fmt.Sprintf("; created %s ago by the API server, later than its holder's timestamps (holder clock behind?), so idle time counts from creation",
-			now.Sub(v.LastActivity).Round(time.Second))
+			Elapsed(now.Sub(v.LastActivity)))
 	}
 	if now.Before(leakAt) {
 		v.Class = Zombie
@@ -274,7 +280,7 @@ func classify(l *coordinationv1.Lease, node *NodeRef, now time.Time, opts Option
 	v.Class = Leaked
 	if why {
 		v.Reason = fmt.Sprintf("no Node named %s and no owner; idle for %s, longer than the grace period %s%s; %s",
-			l.Name, now.Sub(v.LastActivity).Round(time.Second), grace, graceNote, renewed)
+			l.Name, Elapsed(now.Sub(v.LastActivity)), Setting(grace), graceNote, renewed)
 	}
 	return v
 }
@@ -414,11 +420,11 @@ func describeRenew(v Verdict, now time.Time) string {
 	case v.RenewTime.IsZero():
 		return "never renewed"
 	case v.RenewAge < 0:
-		return fmt.Sprintf("renewTime is %s in the future (clock skew?)", (-v.RenewAge).Round(time.Second))
+		return fmt.Sprintf("renewTime is %s in the future (clock skew?)", Elapsed(-v.RenewAge))
 	case v.Expired:
-		return fmt.Sprintf("last renewed %s ago, expired", v.RenewAge.Round(time.Second))
+		return fmt.Sprintf("last renewed %s ago, expired", Elapsed(v.RenewAge))
 	default:
-		return fmt.Sprintf("renewed %s ago", v.RenewAge.Round(time.Second))
+		return fmt.Sprintf("renewed %s ago", Elapsed(v.RenewAge))
 	}
 }
 
@@ -434,4 +440,21 @@ func latest(renew, acquire *metav1.MicroTime, created *metav1.Time) time.Time {
 		out = created.Time
 	}
 	return out
+}
+
+// Elapsed prints how long ago something happened as kubectl prints AGE ("6h", "2m30s", "3d4h";
+// apimachinery's duration.HumanDuration), never Go's "6h0m45s".
+func Elapsed(d time.Duration) string { return duration.HumanDuration(d) }
+
+// Setting prints a configured duration (a grace period, a lease duration) the way a flag takes
+// it, without Go's zero units: "1h", "1h30m", "40s", not "1h0m0s".
+func Setting(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

@@ -50,6 +50,9 @@ func NewClients(cfg *rest.Config) (*Clients, error) {
 type Options struct {
 	// Namespace restricts the listing; empty means all namespaces.
 	Namespace string
+	// LabelSelector keeps only the leases whose own labels match (kubectl's -l); the API server
+	// applies it. Empty keeps all.
+	LabelSelector string
 	// Classes keeps only leases of these classes in the items; empty keeps all. The summary
 	// always counts every listed lease.
 	Classes []lease.Class
@@ -82,6 +85,9 @@ func (o Options) chunk() int64 {
 func (o Options) Validate() error {
 	if o.ChunkSize < 0 {
 		return fmt.Errorf("chunk size must not be negative, got %d", o.ChunkSize)
+	}
+	if err := parseSelector("-l/--selector", o.LabelSelector); err != nil {
+		return err
 	}
 	return o.Lease.Validate()
 }
@@ -137,7 +143,7 @@ func List(ctx context.Context, c *Clients, opts Options) (*Report, error) {
 		}
 	}
 	b := newBuilder(opts, nodes, opts.now())
-	err := kube.ListLeases(ctx, c.Kube.CoordinationV1(), opts.Namespace, opts.chunk(), func(list *coordinationv1.LeaseList) error {
+	err := kube.ListLeasesSelected(ctx, c.Kube.CoordinationV1(), opts.Namespace, opts.LabelSelector, opts.chunk(), func(list *coordinationv1.LeaseList) error {
 		if rem := list.RemainingItemCount; rem != nil {
 			b.reserve(len(list.Items) + int(*rem))
 		}

@@ -40,7 +40,7 @@ func ListObjects(ctx context.Context, c *Clients, opts Options, nodes map[string
 	nodeUID := func(name string) (types.UID, bool) { uid, ok := uids[name]; return uid, ok }
 	now := opts.now()
 	var out []coordinationv1.Lease
-	err := kube.ListLeases(ctx, c.Kube.CoordinationV1(), ns, opts.chunk(), func(list *coordinationv1.LeaseList) error {
+	err := kube.ListLeasesSelected(ctx, c.Kube.CoordinationV1(), ns, opts.LabelSelector, opts.chunk(), func(list *coordinationv1.LeaseList) error {
 		for i := range list.Items {
 			l := &list.Items[i]
 			if nodes != nil && !nodes[l.Name] {

@@ -12,7 +12,8 @@ import (
 )
 
 // OutputFlags are the output and selection flags of `nodekeeper leases`: kubectl's printing
-// flags (kubeprint) and -l/--selector on Node labels.
+// flags (kubeprint), -l/--selector on the leases' own labels (kubectl's -l) and --node-selector
+// on the labels of their Nodes.
 //
 // -o json and -o yaml print nodekeeper's LeaseReport (classified rows, summary), as they always
 // have; -o name, jsonpath, jsonpath-as-json, go-template and custom-columns print the Lease
@@ -20,19 +21,23 @@ import (
 // text with either tool.
 type OutputFlags struct {
 	kubeprint.Flags
-	// Selector is -l/--selector: a label selector on Nodes (SelectorHelp).
+	// Selector is -l/--selector: a label selector on the leases' own labels, applied by the API
+	// server as kubectl's -l is (Options.LabelSelector).
 	Selector string
+	// NodeSelector is --node-selector: a label selector on Nodes (NodeSelectorHelp).
+	NodeSelector string
 }
 
 // NewOutputFlags returns the flags with their defaults (tables).
 func NewOutputFlags() *OutputFlags { return &OutputFlags{Flags: *kubeprint.NewFlags(FormatTable)} }
 
 // AddFlags registers -o, --template, --allow-missing-template-keys, --sort-by, --no-headers,
-// --show-kind and -l/--selector.
+// --show-kind, -l/--selector and --node-selector.
 func (f *OutputFlags) AddFlags(fs *pflag.FlagSet) {
 	f.Flags.AddFlags(fs, "output format: wide, or json|yaml for nodekeeper's LeaseReport (default: tables)")
 	f.Flags.AddShowKind(fs)
 	fs.StringVarP(&f.Selector, "selector", "l", f.Selector, SelectorHelp)
+	fs.StringVar(&f.NodeSelector, "node-selector", f.NodeSelector, NodeSelectorHelp)
 }
 
 // Validate rejects flags that cannot be used, before anything is read from the cluster.
@@ -45,17 +50,18 @@ func (f *OutputFlags) Validate(watch bool) error {
 	if err := f.Flags.Validate(); err != nil {
 		return err
 	}
-	if f.Selector != "" {
-		if err := ParseSelector(f.Selector); err != nil {
-			return err
-		}
+	if err := parseSelector("-l/--selector", f.Selector); err != nil {
+		return err
+	}
+	if err := parseSelector("--node-selector", f.NodeSelector); err != nil {
+		return err
 	}
 	if watch {
 		switch {
 		case f.ObjectFormat():
 			return fmt.Errorf("-o %s cannot be used with --watch; use the tables, -o wide, json or yaml", f.Output)
-		case f.Selector != "":
-			return errors.New("-l/--selector cannot be used with --watch")
+		case f.NodeSelector != "":
+			return errors.New("--node-selector cannot be used with --watch (-l, on the leases' labels, can)")
 		case f.SortBy != "":
 			return errors.New("--sort-by cannot be used with --watch: changes print as they happen")
 		}
@@ -73,10 +79,13 @@ func (f *OutputFlags) PrintOptions() PrintOptions {
 // the report and the table options before printing (leases --aws); it is not called for object
 // formats.
 func (f *OutputFlags) Run(ctx context.Context, w io.Writer, c *Clients, opts Options, popts PrintOptions, decorate func(*Report, *PrintOptions) error) error {
-	var nodes map[string]bool
 	if f.Selector != "" {
+		opts.LabelSelector = f.Selector
+	}
+	var nodes map[string]bool
+	if f.NodeSelector != "" {
 		var err error
-		if nodes, err = SelectNodes(ctx, c.Metadata, f.Selector, opts.ChunkSize); err != nil {
+		if nodes, err = SelectNodes(ctx, c.Metadata, f.NodeSelector, opts.ChunkSize); err != nil {
 			return err
 		}
 	}

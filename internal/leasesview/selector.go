@@ -12,17 +12,24 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
-// SelectorHelp is the help of -l/--selector: what it selects, and what happens to a lease whose
-// Node is gone.
-const SelectorHelp = "only the node leases of Nodes whose labels match this selector, e.g. eks.amazonaws.com/nodegroup=ng-1 " +
-	"or karpenter.sh/nodepool=default (supports '=', '==', '!=', 'in', 'notin', 'exists'); a lease whose Node is gone has no labels " +
-	"to match, so -l leaves out leaked, zombie and owner-missing leases (list those with --class leaked,zombie,owner-missing " +
-	"and no -l), and every lease outside kube-node-lease"
+// SelectorHelp is the help of -l/--selector: the leases' own labels, as kubectl's -l.
+const SelectorHelp = "selector (label query) on the leases' own labels, as kubectl's -l, e.g. " +
+	"apiserver.kubernetes.io/identity=kube-apiserver (supports '=', '==', '!=', 'in', 'notin', 'exists'); for the labels of the leases' Nodes use --node-selector"
 
-// ParseSelector checks a -l value before anything is listed.
-func ParseSelector(s string) error {
+// NodeSelectorHelp is the help of --node-selector: what it selects, and what happens to a lease
+// whose Node is gone.
+const NodeSelectorHelp = "only the node leases of Nodes whose labels match this selector, e.g. eks.amazonaws.com/nodegroup=ng-1 " +
+	"or karpenter.sh/nodepool=default (supports '=', '==', '!=', 'in', 'notin', 'exists'); a lease whose Node is gone has no labels " +
+	"to match, so --node-selector leaves out leaked, zombie and owner-missing leases (list those with --class leaked,zombie,owner-missing " +
+	"and no --node-selector), and every lease outside kube-node-lease"
+
+// ParseSelector checks a --node-selector value before anything is listed.
+func ParseSelector(s string) error { return parseSelector("--node-selector", s) }
+
+// parseSelector checks the label selector s of flag ("" selects everything).
+func parseSelector(flag, s string) error {
 	if _, err := labels.Parse(s); err != nil {
-		return fmt.Errorf("-l/--selector %q: %w", s, err)
+		return fmt.Errorf("%s %q: %w", flag, s, err)
 	}
 	return nil
 }

@@ -59,7 +59,8 @@ func Watch(ctx context.Context, c *Clients, opts Options, sink Sink) error {
 	defer cancel(nil)
 
 	factory := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0,
-		informers.WithNamespace(opts.Namespace), informers.WithTransform(kube.StripLease))
+		informers.WithNamespace(opts.Namespace), informers.WithTransform(kube.StripLease),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = opts.LabelSelector }))
 	leaseInf := factory.Coordination().V1().Leases().Informer()
 	synced := []cache.InformerSynced{leaseInf.HasSynced}
 	t := newTracker(opts, sink, func(err error) { cancel(err) })

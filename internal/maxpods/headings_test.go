@@ -3,6 +3,7 @@ package maxpods
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
 
@@ -20,7 +21,7 @@ func TestHeadingsAreForPeople(t *testing.T) {
 			t.Fatal(err)
 		}
 		var out bytes.Buffer
-		if err := o.Run(context.Background(), &out, []string{"m5.large", "t3.micro", "c5.18xlarge"}); err != nil {
+		if err := o.Run(context.Background(), &out, io.Discard, []string{"m5.large", "t3.micro", "c5.18xlarge"}); err != nil {
 			t.Fatal(err)
 		}
 		hs := headings.Text(out.String())

@@ -53,8 +53,13 @@ func (o *Options) Validate() error {
 	default:
 		return fmt.Errorf("unknown output format %q (want text, json or value)", o.Output)
 	}
-	if o.VCPUs < 0 {
-		return fmt.Errorf("--vcpus must not be negative, got %d", o.VCPUs)
+	for _, f := range []struct {
+		flag  string
+		value int
+	}{{"--vcpus", o.VCPUs}, {"--max-eni", o.MaxENI}, {"--reserved-enis", o.ReservedENIs}} {
+		if f.value < 0 {
+			return fmt.Errorf("%s must not be negative, got %d", f.flag, f.value)
+		}
 	}
 	if o.AWS && o.EC2 == nil {
 		return errors.New("--aws: no EC2 client")
@@ -62,13 +67,14 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// Run computes max pods for each named instance type and prints the results to w.
-func (o *Options) Run(ctx context.Context, w io.Writer, names []string) error {
+// Run computes max pods for each named instance type and prints the results to w; notes that
+// are not the value itself (the ceiling, with -o value) go to errW.
+func (o *Options) Run(ctx context.Context, w, errW io.Writer, names []string) error {
 	results, err := o.Results(ctx, names)
 	if err != nil {
 		return err
 	}
-	return Print(w, o.Output, results)
+	return Print(w, errW, o.Output, results)
 }
 
 // Results computes max pods for each named instance type. With AWS it first asks EC2, in one
@@ -142,8 +148,10 @@ func (o *Options) ceilingNeedsVCPUs(name string) bool {
 }
 
 // Print writes results in the output format: text explains each number, json prints the
-// results (one object for one type), value the numbers only.
-func Print(w io.Writer, output string, results []eni.Result) error {
+// results (one object for one type, the ceiling explained in ceilingNote), value the numbers
+// only, with the ceiling's note on errW for every capped type: a script reading 250 for
+// c5.18xlarge must not take it for the 737 of AWS's eni-max-pods.txt without being told.
+func Print(w, errW io.Writer, output string, results []eni.Result) error {
 	switch output {
 	case "json":
 		enc := json.NewEncoder(textsafe.NewJSONWriter(w))
@@ -156,6 +164,9 @@ func Print(w io.Writer, output string, results []eni.Result) error {
 		for _, r := range results {
 			if _, err := fmt.Fprintln(w, r.MaxPods); err != nil {
 				return err
+			}
+			if r.CeilingNote != "" {
+				fmt.Fprintf(errW, "note: %s: %s\n", textsafe.Escape(r.InstanceType), r.CeilingNote)
 			}
 		}
 		return nil

@@ -3,6 +3,8 @@ package maxpods
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 
@@ -74,7 +76,7 @@ func TestMaxPods(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			err := o.Run(context.Background(), &out, tc.args)
+			err := o.Run(context.Background(), &out, io.Discard, tc.args)
 			got := out.String()
 			if tc.wantErr {
 				if err == nil {
@@ -99,6 +101,49 @@ func TestMaxPods(t *testing.T) {
 	}
 }
 
+// TestCeilingSaidInEveryOutput: c5.18xlarge's 737 (AWS's eni-max-pods.txt) is capped at 250 by the
+// calculator's ceiling; the text explains it, the JSON carries the same explanation in
+// ceilingNote, and -o value, whose stdout is the number alone, says it on stderr. An uncapped type
+// gets no note.
+func TestCeilingSaidInEveryOutput(t *testing.T) {
+	for _, output := range []string{"text", "json", "value"} {
+		t.Run(output, func(t *testing.T) {
+			o := Options{Output: output}
+			var out, errOut bytes.Buffer
+			if err := o.Run(context.Background(), &out, &errOut, []string{"c5.18xlarge", "m5.large"}); err != nil {
+				t.Fatal(err)
+			}
+			said := out.String()
+			switch output {
+			case "value":
+				if out.String() != "250\n29\n" {
+					t.Errorf("stdout: %q, want the numbers alone", out.String())
+				}
+				said = errOut.String()
+				if strings.Count(said, "\n") != 1 || !strings.HasPrefix(said, "note: c5.18xlarge: ") {
+					t.Errorf("stderr: want one note for the capped type, got %q", said)
+				}
+			case "json":
+				var rs []eni.Result
+				if err := json.Unmarshal(out.Bytes(), &rs); err != nil {
+					t.Fatal(err)
+				}
+				if rs[0].CeilingNote == "" || rs[1].CeilingNote != "" {
+					t.Errorf("ceilingNote: %q (capped), %q (not capped)", rs[0].CeilingNote, rs[1].CeilingNote)
+				}
+			}
+			for _, w := range []string{"250", "737"} {
+				if !strings.Contains(said, w) {
+					t.Errorf("%s output does not say %s:\nstdout %s\nstderr %s", output, w, out.String(), errOut.String())
+				}
+			}
+			if output != "text" && !strings.Contains(said, "--show-max-allowed") {
+				t.Errorf("%s output does not say how to get the IP limit: %s", output, said)
+			}
+		})
+	}
+}
+
 func TestValidate(t *testing.T) {
 	for _, tc := range []struct {
 		o    Options
@@ -106,6 +151,8 @@ func TestValidate(t *testing.T) {
 	}{
 		{Options{Output: "yaml"}, "unknown output format"},
 		{Options{Output: "text", VCPUs: -1}, "--vcpus must not be negative"},
+		{Options{Output: "text", Options: eni.Options{MaxENI: -1}}, "--max-eni must not be negative"},
+		{Options{Output: "text", Options: eni.Options{ReservedENIs: -1}}, "--reserved-enis must not be negative"},
 		{Options{Output: "text", AWS: true}, "no EC2 client"},
 	} {
 		if err := tc.o.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -42,6 +42,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"maxpods"}, 2, "requires at least 1 arg"},
 		{[]string{"maxpods", "m5.large", "--vcpus", "x"}, 2, `invalid argument "x" for "--vcpus"`},
 		{[]string{"maxpods", "m5.large", "--vcpus", "-1"}, 2, "--vcpus must not be negative"},
+		{[]string{"maxpods", "m5.large", "--reserved-enis", "-1"}, 2, "--reserved-enis must not be negative"},
+		{[]string{"maxpods", "m5.large", "--max-eni", "-1"}, 2, "--max-eni must not be negative"},
 		{[]string{"maxpods", "m5.large", "-o", "xml"}, 2, `unknown output format "xml"`},
 		{[]string{"maxpods", "m5.large", "--kubeconfig", "x"}, 2, "unknown flag: --kubeconfig"},
 		{[]string{"maxpods", "no-such.type"}, 1, "no-such.type"},

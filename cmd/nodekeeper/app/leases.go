@@ -49,8 +49,9 @@ attention. --class narrows the tables, not the summary.
 
 -o json|yaml print nodekeeper's LeaseReport (classified rows and summary); -o name, jsonpath=…,
 jsonpath-as-json=…, go-template=… and custom-columns=… print the Lease objects themselves, as
-kubectl get lease does. -l selects by the labels of the Nodes (one node group or NodePool); a
-lease whose Node is gone has no labels, so -l leaves out leaked, zombie and owner-missing leases.
+kubectl get lease does. -l selects by the leases' own labels, as kubectl's -l does;
+--node-selector by the labels of their Nodes (one node group or NodePool): a lease whose Node is
+gone has no labels, so --node-selector leaves out leaked, zombie and owner-missing leases.
 
 --watch prints the listing, then one line per new or deleted lease and per change of class,
 holder or expiry, including changes caused by a Node being deleted or by time alone.`,
@@ -61,14 +62,15 @@ holder or expiry, including changes caused by a Node being deleted or by time al
   nodekeeper leases --class leaked,zombie,owner-missing -o wide
 
   # one node group's leases, and the names of the leaked ones for a script
-  nodekeeper leases -l eks.amazonaws.com/nodegroup=ng-1
+  nodekeeper leases --node-selector eks.amazonaws.com/nodegroup=ng-1
   nodekeeper leases --class leaked -o name
 
   # the same template as kubectl get lease, the same output
   nodekeeper leases -A -o jsonpath='{.items[*].metadata.name}'
 
-  # leader election and API server identities
+  # leader election and API server identities; the API server's lease by its label
   nodekeeper leases -n kube-system
+  nodekeeper leases -n kube-system -l apiserver.kubernetes.io/identity=kube-apiserver
 
   # as a kubectl plugin (kubectl refuses flags before the plugin name)
   kubectl nodekeeper leases --context prod -o json`,
@@ -81,6 +83,9 @@ holder or expiry, including changes caused by a Node being deleted or by time al
 		return completeList(leasesview.ClassNames(), toComplete), cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 	})
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(leasesview.Formats(), cobra.ShellCompDirectiveNoFileComp|cobra.ShellCompDirectiveNoSpace))
+	// A label selector is no file name; kubectl offers nothing for -l either.
+	_ = cmd.RegisterFlagCompletionFunc("selector", cobra.NoFileCompletions)
+	_ = cmd.RegisterFlagCompletionFunc("node-selector", cobra.NoFileCompletions)
 	return cmd
 }
 
@@ -112,10 +117,11 @@ func (o *leasesOptions) Complete(cmd *cobra.Command, _ []string) error {
 		ns = *o.g.kube.Namespace
 	}
 	o.view = leasesview.Options{
-		Namespace: ns,
-		Classes:   cls,
-		ChunkSize: o.client.ChunkSize,
-		Lease:     lease.Options{GracePeriod: o.grace},
+		Namespace:     ns,
+		LabelSelector: o.output.Selector,
+		Classes:       cls,
+		ChunkSize:     o.client.ChunkSize,
+		Lease:         lease.Options{GracePeriod: o.grace},
 	}
 	o.print = o.output.PrintOptions()
 	o.print.AllNamespaces = ns == ""

@@ -69,7 +69,7 @@ func (o *maxPodsOptions) Complete(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// Validate refuses an unknown -o and a negative --vcpus.
+// Validate refuses an unknown -o and a negative --vcpus, --max-eni or --reserved-enis.
 func (o *maxPodsOptions) Validate() error {
 	if err := o.output.Validate(); err != nil {
 		return err
@@ -79,5 +79,5 @@ func (o *maxPodsOptions) Validate() error {
 
 // Run prints the figures.
 func (o *maxPodsOptions) Run(ctx context.Context) error {
-	return o.mp.Run(ctx, o.aws.g.streams.Out, o.types)
+	return o.mp.Run(ctx, o.aws.g.streams.Out, o.aws.g.streams.ErrOut, o.types)
 }

@@ -135,7 +135,7 @@ func TestObjectFormatsMatchKubectl(t *testing.T) {
 	}
 }
 
-// TestSelectorOnNodeLabels: -l selects the leases of one node group's Nodes, never another
+// TestSelectorOnNodeLabels: --node-selector selects the leases of one node group's Nodes, never another
 // group's, never a lease whose Node is gone, and never a lease outside kube-node-lease; the
 // table's summary counts the selection.
 func TestSelectorOnNodeLabels(t *testing.T) {
@@ -162,7 +162,7 @@ func TestSelectorOnNodeLabels(t *testing.T) {
 	} {
 		t.Run(tc.selector, func(t *testing.T) {
 			f := leasesview.NewOutputFlags()
-			f.Output, f.Selector = "name", tc.selector
+			f.Output, f.NodeSelector = "name", tc.selector
 			got := names(runLeases(t, f, leasesview.Options{Classes: tc.classes}))
 			want := append([]string{}, tc.want...)
 			sort.Strings(want)
@@ -177,13 +177,13 @@ func TestSelectorOnNodeLabels(t *testing.T) {
 				return
 			}
 			if strings.Join(got, " ") != strings.Join(want, " ") {
-				t.Errorf("-l %s: got %v, want %v", tc.selector, got, want)
+				t.Errorf("--node-selector %s: got %v, want %v", tc.selector, got, want)
 			}
 		})
 	}
 	t.Run("table summary counts the selection", func(t *testing.T) {
 		f := leasesview.NewOutputFlags()
-		f.Selector, f.ShowKind = nodegroupLabel+"=ng-a", true
+		f.NodeSelector, f.ShowKind = nodegroupLabel+"=ng-a", true
 		out := runLeases(t, f, leasesview.Options{})
 		for _, n := range groups["ng-a"] {
 			if !strings.Contains(out, kubeprint.LeaseGroupResource+"/"+n) {
@@ -199,4 +199,47 @@ func TestSelectorOnNodeLabels(t *testing.T) {
 			t.Errorf("summary does not count the 2 selected leases:\n%s", out)
 		}
 	})
+}
+
+// TestSelectorOnLeaseLabels: -l selects by the leases' own labels, as kubectl's -l does. Seed 001's
+// command, `leases -n kube-system -l apiserver.kubernetes.io/identity=kube-apiserver`, lists the
+// API server's identity lease (kube-apiserver labels it so) and nothing else, in the tables and
+// in kubectl's object formats; a node-group label matches no lease (it is on Nodes, not leases).
+func TestSelectorOnLeaseLabels(t *testing.T) {
+	printerFleet(t)
+	const identity = "apiserver.kubernetes.io/identity=kube-apiserver"
+	want, err := env.AdminClient().CoordinationV1().Leases("kube-system").List(context.Background(), metav1.ListOptions{LabelSelector: identity})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want.Items) == 0 {
+		t.Fatal("the API server has no identity lease: the test proves nothing")
+	}
+	f := leasesview.NewOutputFlags()
+	f.Output, f.Selector = "name", identity
+	got := strings.Fields(runLeases(t, f, leasesview.Options{Namespace: "kube-system"}))
+	if len(got) != len(want.Items) {
+		t.Fatalf("-l %s: got %v, want the %d identity lease(s)", identity, got, len(want.Items))
+	}
+	for i, l := range want.Items {
+		if got[i] != kubeprint.LeaseGroupResource+"/"+l.Name {
+			t.Errorf("-l %s: got %v, want %s", identity, got, l.Name)
+		}
+	}
+
+	table := leasesview.NewOutputFlags()
+	table.Selector = identity
+	out := runLeases(t, table, leasesview.Options{Namespace: "kube-system"})
+	if !strings.Contains(out, want.Items[0].Name) || strings.Contains(out, "No leases") {
+		t.Errorf("table of -l %s lacks the API server's lease %s:\n%s", identity, want.Items[0].Name, out)
+	}
+	if strings.Contains(out, "kube-controller-manager") {
+		t.Errorf("table of -l %s shows the controller manager's lock, which has no such label:\n%s", identity, out)
+	}
+
+	byNodeLabel := leasesview.NewOutputFlags()
+	byNodeLabel.Output, byNodeLabel.Selector = "name", nodegroupLabel+"=ng-a"
+	if got := strings.TrimSpace(runLeases(t, byNodeLabel, leasesview.Options{})); got != "" {
+		t.Errorf("-l %s=ng-a selected leases by their Nodes' labels: %s", nodegroupLabel, got)
+	}
 }
