@@ -165,7 +165,7 @@ func ReadIPAMD(ctx context.Context, proxy rest.Interface, pod *corev1.Pod, timeo
 	case err != nil:
 		return nil, ConfigzFailure(err)
 	}
-	m, err := ParseIPAMDMetrics(raw)
+	m, err := ParseIPAMDMetrics(ctx, raw)
 	if err != nil {
 		return nil, textsafe.ClipRaw(err.Error(), 200)
 	}
