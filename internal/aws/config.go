@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"github.com/aws/smithy-go/middleware"
 )
 
 // LoadOptions choose the credentials and region; empty fields leave the choice to the SDK's
@@ -22,6 +24,9 @@ import (
 type LoadOptions struct {
 	Profile string // --profile: a profile of the shared config files
 	Region  string // --region
+	// Timeout is the most every AWS call of the clients may take in all, from Load on
+	// (--aws-timeout): past it each call, retries included, fails at once. 0: no deadline.
+	Timeout time.Duration
 }
 
 // Load builds the clients from the SDK's default configuration chain with the standard
@@ -43,7 +48,37 @@ func Load(ctx context.Context, o LoadOptions) (*Clients, error) {
 	if cfg.Region == "" {
 		return nil, fmt.Errorf("no AWS region: pass --region, or set AWS_REGION or a region in the profile")
 	}
+	if o.Timeout > 0 {
+		cfg.APIOptions = append(cfg.APIOptions, Deadline(time.Now().Add(o.Timeout), o.Timeout))
+	}
 	return NewClients(cfg, ""), nil
+}
+
+// DeadlineError is the cause of a call cut short by Deadline.
+type DeadlineError struct{ Timeout time.Duration }
+
+func (e *DeadlineError) Error() string {
+	return fmt.Sprintf("the AWS calls of this run passed their deadline (%s in all)", e.Timeout)
+}
+
+// Deadline is an SDK option (aws.Config.APIOptions) that ends every call at deadline, retries and
+// waits between pages included: one deadline for all the calls of a run, so that no listing,
+// hang or throttling of AWS holds a command past it. timeout is what the error says the
+// deadline was.
+func Deadline(deadline time.Time, timeout time.Duration) func(*middleware.Stack) error {
+	return func(s *middleware.Stack) error {
+		return s.Initialize.Add(middleware.InitializeMiddlewareFunc("nodekeeperDeadline",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				cause := &DeadlineError{Timeout: timeout}
+				ctx, cancel := context.WithDeadlineCause(ctx, deadline, cause)
+				defer cancel()
+				out, md, err := next.HandleInitialize(ctx, in)
+				if err != nil && errors.Is(context.Cause(ctx), cause) {
+					err = fmt.Errorf("%w: %w", cause, err)
+				}
+				return out, md, err
+			}), middleware.Before)
+	}
 }
 
 // NewClients builds the SDK clients from cfg with the standard retryer, counting throttled
