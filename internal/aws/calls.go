@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	logtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs/types"
@@ -24,16 +25,48 @@ func allEC2Pages[Page, Item any](ctx context.Context, permission string, p ec2Pa
 	return allPages(ctx, permission, p.HasMorePages, p.NextPage, items)
 }
 
+// The bounds of one paginated listing. The SDK's paginators stop on an empty or repeated
+// NextToken only: an endpoint (a proxy, a broken or hostile AWS-compatible service) that answers
+// every page with a fresh token would be followed for ever, and its items kept. No listing
+// nodekeeper makes comes near these: EC2 pages hold up to 1,000 items and a cluster's instances,
+// subnets or launch template versions are thousands at most.
+const (
+	// MaxPages bounds the pages of one listing.
+	MaxPages = 1000
+	// MaxItems bounds the items of one listing.
+	MaxItems = 200_000
+)
+
+// PagesError is the error of a listing that passed MaxPages or MaxItems.
+type PagesError struct {
+	Permission   string
+	Pages, Items int
+}
+
+func (e *PagesError) Error() string {
+	return fmt.Sprintf("%s: stopped after %d pages and %d items (the most one listing may take: %d pages, %d items): the answers kept announcing another page",
+		e.Permission, e.Pages, e.Items, MaxPages, MaxItems)
+}
+
 // allPages collects the items of every page of an SDK paginator of any service (more and next
-// are its HasMorePages and NextPage); an error is explained with permission.
+// are its HasMorePages and NextPage), at most MaxPages pages and MaxItems items; an error is
+// explained with permission.
 func allPages[Page, Item, Opt any](ctx context.Context, permission string, more func() bool, next func(context.Context, ...func(*Opt)) (Page, error), items func(Page) []Item) ([]Item, error) {
 	var out []Item
+	pages := 0
 	for more() {
+		if pages == MaxPages || len(out) > MaxItems {
+			return out, &PagesError{Permission: permission, Pages: pages, Items: len(out)}
+		}
 		page, err := next(ctx)
 		if err != nil {
 			return out, Explain(permission, err)
 		}
+		pages++
 		out = append(out, items(page)...)
+	}
+	if len(out) > MaxItems {
+		return out, &PagesError{Permission: permission, Pages: pages, Items: len(out)}
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/smithy-go/logging"
+	"github.com/aws/smithy-go/middleware"
 )
 
 // LoadOptions choose the credentials and region; empty fields leave the choice to the SDK's
@@ -27,6 +29,9 @@ type LoadOptions struct {
 	Region  string // --region
 	// Log receives the SDK's own log messages; nil is the SDK's standard logger on stderr.
 	Log logging.Logger
+	// Timeout is the most every AWS call of the clients may take in all, from Load on
+	// (--aws-timeout): past it each call, retries included, fails at once. 0: no deadline.
+	Timeout time.Duration
 }
 
 // Load builds the clients from the SDK's default configuration chain with the standard
@@ -55,6 +60,9 @@ func Load(ctx context.Context, o LoadOptions) (*Clients, error) {
 			return nil, ctx.Err()
 		}
 		return nil, &NoCredentialsError{Profile: o.Profile, Err: err}
+	}
+	if o.Timeout > 0 {
+		cfg.APIOptions = append(cfg.APIOptions, Deadline(time.Now().Add(o.Timeout), o.Timeout))
 	}
 	return NewClients(cfg, ""), nil
 }
@@ -99,6 +107,33 @@ func quietIMDSLogger(next logging.Logger) logging.Logger {
 		}
 		next.Logf(c, format, v...)
 	})
+}
+
+// DeadlineError is the cause of a call cut short by Deadline.
+type DeadlineError struct{ Timeout time.Duration }
+
+func (e *DeadlineError) Error() string {
+	return fmt.Sprintf("the AWS calls of this run passed their deadline (%s in all)", e.Timeout)
+}
+
+// Deadline is an SDK option (aws.Config.APIOptions) that ends every call at deadline, retries and
+// waits between pages included: one deadline for all the calls of a run, so that no listing,
+// hang or throttling of AWS holds a command past it. timeout is what the error says the
+// deadline was.
+func Deadline(deadline time.Time, timeout time.Duration) func(*middleware.Stack) error {
+	return func(s *middleware.Stack) error {
+		return s.Initialize.Add(middleware.InitializeMiddlewareFunc("nodekeeperDeadline",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				cause := &DeadlineError{Timeout: timeout}
+				ctx, cancel := context.WithDeadlineCause(ctx, deadline, cause)
+				defer cancel()
+				out, md, err := next.HandleInitialize(ctx, in)
+				if err != nil && errors.Is(context.Cause(ctx), cause) {
+					err = fmt.Errorf("%w: %w", cause, err)
+				}
+				return out, md, err
+			}), middleware.Before)
+	}
 }
 
 // NewClients builds the SDK clients from cfg with the standard retryer, counting throttled

@@ -41,7 +41,10 @@ func GetMetricData(ctx context.Context, api CloudWatchAPI, queries []cwtypes.Met
 		p := cloudwatch.NewGetMetricDataPaginator(api, &cloudwatch.GetMetricDataInput{
 			MetricDataQueries: batch, StartTime: &start, EndTime: &end, ScanBy: cwtypes.ScanByTimestampAscending,
 		})
-		for p.HasMorePages() {
+		for pages := 0; p.HasMorePages(); pages++ {
+			if pages == MaxPages {
+				return nil, &PagesError{Permission: PermGetMetricData, Pages: pages}
+			}
 			page, err := p.NextPage(ctx)
 			if err != nil {
 				return nil, Explain(PermGetMetricData, err)

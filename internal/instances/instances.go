@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +28,19 @@ const PermDescribeInstances = "ec2:DescribeInstances"
 
 // PageSize is the MaxResults of every DescribeInstances page, EC2's largest.
 const PageSize = 1000
+
+// The bounds of a listing: the SDK's paginator stops on an empty or repeated NextToken only, so
+// an endpoint that answers every page with a fresh one would be followed for ever, and its
+// instances kept. MaxPages bounds the pages of one tag filter's listing, MaxInstances the
+// distinct instances kept (EKS's largest clusters run 100,000 nodes).
+const (
+	MaxPages     = 1000
+	MaxInstances = 100_000
+)
+
+// ErrEndlessPages is the error of a listing that passed MaxPages or MaxInstances.
+var ErrEndlessPages = errors.New("DescribeInstances: stopped after " + strconv.Itoa(MaxPages) + " pages or " + strconv.Itoa(MaxInstances) +
+	" instances, the most one listing may take: the answers kept announcing another page")
 
 // API is the EC2 call the listing makes. *ec2.Client and internal/aws's EC2API satisfy it.
 type API interface {
@@ -62,7 +76,10 @@ func ListRunning(ctx context.Context, api API, cluster string) (Listing, error) 
 	for _, filters := range ClusterFilters(cluster) {
 		filters = append(filters, ec2types.Filter{Name: strp("instance-state-name"), Values: []string{"running"}})
 		p := ec2.NewDescribeInstancesPaginator(api, &ec2.DescribeInstancesInput{Filters: filters, MaxResults: ptr(int32(PageSize))})
-		for p.HasMorePages() {
+		for pages := 0; p.HasMorePages(); pages++ {
+			if pages == MaxPages || len(l.Running) > MaxInstances {
+				return l, ErrEndlessPages
+			}
 			l.Calls++
 			page, err := p.NextPage(ctx)
 			if err != nil {
@@ -77,6 +94,9 @@ func ListRunning(ctx context.Context, api API, cluster string) (Listing, error) 
 				}
 			}
 		}
+	}
+	if len(l.Running) > MaxInstances {
+		return l, ErrEndlessPages
 	}
 	return l, nil
 }

@@ -136,3 +136,18 @@ func TestPermissionIsAWSs(t *testing.T) {
 		t.Errorf("instances names %s, internal/aws %s", instances.PermDescribeInstances, nkaws.PermDescribeInstances)
 	}
 }
+
+// TestListRunningEnds (issue 31 item 7): an EC2 whose every page announces another (a fresh
+// NextToken each time) is followed for MaxPages pages of the first tag filter, then the listing
+// fails with ErrEndlessPages, which Classify calls an error of its own.
+func TestListRunningEnds(t *testing.T) {
+	cloud := awsfake.New()
+	cloud.EndlessPages = true
+	l, err := instances.ListRunning(context.Background(), cloud, "prod")
+	if !errors.Is(err, instances.ErrEndlessPages) || l.Calls != instances.MaxPages || len(l.Running) != instances.MaxPages {
+		t.Fatalf("%d calls, %d instances, error %v; want %d, %d and ErrEndlessPages", l.Calls, len(l.Running), err, instances.MaxPages, instances.MaxPages)
+	}
+	if got := instances.Classify(err); got != instances.FailureOther {
+		t.Errorf("Classify = %s, want %s", got, instances.FailureOther)
+	}
+}

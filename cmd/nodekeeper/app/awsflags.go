@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -18,6 +19,25 @@ type awsFlags struct {
 	region, profile string
 	// eksCluster is --eks-cluster (audit also takes the deprecated --cluster for it).
 	eksCluster string
+	// timeout is --aws-timeout, on the commands whose --aws adds AWS calls to a cluster run.
+	timeout time.Duration
+}
+
+// DefaultAWSTimeout is --aws-timeout's default: far above what the AWS calls of doctor, plan or
+// leases take (seconds, a minute with CloudWatch metrics of many volumes), well under "for ever".
+const DefaultAWSTimeout = 5 * time.Minute
+
+// AddTimeoutFlag adds --aws-timeout.
+func (a *awsFlags) AddTimeoutFlag(f *pflag.FlagSet) {
+	f.DurationVar(&a.timeout, "aws-timeout", DefaultAWSTimeout, "with --aws: the most all the AWS calls of the run may take together, retries and pages included; past it they fail and the run reports without them (0: no limit)")
+}
+
+// validateTimeout refuses a negative --aws-timeout.
+func (a *awsFlags) validateTimeout() error {
+	if a.timeout < 0 {
+		return fmt.Errorf("--aws-timeout must not be negative (got %s; 0 means no limit)", a.timeout)
+	}
+	return nil
 }
 
 func (a *awsFlags) AddFlags(f *pflag.FlagSet) {
@@ -33,7 +53,7 @@ func (a *awsFlags) AddClusterFlag(f *pflag.FlagSet, when string) {
 // clients loads the AWS clients, taking the region from the EKS cluster's ARN or eksctl name
 // when none was given.
 func (a *awsFlags) clients(ctx context.Context) (*nkaws.Clients, error) {
-	o := nkaws.LoadOptions{Profile: a.profile, Region: a.region}
+	o := nkaws.LoadOptions{Profile: a.profile, Region: a.region, Timeout: a.timeout}
 	if o.Region == "" {
 		_, o.Region, _ = a.cluster()
 	}

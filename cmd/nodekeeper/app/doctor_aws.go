@@ -28,13 +28,17 @@ func (d *doctorAWSFlags) AddFlags(f *pflag.FlagSet) {
 	f.DurationVar(&d.bootWindow, "boot-window", doctor.DefaultBootWindow, "with --aws: check the root volumes of Nodes launched less than this ago against their IOPS and throughput limits (CloudWatch GetMetricData, EC2 DescribeVolumes), and name those whose boot was IO-bound with the pods stuck on them")
 	f.StringArrayVar(&d.auditLogs, "audit-log", nil, "with --aws: kube-apiserver audit log FILE or directory (as `nodekeeper audit` reads them; repeatable): name who deleted the Node of each instance running without one, and when")
 	d.aws.AddFlags(f)
+	d.aws.AddTimeoutFlag(f)
 	d.aws.AddClusterFlag(f, "with --aws")
 }
 
 // validate checks that the AWS-only flags come with --aws, and that --aws can find the cluster.
 func (d *doctorAWSFlags) validate(f *pflag.FlagSet) error {
 	if !d.enabled {
-		return cli.FlagsNeed(f.Changed, "aws", "register-grace", "boot-window", "audit-log", "region", "profile", "eks-cluster")
+		return cli.FlagsNeed(f.Changed, "aws", "register-grace", "boot-window", "audit-log", "region", "profile", "eks-cluster", "aws-timeout")
+	}
+	if err := d.aws.validateTimeout(); err != nil {
+		return err
 	}
 	if d.bootWindow <= 0 {
 		return fmt.Errorf("--boot-window must be positive (got %s)", d.bootWindow)

@@ -19,12 +19,16 @@ type leasesAWSFlags struct {
 func (l *leasesAWSFlags) AddFlags(f *pflag.FlagSet) {
 	f.BoolVar(&l.enabled, "aws", false, "add the EC2 instance (ID, state, launch time) of zombie and leaked node leases, found by private DNS name (read-only, docs/aws.md)")
 	l.aws.AddFlags(f)
+	l.aws.AddTimeoutFlag(f)
 	l.aws.AddClusterFlag(f, "with --aws")
 }
 
 func (l *leasesAWSFlags) validate(f *pflag.FlagSet, watch bool) error {
 	if !l.enabled {
-		return cli.FlagsNeed(f.Changed, "aws", "region", "profile", "eks-cluster")
+		return cli.FlagsNeed(f.Changed, "aws", "region", "profile", "eks-cluster", "aws-timeout")
+	}
+	if err := l.aws.validateTimeout(); err != nil {
+		return err
 	}
 	if watch {
 		return errors.New("--aws is for a listing, not --watch")

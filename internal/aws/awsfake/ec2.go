@@ -2,6 +2,7 @@ package awsfake
 
 import (
 	"context"
+	"fmt"
 	"path"
 	"slices"
 	"strings"
@@ -161,6 +162,11 @@ func (c *Cloud) DescribeInstances(ctx context.Context, in *ec2.DescribeInstances
 	if err := c.before(ctx, nkaws.PermDescribeInstances); err != nil {
 		return nil, err
 	}
+	if n, token, ok := c.endless(); ok {
+		id := fmt.Sprintf("i-endless%012d", n)
+		return &ec2.DescribeInstancesOutput{NextToken: token, Reservations: []ec2types.Reservation{{Instances: []ec2types.Instance{{InstanceId: &id,
+			State: &ec2types.InstanceState{Name: ec2types.InstanceStateNameRunning}}}}}}, nil
+	}
 	p, err := instanceKind.describe(c, nkaws.PermDescribeInstances, &c.Instances, describeQuery{in.InstanceIds, in.Filters, in.NextToken, in.MaxResults})
 	if err != nil {
 		return nil, err
@@ -174,6 +180,10 @@ func (c *Cloud) DescribeInstances(ctx context.Context, in *ec2.DescribeInstances
 
 // DescribeSubnets implements EC2API: SubnetIds, and the filters subnet-id, vpc-id, tag:KEY.
 func (c *Cloud) DescribeSubnets(_ context.Context, in *ec2.DescribeSubnetsInput, _ ...func(*ec2.Options)) (*ec2.DescribeSubnetsOutput, error) {
+	if n, token, ok := c.endless(); ok {
+		id := fmt.Sprintf("subnet-endless%08d", n)
+		return &ec2.DescribeSubnetsOutput{NextToken: token, Subnets: []ec2types.Subnet{{SubnetId: &id}}}, nil
+	}
 	p, err := subnetKind.describe(c, nkaws.PermDescribeSubnets, &c.Subnets, describeQuery{in.SubnetIds, in.Filters, in.NextToken, in.MaxResults})
 	if err != nil {
 		return nil, err

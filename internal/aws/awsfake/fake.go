@@ -64,6 +64,11 @@ type Cloud struct {
 	// the call's context and IAM action; an error it returns is the call's answer. Tests make
 	// AWS slow with it (block until the context ends) or throttle (Throttled). See faults.go.
 	Before func(ctx context.Context, permission string) error
+	// EndlessPages makes DescribeInstances and DescribeSubnets
+	// answer every page with one fresh instance or subnet and a fresh NextToken: an
+	// endpoint whose listing never ends (the SDK's paginators stop on an empty or repeated token
+	// only). See faults.go.
+	EndlessPages bool
 	// PageSize bounds the items of one page of the paginated APIs (0: 1000; FilterLogEvents:
 	// 10,000).
 	PageSize int
@@ -83,6 +88,7 @@ type Cloud struct {
 	nextQID int
 	running int
 
+	endlessPage   int
 	calls         map[string]int
 	typesAsked    []ec2types.InstanceType
 	maxRunning    int

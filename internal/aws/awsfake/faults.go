@@ -1,6 +1,11 @@
 package awsfake
 
-import "context"
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+)
 
 // before runs Cloud.Before, read under the lock and called outside it, so that a slow answer
 // does not hold up the fake's other callers.
@@ -31,4 +36,23 @@ func Throttled(permission string) error {
 func Hang(ctx context.Context, _ string) error {
 	<-ctx.Done()
 	return ctx.Err()
+}
+
+// SetEndlessPages sets Cloud.EndlessPages while the fake is in use.
+func (c *Cloud) SetEndlessPages(on bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.EndlessPages = on
+}
+
+// endless, under EndlessPages, is the next page's number and a fresh NextToken; ok is false
+// otherwise.
+func (c *Cloud) endless() (n int, token *string, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.EndlessPages {
+		return 0, nil, false
+	}
+	c.endlessPage++
+	return c.endlessPage, aws.String(fmt.Sprintf("endless-%d", c.endlessPage)), true
 }

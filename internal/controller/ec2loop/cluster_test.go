@@ -40,7 +40,8 @@ func waitFor(t *testing.T, what string, cond func() (bool, error)) {
 
 // TestLeaseWorkIndependentOfAWS runs the lease controller and the EC2 loop side by side as
 // `controller --aws` does (ec2loop.RunBeside) on a real control plane, with an AWS that answers,
-// never answers, throttles every call, or denies ec2:DescribeInstances: in every case the leaked
+// never answers, throttles every call, denies ec2:DescribeInstances, or answers every page with
+// a fresh NextToken (a listing that never ends): in every case the leaked
 // leases are deleted, and while AWS hangs they are deleted with the scan still waiting for it.
 // With an answering AWS the loop records the InstanceWithoutNode Warning Event in
 // kube-node-lease, about the instance that has no Node and not about the one that has.
@@ -61,6 +62,9 @@ func TestLeaseWorkIndependentOfAWS(t *testing.T) {
 			c.SetBefore(func(_ context.Context, p string) error { return awsfake.Throttled(p) })
 		}, instances.FailureThrottled},
 		{"denies", func(c *awsfake.Cloud, _ chan<- struct{}) { c.Deny[instances.PermDescribeInstances] = true }, instances.FailureDenied},
+		// Issue 31 item 7: every page announces another (a fresh NextToken each time). The
+		// scan stops at instances.MaxPages and fails; the leases are deleted meanwhile.
+		{"never stops paging", func(c *awsfake.Cloud, _ chan<- struct{}) { c.SetEndlessPages(true) }, instances.FailureOther},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env.DeleteNodesAndLeases(t)
