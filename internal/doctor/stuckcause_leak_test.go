@@ -33,7 +33,7 @@ func TestStuckCauseLeakedAddresses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// m5.large: 3 ENIs of 10 addresses, 27 for pods; EKS's max pods 29 (27 + 2 host-network).
 			f := unitFacts(unitNode("leaky", "m5.large", 29, nil))
-			m, err := ParseIPAMDMetrics(ipamdMetricsBody(t, full))
+			m, err := ParseIPAMDMetrics(t.Context(), ipamdMetricsBody(t, full))
 			if err != nil {
 				t.Fatal(err)
 			}

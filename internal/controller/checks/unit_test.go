@@ -18,6 +18,7 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/doctor"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
+	"github.com/nodekeeper/nodekeeper/internal/ipamdmetrics"
 	"github.com/nodekeeper/nodekeeper/internal/plan"
 	"github.com/nodekeeper/nodekeeper/internal/plan/gather"
 )
@@ -72,9 +73,9 @@ func subnetFacts(stuck int) func() *doctor.Facts {
 			Configz: map[string]doctor.ConfigzResult{},
 			Pods:    doctor.PodFacts{VPCPods: map[string]int{}, Stuck: map[string]*doctor.StuckPod{}},
 			CNI: doctor.CNIFacts{Nodes: map[string]*doctor.CNINode{
-				"node-a": {Pod: "kube-system/aws-node-a", Ready: true, Metrics: &doctor.IPAMDMetrics{HasPool: true, TotalIPs: 3, AssignedIPs: 3, MaxIPs: 9, ENIs: 1, MaxENIs: 3, NoAddress: 5,
-					EC2Errors: map[string]int{"InsufficientFreeAddressesInSubnet": 6}}},
-				"node-b": {Pod: "kube-system/aws-node-b", Ready: true, Metrics: &doctor.IPAMDMetrics{HasPool: true, TotalIPs: 6, AssignedIPs: 2, MaxIPs: 9, ENIs: 2, MaxENIs: 3}},
+				"node-a": {Pod: "kube-system/aws-node-a", Ready: true, Metrics: &doctor.IPAMDMetrics{Figures: ipamdmetrics.Figures{HasPool: true, TotalIPs: 3, AssignedIPs: 3, MaxIPs: 9, ENIs: 1, MaxENIs: 3, NoAddress: 5,
+					EC2Errors: map[string]int{"InsufficientFreeAddressesInSubnet": 6}}}},
+				"node-b": {Pod: "kube-system/aws-node-b", Ready: true, Metrics: &doctor.IPAMDMetrics{Figures: ipamdmetrics.Figures{HasPool: true, TotalIPs: 6, AssignedIPs: 2, MaxIPs: 9, ENIs: 2, MaxENIs: 3}}},
 			}},
 		}
 		for i := range stuck {
