@@ -41,6 +41,7 @@ import (
 	"strings"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/rules"
 	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
@@ -213,7 +214,9 @@ func (a *analysis) bootLine(file string, n int, line []byte) {
 		}
 	}
 	c.exec.script = ""
-	a.os.noteOSLine(file, n, line)
+	if a.os.noteOSLine(file, n, line) {
+		a.osHint = rules.OSAmazonLinux2023
+	}
 	if m := matchPrefixed(reExecCommand, "Command: ['", line); m != nil {
 		c.exec.at, c.exec.script = linePos{file, n}, string(m[1])
 	}

@@ -204,8 +204,10 @@ func (a *analysis) recognisedAny() error {
 func (a *analysis) visit(m Member, r io.Reader) error {
 	name := m.Name
 	switch {
-	case strings.HasPrefix(name, "nodeadm/") || name == "kubelet/config.json":
-		a.osHint = rules.OSAmazonLinux2023 // nodeadm writes these; bootstrap.sh does not
+	case name == "kubelet/config.json":
+		// nodeadm writes it; bootstrap.sh does not. nodeadm's journals in nodeadm/ are written
+		// on every systemd host, AL2's too: only a line of them says AL2023 (nodeos.go).
+		a.osHint = rules.OSAmazonLinux2023
 	case name == "kubelet/kubelet-config.json" && a.osHint == rules.OSUnknown:
 		a.osHint = rules.OSAmazonLinux2
 	}

@@ -54,22 +54,24 @@ func (a *analysis) readUname(_ string, data []byte) {
 }
 
 // noteOSLine notes what a boot log line says of the OS: a line of nodeadm's units' journals, or
-// cloud-init's version.
-func (o *nodeOS) noteOSLine(file string, n int, line []byte) {
+// cloud-init's version. It says whether the line is nodeadm's (the node runs AL2023).
+func (o *nodeOS) noteOSLine(file string, n int, line []byte) bool {
 	at := linePos{file, n}
-	if strings.HasPrefix(file, pNodeadmDir) && bytes.Contains(line, []byte("nodeadm")) && (!o.nodeadmSeen || at.before(o.nodeadm)) {
+	nodeadm := strings.HasPrefix(file, pNodeadmDir) && bytes.Contains(line, []byte("nodeadm"))
+	if nodeadm && (!o.nodeadmSeen || at.before(o.nodeadm)) {
 		o.nodeadm, o.nodeadmSeen = at, true
 	}
 	if !bytes.Contains(line, []byte("Cloud-init v. ")) {
-		return
+		return nodeadm
 	}
 	m := reCloudInitVer.FindSubmatch(line)
 	if m == nil {
-		return
+		return nodeadm
 	}
 	if major, err := strconv.Atoi(string(m[2])); err == nil && major >= 22 && (!o.cloudInitSeen || at.before(o.cloudInitAt)) {
 		o.cloudInit, o.cloudInitAt, o.cloudInitSeen = textsafe.ClipRawBytes(string(m[1]), 40), at, true
 	}
+	return nodeadm
 }
 
 // al2023 says whether the bundle shows AL2023 (its kernel or nodeadm's units) and what shows it.

@@ -128,6 +128,18 @@ func TestUserDataUnreadable(t *testing.T) {
 	}
 }
 
+// withFiles is files with more added.
+func withFiles(files, more map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range files {
+		out[k] = v
+	}
+	for k, v := range more {
+		out[k] = v
+	}
+	return out
+}
+
 // TestMaxPodsFixFitsTheNode: NK101 names the fix for the node's OS and provisioner as the input
 // shows them (rules.MaxPodsFix), as doctor does for each node, besides the rule's list.
 func TestMaxPodsFixFitsTheNode(t *testing.T) {
@@ -139,6 +151,11 @@ func TestMaxPodsFixFitsTheNode(t *testing.T) {
 		want     []string
 	}{
 		{"AL2 bootstrap.sh (the seed)", seedFiles(), "", []string{"Amazon Linux 2: in the user data run /etc/eks/bootstrap.sh", "--max-pods=20"}},
+		// eks-log-collector.sh writes nodeadm's journals on every systemd host (get_nodeadm_info),
+		// AL2's included, where they hold "-- No entries --": the files alone do not make it AL2023.
+		{"AL2 with nodeadm's empty journals", withFiles(seedFiles(), map[string]string{
+			"nodeadm/nodeadm-config.log": "-- No entries --\n", "nodeadm/nodeadm-run.log": "-- No entries --\n"}), "",
+			[]string{"Amazon Linux 2: in the user data run /etc/eks/bootstrap.sh", "--max-pods=20"}},
 		{"AL2023 NodeConfig", untracedBundle(), seedNodeConfig, []string{"Amazon Linux 2023", "spec.kubelet.config.maxPods: 20", "ignores custom networking"}},
 		{"Karpenter node", untracedBundle(), karpenter, []string{"Karpenter", "reservedENIs"}},
 	} {
