@@ -182,11 +182,11 @@ func DepsFrom(c *kube.Clients, requests func() int64) Deps {
 
 // Stat names in the report.
 const (
-	StatAPIRequests     = "apiRequests"
-	StatConfigzRequests = "configzRequests"
-	StatConfigzErrors   = "configzErrors"
+	StatAPIRequests     = "API requests"
+	StatConfigzRequests = "configz requests"
+	StatConfigzErrors   = "configz errors"
 	StatNodes           = "nodes"
-	StatLeases          = "nodeLeases"
+	StatLeases          = "node leases"
 )
 
 // Run checks the cluster deps talk to: it gathers the facts, then runs every check over them.

@@ -59,9 +59,9 @@ const (
 
 // Stats of the section.
 const (
-	StatAddonPodPages   = "addonPodListPages"
-	StatPullEventPages  = "pullEventListPages"
-	StatPullQPSRefusals = "pullQPSRefusals"
+	StatAddonPodPages   = "add-on pod list pages"
+	StatPullEventPages  = "pull event list pages"
+	StatPullQPSRefusals = "pull QPS refusals"
 )
 
 // AddonFacts is one add-on workload as the checks read it.

@@ -38,9 +38,9 @@ const (
 
 // Stats of the CNI metrics reads.
 const (
-	StatAWSNodePods        = "awsNodePods"
-	StatCNIMetricsRequests = "cniMetricsRequests"
-	StatCNIMetricsErrors   = "cniMetricsErrors"
+	StatAWSNodePods        = "aws-node pods"
+	StatCNIMetricsRequests = "CNI metrics requests"
+	StatCNIMetricsErrors   = "CNI metrics errors"
 )
 
 // CNIFacts are the aws-node pods and what their ipamd said, by node name.

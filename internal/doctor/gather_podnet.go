@@ -56,11 +56,11 @@ var (
 
 // Stats of the section.
 const (
-	StatPodsListed     = "podsListed"
-	StatStuckPods      = "stuckPods"
-	StatSandboxEvents  = "sandboxEvents"
-	StatPodListPages   = "podListPages"
-	StatEventListPages = "eventListPages"
+	StatPodsListed     = "pods listed"
+	StatStuckPods      = "stuck pods"
+	StatSandboxEvents  = "sandbox events"
+	StatPodListPages   = "pod list pages"
+	StatEventListPages = "event list pages"
 )
 
 // csrSettled reports whether a CSR needs nothing more: denied, failed, or approved and signed.

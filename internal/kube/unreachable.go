@@ -65,7 +65,8 @@ type noClusterTransport struct {
 
 func (t *noClusterTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(req)
-	if err != nil && isDialError(err) {
+	var said *NoClusterError
+	if err != nil && !errors.As(err, &said) && isDialError(err) { // a config configured twice wraps twice
 		return nil, &NoClusterError{Host: t.host, Err: err}
 	}
 	return resp, err

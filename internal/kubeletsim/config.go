@@ -81,6 +81,9 @@ type Config struct {
 	KubeletVersion string
 	// MaxPods overrides the instance type's pod capacity (VPC CNI formula) when > 0.
 	MaxPods int32
+	// RegistryPullQPS and RegistryBurst are the image pull limits /configz reports (default the
+	// kubelet's 5 and 10; KubeletConfiguration).
+	RegistryPullQPS, RegistryBurst int32
 	// InternalIP defaults to the address encoded in an "ip-a-b-c-d..." name, else one derived from it.
 	InternalIP string
 	// KubeletPort is daemonEndpoints.kubeletEndpoint.Port (default 10250). A test that serves
@@ -216,6 +219,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if ip := net.ParseIP(c.InternalIP); ip == nil || ip.To4() == nil {
 		errs = append(errs, fmt.Errorf("InternalIP %q is not an IPv4 address", c.InternalIP))
+	}
+	if c.RegistryPullQPS == 0 {
+		c.RegistryPullQPS = 5
+	}
+	if c.RegistryBurst == 0 {
+		c.RegistryBurst = 10
 	}
 	if c.KubeletPort == 0 {
 		c.KubeletPort = DefaultKubeletPort

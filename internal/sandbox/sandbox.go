@@ -7,12 +7,15 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
@@ -74,6 +77,10 @@ type Options struct {
 	Quiet bool
 	// Progress receives one line per step; nil for none.
 	Progress func(string)
+	// UserAgent names the sandbox's own requests (arranging the mix) in the audit log; "" is
+	// "nodekeeper-sandbox". Without one, client-go's default says "kubernetes/$Format" for a
+	// binary built without Kubernetes' version stamp.
+	UserAgent string
 }
 
 // Start brings up the control plane and the simulated kubelets, then arranges the mix.
@@ -89,7 +96,10 @@ func Start(ctx context.Context, mix Mix, opts Options) (_ *Sandbox, err error) {
 	}
 	start := time.Now()
 	say("starting etcd, kube-apiserver and kube-controller-manager on 127.0.0.1")
-	env, err := controlplane.Start(ctx, controlplane.Options{ControllerManager: true, AuditPolicy: AuditPolicy, BinDir: opts.ControlPlaneDir})
+	// The controller manager runs with leader election, as on every real cluster: its lock in
+	// kube-system is the sandbox's leader-election lease.
+	env, err := controlplane.Start(ctx, controlplane.Options{ControllerManager: true, ControllerManagerArgs: []string{"--leader-elect=true"},
+		AuditPolicy: AuditPolicy, BinDir: opts.ControlPlaneDir})
 	if err != nil {
 		return nil, err
 	}
@@ -106,14 +116,40 @@ func Start(ctx context.Context, mix Mix, opts Options) (_ *Sandbox, err error) {
 		}
 	}()
 	say("control plane ready in %s at %s", time.Since(start).Round(100*time.Millisecond), env.APIServerURL())
+	ua := opts.UserAgent
+	if ua == "" {
+		ua = "nodekeeper-sandbox"
+	}
+	adminCfg := env.AdminConfig()
+	adminCfg.UserAgent = ua
+	admin, err := kubernetes.NewForConfig(adminCfg)
+	if err != nil {
+		return nil, err
+	}
+	modernVersion, err := kubeletVersionFor(admin)
+	if err != nil {
+		return nil, err
+	}
 
+	maxPods, err := kubeletsim.MaxPods(kubeletsim.DefaultInstanceType)
+	if err != nil {
+		return nil, err
+	}
 	var cfgs []kubeletsim.Config
 	index := 0
 	add := func(n int, mode kubeletsim.Mode) []int {
 		var idx []int
 		for range n {
 			idx = append(idx, len(cfgs))
-			cfgs = append(cfgs, kubeletsim.Config{Name: kubeletsim.NodeName(index), Mode: mode, LeaseDurationSeconds: mix.LeaseDurationSeconds})
+			cfg := kubeletsim.Config{Name: kubeletsim.NodeName(index), Mode: mode, LeaseDurationSeconds: mix.LeaseDurationSeconds}
+			if mode == kubeletsim.Modern {
+				cfg.KubeletVersion = modernVersion
+			}
+			// A node group tuned as doctor recommends (NK201): the pull burst holds a full
+			// node's pods, so a scale-up's pulls are not refused. The sandbox plants lease
+			// problems, not kubelet settings.
+			cfg.RegistryPullQPS, cfg.RegistryBurst = tunedPullQPS, maxPods
+			cfgs = append(cfgs, cfg)
 			index++
 		}
 		return idx
@@ -127,7 +163,13 @@ func Start(ctx context.Context, mix Mix, opts Options) (_ *Sandbox, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("start simulated kubelets: %w", err)
 	}
-	admin := env.AdminClient()
+	// Every kubelet serves its /configz through the API server's node proxy, answered in this
+	// process (controlplane.ServeNode): nothing is sent to the Nodes' 10.x addresses.
+	for _, k := range kubelets {
+		if err := env.ServeNode(k.Address(), k.KubeletAPI()); err != nil {
+			return nil, fmt.Errorf("serve the kubelet API of %s: %w", k.Name(), err)
+		}
+	}
 	// Every kubelet holds an owned lease before the mix is arranged, as on a cluster that has run
 	// for a while; only then do machines die and Nodes get deleted.
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -143,10 +185,12 @@ func Start(ctx context.Context, mix Mix, opts Options) (_ *Sandbox, err error) {
 		return nil, fmt.Errorf("simulated kubelets did not all create their leases: %w", err)
 	}
 	for _, i := range stopped {
-		kubelets[i].Stop()
+		if err := stopMachine(ctx, env, admin, kubelets[i], time.Now().Add(-StoppedAgo)); err != nil {
+			return nil, err
+		}
 	}
 	if len(stopped) > 0 {
-		say("stopped %d machine(s): their Nodes stay, their leases go stale after %ds", len(stopped), mix.LeaseDurationSeconds)
+		say("stopped %d machine(s) %s ago: their Nodes stay, NotReady, their leases stale", len(stopped), shortDuration(StoppedAgo))
 	}
 	zombies := append(append([]int{}, legacy...), modern...)
 	for _, i := range zombies {
@@ -164,7 +208,7 @@ func Start(ctx context.Context, mix Mix, opts Options) (_ *Sandbox, err error) {
 		}
 	}
 	if mix.Leaked > 0 {
-		say("seeded %d ownerless leases left by machines that died %s ago: leaked", mix.Leaked, mix.LeakedAge)
+		say("seeded %d ownerless leases left by machines that died %s ago: leaked", mix.Leaked, shortDuration(mix.LeakedAge))
 	}
 	// The legacy zombies' leases come back once the garbage collector has removed the originals
 	// and each kubelet has renewed; wait for that so the first report already shows them.
@@ -185,6 +229,76 @@ func Start(ctx context.Context, mix Mix, opts Options) (_ *Sandbox, err error) {
 	}
 	say("ready in %s", time.Since(start).Round(100*time.Millisecond))
 	return sb, nil
+}
+
+// StoppedAgo is how long ago the sandbox's stopped machines died: their leases were last renewed
+// then, so the first report already shows them stale.
+const StoppedAgo = 5 * time.Minute
+
+// PlantedModernSuffix ends the version of the sandbox's modern kubelets: the API server's own
+// version with an EKS build suffix, as EKS kubelets report theirs.
+const PlantedModernSuffix = "-eks-5e0fdde"
+
+// tunedPullQPS is the registryPullQPS of the sandbox's kubelets: the value doctor's NK201
+// recommends (rules.RecommendedRegistryPullQPS).
+const tunedPullQPS = 50
+
+// kubeletVersionFor is the version the modern simulated kubelets report: the API server's own
+// (major.minor.patch), so that they run within the supported skew of whatever control plane the
+// sandbox was given, as the kubelets of a healthy EKS node group do.
+func kubeletVersionFor(c kubernetes.Interface) (string, error) {
+	sv, err := c.Discovery().ServerVersion()
+	if err != nil {
+		return "", fmt.Errorf("read the API server's version: %w", err)
+	}
+	v, err := version.ParseGeneric(sv.GitVersion)
+	if err != nil {
+		return "", fmt.Errorf("the API server's version %q: %w", sv.GitVersion, err)
+	}
+	return fmt.Sprintf("v%d.%d.%d%s", v.Major(), v.Minor(), v.Patch(), PlantedModernSuffix), nil
+}
+
+// stopMachine stops k's machine as if it had died at died: the kubelet stops, its address stops
+// answering, its lease is left with that last renewal, and its Node carries what the node
+// lifecycle controller writes once the grace period has passed (Ready Unknown, "Kubelet stopped
+// posting node status."). The sandbox writes that history at once instead of waiting the
+// controller's grace period, so that the first report shows a stale machine.
+func stopMachine(ctx context.Context, env *controlplane.Env, admin kubernetes.Interface, k *kubeletsim.Kubelet, died time.Time) error {
+	k.Stop()
+	env.NodeDown(k.Address())
+	l, err := admin.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, k.Name(), metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("stopped machine %s: %w", k.Name(), err)
+	}
+	l.Spec.RenewTime = &metav1.MicroTime{Time: died}
+	if _, err := admin.CoordinationV1().Leases(corev1.NamespaceNodeLease).Update(ctx, l, metav1.UpdateOptions{FieldManager: "nodekeeper-sandbox"}); err != nil {
+		return fmt.Errorf("stopped machine %s: backdate its lease: %w", k.Name(), err)
+	}
+	node, err := admin.CoreV1().Nodes().Get(ctx, k.Name(), metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("stopped machine %s: %w", k.Name(), err)
+	}
+	for i := range node.Status.Conditions {
+		c := &node.Status.Conditions[i]
+		c.Status, c.Reason, c.Message = corev1.ConditionUnknown, "NodeStatusUnknown", "Kubelet stopped posting node status."
+		c.LastTransitionTime = metav1.NewTime(died.Add(50 * time.Second))
+	}
+	if _, err := admin.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{FieldManager: "nodekeeper-sandbox"}); err != nil {
+		return fmt.Errorf("stopped machine %s: mark its Node NotReady: %w", k.Name(), err)
+	}
+	return nil
+}
+
+// shortDuration prints d as a flag takes it: "6h", "5m", "1h30m", not Go's "6h0m0s".
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // Stop stops every simulated kubelet and the control plane.

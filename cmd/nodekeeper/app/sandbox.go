@@ -11,6 +11,7 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/controlplane"
+	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/sandbox"
 )
 
@@ -103,6 +104,7 @@ func (o *sandboxOptions) Run(ctx context.Context) error {
 		ControlPlaneDir: o.controlPlaneDir,
 		Quiet:           !o.verbose,
 		Progress:        func(line string) { fmt.Fprintln(out, "sandbox:", line) },
+		UserAgent:       kube.UserAgent("sandbox"),
 	})
 	if err != nil {
 		return err
