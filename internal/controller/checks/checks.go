@@ -194,12 +194,7 @@ func New(deps Deps, opts Options) (*Loop, error) {
 	if err := opts.Doctor.Validate(); err != nil {
 		return nil, fmt.Errorf("checks: %w", err)
 	}
-	if opts.Doctor.AWSNodeNamespace == "" {
-		opts.Doctor.AWSNodeNamespace = "kube-system"
-	}
-	if opts.Doctor.AWSNodeName == "" {
-		opts.Doctor.AWSNodeName = "aws-node"
-	}
+	opts.Doctor = doctorDefaults(opts.Doctor)
 	l := &Loop{opts: opts, deps: deps, clock: deps.Clock}
 	if l.clock == nil {
 		l.clock = clock.RealClock{}
@@ -212,6 +207,36 @@ func New(deps Deps, opts Options) (*Loop, error) {
 	l.metrics.threshold.Set(float64(opts.HeadroomAlert))
 	l.events = newReporter(deps.Recorder)
 	return l, nil
+}
+
+// doctorDefaults fills what doctor.Run would before its gather: the loop calls doctor.Gather
+// itself, and a zero worker count would leave the fan-outs without a worker.
+func doctorDefaults(o doctor.Options) doctor.Options {
+	if o.Workers <= 0 {
+		o.Workers = doctor.DefaultWorkers
+	}
+	if o.CNIMetricsWorkers <= 0 {
+		o.CNIMetricsWorkers = doctor.DefaultWorkers
+	}
+	if o.ConfigzTimeout <= 0 {
+		o.ConfigzTimeout = 10 * time.Second
+	}
+	if o.ChunkSize <= 0 {
+		o.ChunkSize = kube.DefaultChunkSize
+	}
+	if o.AWSNodeNamespace == "" {
+		o.AWSNodeNamespace = "kube-system"
+	}
+	if o.AWSNodeName == "" {
+		o.AWSNodeName = "aws-node"
+	}
+	if o.StuckAfter <= 0 {
+		o.StuckAfter = doctor.DefaultStuckAfter
+	}
+	if o.CSRPendingAfter <= 0 {
+		o.CSRPendingAfter = doctor.DefaultCSRPendingAfter
+	}
+	return o
 }
 
 // Run runs the checks at once and then every Interval until ctx ends, on the leader only. A run
@@ -432,7 +457,7 @@ func (l *Loop) headroom(ctx context.Context, f *doctor.Facts) ([]Headroom, error
 		k := groupKubelet(f, g)
 		reqs = append(reqs, gather.Request{Name: g, Nodegroup: g, Add: 1, Kubelet: &k})
 	}
-	in, err := l.deps.Reader.PlanInput(ctx, reqs)
+	in, err := l.deps.Reader.PlanInput(ctx, [2]string{l.opts.Doctor.AWSNodeNamespace, l.opts.Doctor.AWSNodeName}, reqs)
 	if err != nil {
 		return nil, fmt.Errorf("reading the node groups for plan: %w", err)
 	}

@@ -273,10 +273,23 @@ func TestStuckPodsSubnetExhaustion(t *testing.T) {
 	go func() { loop.Run(loopCtx); close(done) }()
 	defer func() { stop(); <-done }()
 
+	next := func() checks.Run {
+		t.Helper()
+		select {
+		case r := <-runs:
+			return r
+		case <-ctx.Done():
+			t.Fatal("no check run ended before the test's deadline")
+			return checks.Run{}
+		}
+	}
 	// One interval: the first run starts at once.
-	r := <-runs
-	if r.Result == checks.ResultError {
-		t.Fatalf("check run failed: %v", r.Err)
+	r := next()
+	if r.Result != checks.ResultSuccess {
+		t.Fatalf("check run: %s: %v", r.Result, r.Err)
+	}
+	if len(r.Headroom) == 0 {
+		t.Errorf("no headroom computed for node group mng-checks")
 	}
 	if v, ok := gaugeValue(t, reg, "nodekeeper_pods_stuck", "cause", checks.CauseSubnet); !ok || v != 3 {
 		t.Fatalf(`nodekeeper_pods_stuck{cause="subnet"} = %v (exported %v), want 3; the run saw %v on %v`, v, ok, r.Stuck, r.StuckNodes)
@@ -313,7 +326,7 @@ func TestStuckPodsSubnetExhaustion(t *testing.T) {
 	}
 	waitFor(t, "the loop's ticker", func() (bool, error) { return clk.HasWaiters(), nil })
 	clk.Step(checks.DefaultInterval)
-	r = <-runs
+	r = next()
 	if r.Result == checks.ResultError {
 		t.Fatalf("check run after the fix failed: %v", r.Err)
 	}

@@ -18,8 +18,9 @@ import (
 type Reader interface {
 	// Facts reads what doctor's checks judge.
 	Facts(ctx context.Context, o doctor.Options) (*doctor.Facts, error)
-	// PlanInput reads what plan computes the node groups' headroom from.
-	PlanInput(ctx context.Context, reqs []gather.Request) (plan.Input, error)
+	// PlanInput reads what plan computes the node groups' headroom from; awsNode names the VPC
+	// CNI DaemonSet as namespace/name.
+	PlanInput(ctx context.Context, awsNode [2]string, reqs []gather.Request) (plan.Input, error)
 }
 
 // gatherReader reads through doctor's and plan's own gathers.
@@ -50,6 +51,8 @@ func (r *gatherReader) Facts(ctx context.Context, o doctor.Options) (*doctor.Fac
 	return doctor.Gather(ctx, r.doctor, o)
 }
 
-func (r *gatherReader) PlanInput(ctx context.Context, reqs []gather.Request) (plan.Input, error) {
-	return gather.Gather(ctx, r.cfg, r.plan, reqs)
+func (r *gatherReader) PlanInput(ctx context.Context, awsNode [2]string, reqs []gather.Request) (plan.Input, error) {
+	o := r.plan
+	o.AWSNodeNamespace, o.AWSNodeName = awsNode[0], awsNode[1]
+	return gather.Gather(ctx, r.cfg, o, reqs)
 }

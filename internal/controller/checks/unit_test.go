@@ -3,6 +3,7 @@ package checks
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -42,7 +43,10 @@ func (r *fakeReader) Facts(_ context.Context, o doctor.Options) (*doctor.Facts, 
 	return f, nil
 }
 
-func (r *fakeReader) PlanInput(_ context.Context, reqs []gather.Request) (plan.Input, error) {
+func (r *fakeReader) PlanInput(_ context.Context, awsNode [2]string, reqs []gather.Request) (plan.Input, error) {
+	if awsNode != [2]string{"kube-system", "aws-node"} {
+		return plan.Input{}, fmt.Errorf("plan asked for the aws-node DaemonSet %v", awsNode)
+	}
 	r.planReqs = append(r.planReqs, reqs)
 	if r.plan == nil {
 		return plan.Input{}, errors.New("no plan input in this test")
