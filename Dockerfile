@@ -11,11 +11,17 @@
 # internal/deploytest checks this file's structure (Go version, stages, user, entrypoint).
 # Releases build the image from GoReleaser's binaries instead: see Dockerfile.release.
 
-ARG GO_VERSION=1.26
+# Base images are pinned by digest (the multi-platform index), the tag they were taken from
+# beside them; internal/deploytest refuses an unpinned FROM. To move a pin, replace the digest
+# with the one the tag points at now.
+# golang:1.26.8
+ARG GO_IMAGE=golang:1.26.8@sha256:3c3e25a4da13fd0478eed2df1eb35a0e667094a7124d3993a6a1d30f71c17e79
+# gcr.io/distroless/static:nonroot
+ARG RUNTIME_IMAGE=gcr.io/distroless/static:nonroot@sha256:e2e927ec666bae08560abb3c55d0659eceabb657f56b6782ab500a9fc7f555e3
 
 # The builder runs on the build machine's platform and cross-compiles, which is much faster than
 # emulating the target platform.
-FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
+FROM --platform=$BUILDPLATFORM ${GO_IMAGE} AS build
 ARG TARGETOS=linux
 ARG TARGETARCH=amd64
 ARG VERSION=dev
@@ -32,7 +38,7 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/go/build-ca
     GOCACHE=/go/build-cache CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
     go build -trimpath -ldflags "-s -w -X github.com/nodekeeper/nodekeeper/internal/buildinfo.version=${VERSION} -X github.com/nodekeeper/nodekeeper/internal/buildinfo.commit=${COMMIT} -X github.com/nodekeeper/nodekeeper/internal/buildinfo.date=${BUILD_DATE}" -o /out/nodekeeper-controller ./cmd/nodekeeper-controller
 
-FROM gcr.io/distroless/static:nonroot
+FROM ${RUNTIME_IMAGE}
 LABEL org.opencontainers.image.title="nodekeeper" \
       org.opencontainers.image.description="Safe garbage collection of leaked node leases and zombie kubelet detection" \
       org.opencontainers.image.source="https://github.com/nodekeeper/nodekeeper"

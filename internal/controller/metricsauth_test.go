@@ -28,7 +28,7 @@ import (
 )
 
 // metricsRBACFile holds the metrics-reader ClusterRole deploy/ ships for Prometheus.
-const metricsRBACFile = "../../deploy/kustomize/components/metrics-secure/rbac.yaml"
+const metricsRBACFile = "../../deploy/kustomize/base/rbac-metrics.yaml"
 
 // Every server gets a read, write and idle timeout by default.
 func TestServerTimeoutsSet(t *testing.T) {

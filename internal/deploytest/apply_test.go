@@ -84,7 +84,7 @@ func installed(t *testing.T) []*installation {
 	t.Helper()
 	installOnce.Do(func() {
 		kust := &installation{name: "kustomize", namespace: "nodekeeper", sa: "nodekeeper", leaderID: "nodekeeper-controller",
-			objs: kustomize(t, "deploy/kustomize/overlays/metrics-secure")}
+			objs: kustomize(t, "deploy/kustomize/overlays/monitoring")}
 		hlm := &installation{name: "helm", namespace: "nk-helm", sa: "nk-nodekeeper", leaderID: "nk-leader",
 			objs: helmTemplate(t, "nk", "nk-helm", fullValues)}
 		crds, err := monitoringCRDs(t)

@@ -123,8 +123,8 @@ var renderings = []rendering{
 	{"kustomize-monitoring", "nodekeeper", "nodekeeper-controller", func(t *testing.T) []*unstructured.Unstructured {
 		return kustomize(t, "deploy/kustomize/overlays/monitoring")
 	}},
-	{"kustomize-metrics-secure", "nodekeeper", "nodekeeper-controller", func(t *testing.T) []*unstructured.Unstructured {
-		return kustomize(t, "deploy/kustomize/overlays/metrics-secure")
+	{"kustomize-metrics-insecure", "nodekeeper", "nodekeeper-controller", func(t *testing.T) []*unstructured.Unstructured {
+		return kustomize(t, "deploy/kustomize/overlays/metrics-insecure")
 	}},
 	{"kustomize-aws", "nodekeeper", "nodekeeper-controller", func(t *testing.T) []*unstructured.Unstructured {
 		return kustomize(t, "deploy/kustomize/overlays/aws")
@@ -161,14 +161,18 @@ func TestHelmLint(t *testing.T) {
 // and the set of kinds is the expected one.
 func TestRenderedObjects(t *testing.T) {
 	wantKinds := map[string][]string{
-		"helm-defaults": {"ClusterRole", "ClusterRoleBinding", "Deployment", "PodDisruptionBudget", "Role", "Role", "RoleBinding", "RoleBinding", "Service", "ServiceAccount"},
+		// Metrics are secure by default: the review permissions and the metrics-reader ClusterRole.
+		"helm-defaults": {"ClusterRole", "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "Deployment", "PodDisruptionBudget", "Role", "Role",
+			"RoleBinding", "RoleBinding", "Service", "ServiceAccount"},
 		"helm-full": {"ClusterRole", "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ConfigMap", "Deployment", "NetworkPolicy",
 			"PodDisruptionBudget", "PrometheusRule", "Role", "Role", "RoleBinding", "RoleBinding", "Service", "ServiceAccount", "ServiceMonitor"},
-		"kustomize-base": {"ClusterRole", "ClusterRoleBinding", "Deployment", "Namespace", "PodDisruptionBudget", "Role", "Role", "RoleBinding", "RoleBinding", "Service", "ServiceAccount"},
-		"kustomize-monitoring": {"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Namespace", "PodDisruptionBudget", "PrometheusRule", "Role", "Role",
-			"RoleBinding", "RoleBinding", "Service", "ServiceAccount", "ServiceMonitor"},
-		"kustomize-metrics-secure": {"ClusterRole", "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ConfigMap", "Deployment", "Namespace",
+		"kustomize-base": {"ClusterRole", "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "Deployment", "Namespace", "PodDisruptionBudget",
+			"Role", "Role", "RoleBinding", "RoleBinding", "Service", "ServiceAccount"},
+		"kustomize-monitoring": {"ClusterRole", "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ConfigMap", "Deployment", "Namespace",
 			"PodDisruptionBudget", "PrometheusRule", "Role", "Role", "RoleBinding", "RoleBinding", "Service", "ServiceAccount", "ServiceMonitor"},
+		// --metrics-secure=false: no review permissions, no metrics-reader ClusterRole.
+		"kustomize-metrics-insecure": {"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Namespace", "PodDisruptionBudget", "PrometheusRule", "Role", "Role",
+			"RoleBinding", "RoleBinding", "Service", "ServiceAccount", "ServiceMonitor"},
 	}
 	// The aws component adds flags and an annotation, no object.
 	wantKinds["kustomize-aws"] = wantKinds["kustomize-monitoring"]
@@ -300,16 +304,17 @@ func normalizedRBAC(t *testing.T, objs []*unstructured.Unstructured) map[string]
 }
 
 // The Helm chart installed as release "nodekeeper" in namespace "nodekeeper" grants exactly what
-// deploy/kustomize/base/rbac.yaml grants, object for object; with metrics.secure, exactly what the
-// metrics-secure overlay grants (the review permissions and the metrics-reader ClusterRole).
+// the kustomize base grants, object for object (with the default secure metrics, the review
+// permissions and the metrics-reader ClusterRole); with metrics.secure=false, exactly what the
+// metrics-insecure overlay grants.
 func TestRBACHelmMatchesKustomize(t *testing.T) {
 	for _, tc := range []struct {
 		name, dir, values string
 		objects           int
 	}{
-		{"defaults", "deploy/kustomize/base", "", 7},                                                  // ServiceAccount, 2 Roles, ClusterRole, 3 bindings
-		{"metrics-secure", "deploy/kustomize/overlays/metrics-secure", "metrics: {secure: true}", 10}, // + 2 ClusterRoles, 1 binding
-		{"checks", "deploy/kustomize/overlays/checks", "checks: {enabled: true}", 13},                 // + ClusterRole, 2 Roles, 3 bindings
+		{"defaults", "deploy/kustomize/base", "", 10},                                                     // ServiceAccount, 2 Roles, 3 ClusterRoles, 4 bindings
+		{"metrics-insecure", "deploy/kustomize/overlays/metrics-insecure", "metrics: {secure: false}", 7}, // - 2 ClusterRoles, 1 binding
+		{"checks", "deploy/kustomize/overlays/checks", "checks: {enabled: true}", 16},                     // + ClusterRole, 2 Roles, 3 bindings
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := normalizedRBAC(t, kustomize(t, tc.dir))
@@ -447,7 +452,8 @@ func TestControllerWiring(t *testing.T) {
 	want := map[string]map[string]string{
 		"helm-defaults": {"grace-period": "1h", "dry-run": "false", "qps": "20", "burst": "50", "workers": "4", "leader-elect": "true",
 			"leader-election-id": "nodekeeper-controller", "leader-election-lease-duration": "15s", "leader-election-renew-deadline": "10s",
-			"leader-election-retry-period": "2s", "metrics-bind-address": ":8080", "health-probe-bind-address": ":8081", "v": "2", "logging-format": "text"},
+			"leader-election-retry-period": "2s", "metrics-bind-address": ":8080", "health-probe-bind-address": ":8081", "v": "2", "logging-format": "text",
+			"metrics-secure": "true"},
 		"helm-full": {"grace-period": "2h30m", "dry-run": "true", "qps": "50.5", "burst": "100", "workers": "8", "leader-elect": "true",
 			"leader-election-id": "nk-leader", "leader-election-lease-duration": "1m", "leader-election-renew-deadline": "40s",
 			"leader-election-retry-period": "5s", "metrics-bind-address": ":8080", "health-probe-bind-address": ":8081", "v": "4", "logging-format": "json"},
@@ -457,15 +463,15 @@ func TestControllerWiring(t *testing.T) {
 	// The kustomize base runs with the chart's defaults.
 	want["kustomize-base"] = want["helm-defaults"]
 	want["kustomize-monitoring"] = want["helm-defaults"]
-	want["kustomize-metrics-secure"] = maps.Clone(want["helm-defaults"])
-	want["kustomize-metrics-secure"]["metrics-secure"] = "true"
+	want["kustomize-metrics-insecure"] = maps.Clone(want["helm-defaults"])
+	want["kustomize-metrics-insecure"]["metrics-secure"] = "false"
 	// The aws overlay adds the EC2 loop's flags with the chart's defaults and its cluster's name.
 	want["kustomize-aws"] = maps.Clone(want["helm-defaults"])
 	maps.Copy(want["kustomize-aws"], map[string]string{"aws": "true", "eks-cluster": "my-cluster", "aws-interval": "5m", "register-grace": "10m"})
 	// The checks overlay adds the check loop's flags with the chart's defaults.
 	want["kustomize-checks"] = maps.Clone(want["helm-defaults"])
 	maps.Copy(want["kustomize-checks"], map[string]string{"checks": "true", "checks-interval": "5m", "checks-headroom-alert": "10"})
-	wantReplicas := map[string]int32{"helm-defaults": 2, "helm-full": 3, "kustomize-base": 2, "kustomize-monitoring": 2, "kustomize-metrics-secure": 2, "kustomize-aws": 2, "kustomize-checks": 2}
+	wantReplicas := map[string]int32{"helm-defaults": 2, "helm-full": 3, "kustomize-base": 2, "kustomize-monitoring": 2, "kustomize-metrics-insecure": 2, "kustomize-aws": 2, "kustomize-checks": 2}
 
 	for _, r := range renderings {
 		t.Run(r.name, func(t *testing.T) {
@@ -699,15 +705,16 @@ func TestHelmValues(t *testing.T) {
 				}
 			}
 		}},
-		{"metrics plain by default, no NetworkPolicy", "metrics: {serviceMonitor: {enabled: true}}", func(t *testing.T, objs []*unstructured.Unstructured) {
-			if args := controllerArgs(t, objs); args["metrics-secure"] != "" || args["metrics-cert-dir"] != "" {
-				t.Errorf("flags %v: secure metrics by default", args)
+		// Issue 31 item 9: metrics are secure unless asked otherwise.
+		{"plain metrics when asked, no NetworkPolicy unless asked", "metrics: {secure: false, serviceMonitor: {enabled: true}}", func(t *testing.T, objs []*unstructured.Unstructured) {
+			if args := controllerArgs(t, objs); args["metrics-secure"] != "false" || args["metrics-cert-dir"] != "" {
+				t.Errorf("flags %v, want --metrics-secure=false", args)
 			}
 			if find(objs, "ClusterRole", "", "nodekeeper-metrics-reader") != nil || len(ofKind(objs, "NetworkPolicy")) != 0 {
-				t.Error("metrics-reader ClusterRole or NetworkPolicy rendered by default")
+				t.Error("metrics-reader ClusterRole or NetworkPolicy rendered with plain metrics")
 			}
 		}},
-		{"secure metrics with the self-signed certificate", "metrics: {secure: true, serviceMonitor: {enabled: true}}", func(t *testing.T, objs []*unstructured.Unstructured) {
+		{"secure metrics with the self-signed certificate by default", "metrics: {serviceMonitor: {enabled: true}}", func(t *testing.T, objs []*unstructured.Unstructured) {
 			args := controllerArgs(t, objs)
 			if args["metrics-secure"] != "true" || args["metrics-cert-dir"] != "" {
 				t.Errorf("flags %v, want --metrics-secure=true without --metrics-cert-dir", args)
@@ -826,7 +833,7 @@ func TestHelmRejectsBadValues(t *testing.T) {
 		{"lease duration not a duration", "controller: {leaderElection: {enabled: true, id: x, leaseDuration: fifteen}}", "/controller/leaderElection/leaseDuration"},
 		{"zero retry period", "controller: {leaderElection: {enabled: true, id: x, retryPeriod: 0s}}", "/controller/leaderElection/retryPeriod"},
 		{"relabeling with unknown field", "metrics: {serviceMonitor: {enabled: true, relabelings: [{target_label: cluster}]}}", "/metrics/serviceMonitor/relabelings/0"},
-		{"certificate Secret without secure metrics", "metrics: {certSecret: metrics-tls}", "metrics.certSecret needs metrics.secure"},
+		{"certificate Secret without secure metrics", "metrics: {secure: false, certSecret: metrics-tls}", "metrics.certSecret needs metrics.secure"},
 		{"network policy typo", "networkPolicy: {enabled: true, metricsNamespaceSelector: {}}", "additional properties 'metricsNamespaceSelector' not allowed"},
 		{"network policy open to everyone", "networkPolicy: {enabled: true, metricsFrom: []}", "/networkPolicy/metricsFrom"},
 		{"volume mount without path", "controller: {extraVolumeMounts: [{name: ca}]}", "/controller/extraVolumeMounts/0"},
@@ -872,11 +879,14 @@ func TestKustomizeMatchesHelmDefaults(t *testing.T) {
 	if got, want := deploymentSpec(hlm), deploymentSpec(kust); !reflect.DeepEqual(got, want) {
 		t.Errorf("Deployment specs differ:\n helm:      %+v\n kustomize: %+v", got, want)
 	}
-	// The metrics-secure overlay is the chart with metrics.secure=true.
-	secureHelm := helmTemplate(t, "nodekeeper", "nodekeeper", "metrics: {secure: true, serviceMonitor: {enabled: true}}")
-	secureKust := kustomize(t, "deploy/kustomize/overlays/metrics-secure")
-	if got, want := deploymentSpec(secureHelm), deploymentSpec(secureKust); !reflect.DeepEqual(got, want) {
-		t.Errorf("secure metrics: Deployment specs differ:\n helm:      %+v\n kustomize: %+v", got, want)
+	// The monitoring overlay is the chart with its ServiceMonitor (secure metrics, the default of
+	// both); the metrics-insecure overlay the chart with metrics.secure=false.
+	secureHelm := helmTemplate(t, "nodekeeper", "nodekeeper", "metrics: {serviceMonitor: {enabled: true}}")
+	secureKust := kustomize(t, "deploy/kustomize/overlays/monitoring")
+	plainHelm := helmTemplate(t, "nodekeeper", "nodekeeper", "metrics: {secure: false, serviceMonitor: {enabled: true}}")
+	plainKust := kustomize(t, "deploy/kustomize/overlays/metrics-insecure")
+	if got, want := deploymentSpec(plainHelm), deploymentSpec(plainKust); !reflect.DeepEqual(got, want) {
+		t.Errorf("plain metrics: Deployment specs differ:\n helm:      %+v\n kustomize: %+v", got, want)
 	}
 	// The aws overlay is the chart with controller.aws for its cluster and the IRSA annotation: the
 	// same spec once the kubelet has expanded the cluster's name into the arguments (the chart
@@ -909,6 +919,9 @@ serviceAccount: {annotations: {eks.amazonaws.com/role-arn: "arn:aws:iam::1111222
 	}
 	if got, want := endpoints(secureHelm), endpoints(secureKust); !reflect.DeepEqual(got, want) {
 		t.Errorf("secure metrics: ServiceMonitor endpoints differ:\n helm:      %v\n kustomize: %v", got, want)
+	}
+	if got, want := endpoints(plainHelm), endpoints(plainKust); !reflect.DeepEqual(got, want) {
+		t.Errorf("plain metrics: ServiceMonitor endpoints differ:\n helm:      %v\n kustomize: %v", got, want)
 	}
 
 	svc := func(objs []*unstructured.Unstructured) []corev1.ServicePort {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -137,5 +138,31 @@ func TestParseIPAMDMetricsBoundsLabels(t *testing.T) {
 	}
 	if len(m.EC2Errors) > ipamdmetrics.MaxKeys+1 || total != 3*ipamdmetrics.MaxKeys || m.EC2Errors["other"] == 0 {
 		t.Fatalf("kept %d codes (sum %d, other %d), want at most %d plus other and every count", len(m.EC2Errors), total, m.EC2Errors["other"], ipamdmetrics.MaxKeys)
+	}
+}
+
+// TestParseIPAMDMetricsHostile (issue 31 item 5): hostile numbers are refused with the reason
+// NK741 gives, not summed as int(value) (NaN printed "address pool -9223372036854775808", two
+// 9e18 subnet errors overflowed and flipped the cause to throttling), and identical series count
+// once (they counted three times).
+func TestParseIPAMDMetricsHostile(t *testing.T) {
+	body := string(ipamdMetricsBody(t, healthyIPAMD))
+	subnet := `awscni_aws_api_error_count{api="CreateNetworkInterface",error="InsufficientFreeAddressesInSubnet"} `
+	for _, tc := range []struct{ name, extra, err string }{
+		{"NaN", "awscni_total_ip_addresses NaN\n", "awscni_total_ip_addresses is NaN: not a count"},
+		{"Inf", "awscni_ip_max +Inf\n", "awscni_ip_max is +Inf: not a count"},
+		{"negative", "awscni_no_available_ip_addresses -3\n", "is negative"},
+		{"two 9e18", subnet + "9e18\n" + strings.Replace(subnet, "CreateNetworkInterface", "AssignPrivateIpAddresses", 1) + "9e18\n", "beyond any count ipamd keeps"},
+	} {
+		if _, err := ParseIPAMDMetrics(context.Background(), []byte(body+tc.extra)); err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.err)
+		}
+	}
+	m, err := ParseIPAMDMetrics(context.Background(), []byte(body+subnet+"3\n"+subnet+"3\n"+subnet+"3\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := m.EC2Errors["InsufficientFreeAddressesInSubnet"]; n != 3 {
+		t.Errorf("a series repeated three times counted %d, want 3 (once)", n)
 	}
 }

@@ -51,6 +51,9 @@ func (u *user) startController(bin string, sub []string, flags ...string) (d *da
 	metricsAddr, probeAddr = testenv.FreeAddr(u.t), testenv.FreeAddr(u.t)
 	args := append(append(append([]string(nil), sub...), flags...),
 		"--leader-elect=false",
+		// Plain HTTP, as a scraper that cannot authenticate reads it: the secure default (HTTPS,
+		// TokenReview, SubjectAccessReview) is internal/deploytest's and internal/controller's.
+		"--metrics-secure=false",
 		"--metrics-bind-address", metricsAddr,
 		"--health-probe-bind-address", probeAddr,
 	)

@@ -109,8 +109,8 @@ func (o *controllerOptions) AddFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.renewDeadline, "leader-election-renew-deadline", controller.DefaultRenewDeadline, "how long the leader keeps retrying a renewal before it stops acting")
 	f.DurationVar(&o.retryPeriod, "leader-election-retry-period", controller.DefaultRetryPeriod, "interval between leader election attempts")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus /metrics endpoint (\"0\" disables it)")
-	f.BoolVar(&o.controller.SecureMetrics, "metrics-secure", false,
-		"serve /metrics over HTTPS, each request authenticated (TokenReview) and authorized (SubjectAccessReview: get on the non-resource URL /metrics); needs create on tokenreviews and subjectaccessreviews")
+	f.BoolVar(&o.controller.SecureMetrics, "metrics-secure", true,
+		"serve /metrics over HTTPS, each request authenticated (TokenReview) and authorized (SubjectAccessReview: get on the non-resource URL /metrics); needs create on tokenreviews and subjectaccessreviews. --metrics-secure=false serves plain HTTP to anyone who reaches the port: only for scrapers that cannot authenticate, behind a NetworkPolicy (docs/install.md)")
 	f.StringVar(&o.metricsCerts, "metrics-cert-dir", "",
 		"with --metrics-secure: directory holding tls.crt and tls.key of the metrics server (re-read when they change; default: a self-signed certificate made at start-up)")
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints (\"0\" disables it)")
@@ -186,6 +186,9 @@ func (o *controllerOptions) Run(ctx context.Context) error {
 	// On the first signal the leader gives up its lease and the endpoints shut down: within the
 	// pod's termination grace (30 s by default), not cli's 2 s.
 	cli.SetShutdownGrace(ctx, controllerShutdownGrace)
+	if o.metricsAddr == "0" {
+		o.controller.SecureMetrics = false // no endpoint: nothing to secure, no review permissions
+	}
 	cfg, err := o.client.RESTConfig()
 	if err != nil {
 		return err

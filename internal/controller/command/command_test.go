@@ -87,3 +87,19 @@ func TestChecksFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestMetricsSecureByDefault (issue 31 item 9): /metrics is served over HTTPS to authenticated
+// and authorized scrapers unless --metrics-secure=false is given.
+func TestMetricsSecureByDefault(t *testing.T) {
+	for _, args := range [][]string{nil, {"--metrics-secure=false"}} {
+		o := newOptions(kube.NewConnectionFlags())
+		cmd := &cobra.Command{}
+		o.AddFlags(cmd.Flags())
+		if err := cmd.ParseFlags(args); err != nil {
+			t.Fatal(err)
+		}
+		if want := len(args) == 0; o.controller.SecureMetrics != want {
+			t.Errorf("%v: SecureMetrics %v, want %v", args, o.controller.SecureMetrics, want)
+		}
+	}
+}
