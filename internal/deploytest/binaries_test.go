@@ -161,3 +161,22 @@ func TestControllerFlagsExist(t *testing.T) {
 		}
 	}
 }
+
+// notInCLI are what neither binary links: cli-runtime's genericclioptions (its ConfigFlags and
+// PrintFlags) and resource builder, which bring kustomize's 74 packages. The CLI takes kubectl's
+// connection flags from kube.ConnectionFlags and its printers from cli-runtime's printers.
+var notInCLI = []string{
+	"k8s.io/cli-runtime/pkg/genericclioptions",
+	"k8s.io/cli-runtime/pkg/resource",
+	"sigs.k8s.io/kustomize/",
+}
+
+func TestCLILinksNoKustomize(t *testing.T) {
+	for _, m := range shippedMains {
+		for _, pkg := range deps(t, m.main, "linux") {
+			if p := matches(pkg, notInCLI); p != "" {
+				t.Errorf("%s links %s (%s): take kubectl's flags from kube.ConnectionFlags and the printers from cli-runtime's printers", m.main, pkg, p)
+			}
+		}
+	}
+}
