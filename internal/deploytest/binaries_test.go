@@ -43,7 +43,7 @@ var harness = []string{
 // notInController are what the CLI links and the controller's image must not: the AWS SDK's
 // services but those of the EC2 loop (controllerAWSServices), internal/aws, the readers and
 // checks of the other commands, the sandbox and its control plane, and cli-runtime (its
-// ConfigFlags bring its printers; the controller takes client-go's clientcmd flags).
+// printers are the CLI's; both binaries take kubectl's flags from client-go's clientcmd).
 var notInController = []string{
 	"k8s.io/cli-runtime/",
 	modulePath + "/internal/aws",
