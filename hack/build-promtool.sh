@@ -5,6 +5,12 @@
 # source. internal/deploytest runs `promtool test rules` with it, so the alerting rules are
 # evaluated over series, not only parsed. Skipped when bin/promtool was built from the same
 # tools/promtool/go.mod and go.sum, so a warm run costs a checksum.
+#
+# The tests run only `promtool test rules`, which needs none of Prometheus's service discovery:
+# the remove_all_sd build tag (Prometheus's own, for slim builds) leaves out its discovery
+# plugins (Azure, GCE, OpenStack, Consul, ... and their SDKs): 1,117 packages to compile cold
+# instead of 1,528. The rules are still evaluated by the real promtool: the same command, rule
+# engine and unit-test format as the release binary's.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -23,5 +29,5 @@ fi
 echo "building promtool (prometheus module $version) into bin/promtool (a cold build takes a few minutes)"
 begin_build "$out/.promtool.stamp"
 cd "$mod"
-go_build_into "$out/promtool" -ldflags "-s -w" github.com/prometheus/prometheus/cmd/promtool
+go_build_into "$out/promtool" -tags remove_all_sd -ldflags "-s -w" github.com/prometheus/prometheus/cmd/promtool
 end_build "$out/.promtool.stamp" "$stamp" "promtool"

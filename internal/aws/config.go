@@ -161,15 +161,16 @@ func NewClients(cfg awssdk.Config, endpoint string) *Clients {
 		cwOpts = append(cwOpts, func(o *cloudwatch.Options) { o.BaseEndpoint = awssdk.String(endpoint) })
 		asgOpts = append(asgOpts, func(o *autoscaling.Options) { o.BaseEndpoint = awssdk.String(endpoint) })
 	}
-	ec2Client, eksClient := ec2.NewFromConfig(cfg, ec2Opts...), eks.NewFromConfig(cfg, eksOpts...)
+	// Each client as the methods nodekeeper calls (methods.go), never as itself.
+	ec2Client, eksClient := newEC2Methods(ec2.NewFromConfig(cfg, ec2Opts...)), newEKSMethods(eks.NewFromConfig(cfg, eksOpts...))
 	return &Clients{
 		EC2:             ec2Client,
-		Logs:            cloudwatchlogs.NewFromConfig(cfg, logsOpts...),
+		Logs:            newLogsMethods(cloudwatchlogs.NewFromConfig(cfg, logsOpts...)),
 		EKS:             eksClient,
 		LaunchTemplates: ec2Client,
 		Nodegroups:      eksClient,
-		AutoScaling:     autoscaling.NewFromConfig(cfg, asgOpts...),
-		CloudWatch:      cloudwatch.NewFromConfig(cfg, cwOpts...),
+		AutoScaling:     autoScalingMethod(autoscaling.NewFromConfig(cfg, asgOpts...).DescribeAutoScalingGroups),
+		CloudWatch:      cloudWatchMethod(cloudwatch.NewFromConfig(cfg, cwOpts...).GetMetricData),
 		Region:          cfg.Region,
 		Throttles:       tc,
 	}

@@ -43,9 +43,9 @@ var harness = []string{
 // notInController are what the CLI links and the controller's image must not: the AWS SDK's
 // services but those the controller's loops use (controllerAWSServices), the readers and
 // checks of the other commands, their printers, the sandbox and its control plane, and
-// cli-runtime (its ConfigFlags bring its printers; the controller takes client-go's clientcmd
-// flags). The check loop (--checks, internal/controller/checks) runs doctor's gather and checks
-// and plan's gather and model, so the image links doctor, plan's gather and their imports
+// cli-runtime (its printers are the CLI's; both binaries take kubectl's flags from client-go's
+// clientcmd). The check loop (--checks, internal/controller/checks) runs doctor's gather and
+// checks and plan's gather and model, so the image links doctor, plan's gather and their imports
 // (findings, rules, eni, bootstrap, instances, internal/aws's client interfaces, audit's reader
 // and analysis for doctor's --audit-log): never bundle, gc, leases, maxpods, plan's render,
 // scenario and replay, audit's render or the CloudWatch audit reader.
@@ -166,6 +166,25 @@ func TestControllerFlagsExist(t *testing.T) {
 	for _, name := range []string{"kubeconfig", "context", "cluster", "server", "namespace"} {
 		if root.Flags().Lookup(name) == nil {
 			t.Errorf("nodekeeper-controller has no kubectl connection flag --%s", name)
+		}
+	}
+}
+
+// notInCLI are what neither binary links: cli-runtime's genericclioptions (its ConfigFlags and
+// PrintFlags) and resource builder, which bring kustomize's 74 packages. The CLI takes kubectl's
+// connection flags from kube.ConnectionFlags and its printers from cli-runtime's printers.
+var notInCLI = []string{
+	"k8s.io/cli-runtime/pkg/genericclioptions",
+	"k8s.io/cli-runtime/pkg/resource",
+	"sigs.k8s.io/kustomize/",
+}
+
+func TestCLILinksNoKustomize(t *testing.T) {
+	for _, m := range shippedMains {
+		for _, pkg := range deps(t, m.main, "linux") {
+			if p := matches(pkg, notInCLI); p != "" {
+				t.Errorf("%s links %s (%s): take kubectl's flags from kube.ConnectionFlags and the printers from cli-runtime's printers", m.main, pkg, p)
+			}
 		}
 	}
 }

@@ -47,6 +47,16 @@ type API interface {
 	DescribeInstances(context.Context, *ec2.DescribeInstancesInput, ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error)
 }
 
+// DescribeInstancesFunc is an EC2 client's DescribeInstances method value as an API. Give it
+// rather than the *ec2.Client: a client held in an interface value keeps every one of its
+// methods in a binary that links a reflective method lookup (text/template).
+type DescribeInstancesFunc func(context.Context, *ec2.DescribeInstancesInput, ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error)
+
+// DescribeInstances calls f.
+func (f DescribeInstancesFunc) DescribeInstances(ctx context.Context, in *ec2.DescribeInstancesInput, opts ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error) {
+	return f(ctx, in, opts...)
+}
+
 // ClusterFilters are the three ways a cluster's instances are tagged: the cloud provider's
 // kubernetes.io/cluster/NAME (managed node groups, Karpenter, self-managed), EKS's
 // eks:cluster-name (managed node groups) and Karpenter's eks:eks-cluster-name beside

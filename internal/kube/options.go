@@ -8,9 +8,9 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// ConfigSource gives the rest config the connection flags select: cli-runtime's
-// genericclioptions.ConfigFlags in the CLI (kubectl's flags with its completion), ConnectionFlags
-// in the controller's binary (the same flags from client-go alone, without cli-runtime's printers).
+// ConfigSource gives the rest config the connection flags select: ConnectionFlags in both
+// binaries (NewKubectlConnectionFlags in the CLI, NewConnectionFlags in the controller's), or
+// whatever else loads a rest config (a test's fixed one).
 type ConfigSource interface {
 	ToRESTConfig() (*rest.Config, error)
 }

@@ -104,16 +104,16 @@ func (a *awsFlags) cluster() (name, region string, err error) {
 // kubeconfigCluster is the name of the kubeconfig cluster entry the kubectl connection flags
 // select: --cluster, or the cluster of the context in use (--context, or the current context).
 func (g *globalOptions) kubeconfigCluster() (string, error) {
-	if g.kube.ClusterName != nil && *g.kube.ClusterName != "" {
-		return *g.kube.ClusterName, nil
+	if cluster := g.kube.Cluster(); cluster != "" {
+		return cluster, nil
 	}
-	raw, err := g.kube.ToRawKubeConfigLoader().RawConfig()
+	raw, err := g.kube.RawConfig()
 	if err != nil {
 		return "", fmt.Errorf("reading the kubeconfig: %w", err)
 	}
 	ctxName := raw.CurrentContext
-	if g.kube.Context != nil && *g.kube.Context != "" {
-		ctxName = *g.kube.Context
+	if ctx := g.kube.Context(); ctx != "" {
+		ctxName = ctx
 	}
 	if ctxName == "" {
 		return "", errors.New("the kubeconfig has no current context")

@@ -86,7 +86,7 @@ func (g *globalOptions) registerKubeCompletion(cmd *cobra.Command) {
 // kubeconfigNames lists the contexts, clusters or users of the kubeconfig the flags select
 // (--kubeconfig, else KUBECONFIG, else the default file); none when it does not load.
 func (g *globalOptions) kubeconfigNames(kind string) []string {
-	raw, err := g.kube.ToRawKubeConfigLoader().RawConfig()
+	raw, err := g.kube.RawConfig()
 	if err != nil {
 		return nil
 	}

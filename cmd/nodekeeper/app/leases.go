@@ -113,8 +113,8 @@ func (o *leasesOptions) Complete(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	ns := ""
-	if !o.allNamespaces && o.g.kube.Namespace != nil {
-		ns = *o.g.kube.Namespace
+	if !o.allNamespaces {
+		ns = o.g.kube.Namespace()
 	}
 	o.view = leasesview.Options{
 		Namespace:     ns,

@@ -13,11 +13,11 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
 	"github.com/nodekeeper/nodekeeper/internal/cli"
+	"github.com/nodekeeper/nodekeeper/internal/kube"
 )
 
 // awsLoader loads AWS clients (and so reads AWS credentials). Commands call it only behind
@@ -30,9 +30,10 @@ type awsLoader func(ctx context.Context, o nkaws.LoadOptions) (*nkaws.Clients, e
 type globalOptions struct {
 	streams genericiooptions.IOStreams
 	// kube holds the standard kubectl connection flags (--kubeconfig, --context, -n, --server,
-	// ...). Only the commands that talk to a cluster show them (addKubeFlags); the others
-	// would take them and do nothing with them.
-	kube    *genericclioptions.ConfigFlags
+	// ...), kubectl's set from client-go's clientcmd (not cli-runtime's ConfigFlags, which would
+	// link its resource builder and kustomize). Only the commands that talk to a cluster show
+	// them (addKubeFlags); the others would take them and do nothing with them.
+	kube    *kube.ConnectionFlags
 	loadAWS awsLoader
 }
 
@@ -42,7 +43,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 }
 
 func newRootCommand(streams genericiooptions.IOStreams, loadAWS awsLoader) *cobra.Command {
-	g := &globalOptions{streams: streams, kube: genericclioptions.NewConfigFlags(true), loadAWS: loadAWS}
+	g := &globalOptions{streams: streams, kube: kube.NewKubectlConnectionFlags(), loadAWS: loadAWS}
 	cmd := &cobra.Command{
 		Use:   "nodekeeper",
 		Short: "Keep the node side of a Kubernetes cluster honest",

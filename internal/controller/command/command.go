@@ -58,7 +58,7 @@ type checksOptions struct {
 }
 
 // New returns the controller's command, reading its connection flags from connection: the
-// CLI passes cli-runtime's ConfigFlags (registered by itself, with their completion), the
+// CLI passes its kubectl connection flags (registered by itself, with their completion), the
 // controller's binary kube.ConnectionFlags. invocation is how a user runs it: "nodekeeper
 // controller" in the CLI, "nodekeeper-controller" for the controller's binary.
 func New(invocation string, connection kube.ConfigSource) *cobra.Command {

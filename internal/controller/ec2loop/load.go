@@ -26,5 +26,7 @@ func LoadEC2(ctx context.Context, region string) (instances.API, error) {
 	if cfg.Region == "" {
 		return nil, fmt.Errorf("no AWS region: pass --region, or set AWS_REGION (IRSA and Pod Identity set it)")
 	}
-	return ec2.NewFromConfig(cfg), nil
+	// The method value, not the client: the client in an interface value would keep all of
+	// its methods in a binary that also links text/template (the CLI's controller command).
+	return instances.DescribeInstancesFunc(ec2.NewFromConfig(cfg).DescribeInstances), nil
 }
