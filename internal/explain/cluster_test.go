@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"bytes"
 	"context"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/instances"
 	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
+	"github.com/nodekeeper/nodekeeper/internal/schematest"
 	"github.com/nodekeeper/nodekeeper/internal/testenv"
 )
 
@@ -201,6 +203,11 @@ func TestZombieStory(t *testing.T) {
 			if len(s.Gaps) != 0 {
 				t.Errorf("gaps: %+v", s.Gaps)
 			}
+			var doc bytes.Buffer
+			if err := WriteJSON(&doc, s); err != nil {
+				t.Fatal(err)
+			}
+			schematest.Validate(t, Kind, doc.Bytes())
 			if t.Failed() {
 				var b strings.Builder
 				_ = WriteText(&b, s)
