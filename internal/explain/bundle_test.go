@@ -23,10 +23,10 @@ func writeBundle(t *testing.T, id, host string, boot time.Time) string {
 	dir := filepath.Join(t.TempDir(), "eks_"+id)
 	refused := boot.Add(30 * time.Second)
 	files := map[string]string{
-		"system/instance-id.txt":   id + "\n",
-		"system/procstat.txt":      "cpu  100 0 100 1000 0 0 0 0 0 0\ncpu0 100 0 100 1000 0 0 0 0 0 0\nbtime " + strconv.FormatInt(boot.Unix(), 10) + "\nprocesses 5301\n",
-		"system/io_throttling.txt": "PID Name Block IO Delay (centisconds)\n3121 (kubelet) 4521\n2890 (containerd) 3012\n",
-		"kubelet/kubelet.log": boot.Add(40*time.Second).UTC().Format("Jan 02 15:04:05") + " " + host + ` kubelet[3121]: I0304 09:11:41.000 3121 kubelet_node_status.go:73] "Attempting to register node"` + "\n",
+		"system/instance-id.txt":            id + "\n",
+		"system/procstat.txt":               "cpu  100 0 100 1000 0 0 0 0 0 0\ncpu0 100 0 100 1000 0 0 0 0 0 0\nbtime " + strconv.FormatInt(boot.Unix(), 10) + "\nprocesses 5301\n",
+		"system/io_throttling.txt":          "PID Name Block IO Delay (centisconds)\n3121 (kubelet) 4521\n2890 (containerd) 3012\n",
+		"kubelet/kubelet.log":               boot.Add(40*time.Second).UTC().Format("Jan 02 15:04:05") + " " + host + ` kubelet[3121]: I0304 09:11:41.000 3121 kubelet_node_status.go:73] "Attempting to register node"` + "\n",
 		"var_log/aws-routed-eni/plugin.log": `{"level":"error","ts":"` + refused.UTC().Format("2006-01-02T15:04:05.000Z07:00") + `","caller":"routed-eni-cni-plugin/cni.go:283","msg":"Error received from AddNetwork gRPC call for container 5f3c: rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing dial tcp 127.0.0.1:50051: connect: connection refused\""}` + "\n",
 	}
 	for name, body := range files {
