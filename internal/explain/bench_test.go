@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
@@ -42,9 +43,18 @@ func BenchmarkExplain2000Nodes(b *testing.B) {
 		if err != nil {
 			return err
 		}
-		created.Status = corev1.NodeStatus{Capacity: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("29")},
-			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.71.%d.%d", i/250, i%250+1)}}}
-		if _, err := admin.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		// kube-controller-manager's node lifecycle controller writes the new Node too (its taints).
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := admin.CoreV1().Nodes().Get(ctx, names[i], metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cur.Status.Capacity = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("29")}
+			cur.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.71.%d.%d", i/250, i%250+1)}}
+			_, err = admin.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
 			return err
 		}
 		l := &coordinationv1.Lease{
