@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
@@ -85,17 +86,27 @@ func startStuckNode(ctx context.Context, t *testing.T, name string) *stuckNode {
 	// The Node as an EKS node registers it (not Ready: its kubelet is not asked for configz).
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelInstanceTypeStable: "t3.small", "kubernetes.io/os": "linux"}},
 		Spec: corev1.NodeSpec{ProviderID: "aws:///us-west-2a/i-0fedcba9876543210"}}
-	created, err := admin.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+	_, err = admin.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = admin.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
-	created.Status = corev1.NodeStatus{
-		Capacity:  corev1.ResourceList{corev1.ResourcePods: resource.MustParse("11"), corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("2Gi")},
-		Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ns.NSIP}},
-		NodeInfo:  corev1.NodeSystemInfo{OSImage: "Amazon Linux 2", KubeletVersion: kubeletsim.ModernKubeletVersion, OperatingSystem: "linux"},
-	}
-	if _, err := admin.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+	// kube-controller-manager's node lifecycle controller writes the new Node too (its taint):
+	// the status is written on the latest version.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Status = corev1.NodeStatus{
+			Capacity:  corev1.ResourceList{corev1.ResourcePods: resource.MustParse("11"), corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("2Gi")},
+			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ns.NSIP}},
+			NodeInfo:  corev1.NodeSystemInfo{OSImage: "Amazon Linux 2", KubeletVersion: kubeletsim.ModernKubeletVersion, OperatingSystem: "linux"},
+		}
+		_, err = admin.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	createAWSNodePod(ctx, t, admin, s.ds, name, ns.NSIP, srv.Endpoints()[0].Port)
