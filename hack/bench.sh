@@ -32,6 +32,8 @@
 #              (hack/bench-binary.sh; give it revisions to compare, e.g. hack/bench-binary.sh 186e385)
 #   aws        audit --cloudwatch against the in-memory CloudWatch (2 million events over 24 h)
 #              vs the same events from a local file, events per second through the same analysis
+#   explain    nodekeeper explain NODE on 2,000 Nodes with their leases and 4,000 pods: API requests and
+#              wall time of one node's story (issue 29: at most 20 requests, under 2 s)
 #   ec2loop    the controller's EC2 loop (--aws): one scan of 5,000 instances against awsfake, its
 #              DescribeInstances calls (paginated, no per-instance call), Node LISTs and memory
 #   controller-checks  controller --checks at 2,000 nodes, 20,000 pods (300 stuck), 2,000 aws-node metrics
@@ -58,10 +60,11 @@ declare -A cmd=(
   [doctor-cni]="./internal/doctor -bench DoctorPodNetworking/with- -timeout 60m"
   [doctor-rss]="./internal/doctor -bench DoctorEventMemory -timeout 30m"
   [aws]="./internal/aws/cwaudit -bench CloudWatchVsFile -timeout 30m"
+  [explain]="./internal/explain -bench Explain2000 -benchtime 5x -timeout 30m"
   [ec2loop]="./internal/controller/ec2loop -bench EC2Loop5000 -benchtime 20x -timeout 10m"
   [controller-checks]="./internal/controller/checks -bench ControllerChecks2000 -timeout 60m"
 )
-order=(binary testenv gc gc-process controller faults leases audit audit-rss audit-worst audit-leaky audit-distinct doctor doctor-cni doctor-rss aws ec2loop controller-checks capacity)
+order=(binary testenv gc gc-process controller faults leases audit audit-rss audit-worst audit-leaky audit-distinct doctor doctor-cni doctor-rss aws ec2loop controller-checks explain capacity)
 # The audit RSS benchmark measures at 1 GB and 4 GB unless told otherwise.
 export NODEKEEPER_AUDIT_BENCH_RSS_SIZES=${NODEKEEPER_AUDIT_BENCH_RSS_SIZES:-1G,4G}
 selected=(${BENCH:-${order[*]}})

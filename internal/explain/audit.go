@@ -41,8 +41,9 @@ func (t *teller) readAudit() error {
 		if e.Time.After(t.deletedAt) {
 			t.deletedAt = e.Time
 		}
-		if f := d.LeaseDeleted; f != nil {
-			t.add(f.Time, src, "", "lease deleted by %s, %s after the Node", actor(f.Actor), roundDur(f.After))
+		if d.RequestsAfter > 0 && d.FirstRequest != nil && d.LastRequest != nil {
+			t.add(*d.LastRequest, src, "", "its kubelet made %d requests after the deletion, from %s to %s", d.RequestsAfter,
+				d.FirstRequest.UTC().Format(time.RFC3339), d.LastRequest.UTC().Format(time.RFC3339))
 		}
 		if f := d.NodeRecreated; f != nil {
 			t.add(f.Time, src, "", "%s by %s, %s after the deletion", f.How, actor(f.Actor), roundDur(f.After))

@@ -196,6 +196,13 @@ func (t *teller) readSandboxEvents(ctx context.Context, stuck []doctor.StuckPod)
 	if len(names) > maxSandboxNS {
 		names = names[:maxSandboxNS]
 	}
+	// An Event names its pod by namespace, name and UID: a pod of the same name before this one
+	// (another node's, deleted since) left Events that are not this pod's story.
+	uids := map[string]string{}
+	for i := range t.cl.pods {
+		p := &t.cl.pods[i]
+		uids[p.Namespace+"/"+p.Name] = string(p.UID)
+	}
 	onNode := map[string]bool{}
 	for _, p := range stuck {
 		onNode[p.Namespace+"/"+p.Name] = true
@@ -210,7 +217,8 @@ func (t *teller) readSandboxEvents(ctx context.Context, stuck []doctor.StuckPod)
 			continue
 		}
 		for _, e := range l.Items {
-			if onNode[e.InvolvedObject.Namespace+"/"+e.InvolvedObject.Name] {
+			key := e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Name
+			if onNode[key] && (e.InvolvedObject.UID == "" || string(e.InvolvedObject.UID) == uids[key]) {
 				t.cl.sandboxEvents = append(t.cl.sandboxEvents, e)
 				t.tellEvent(&e)
 			}

@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"bytes"
 	"context"
 	"path/filepath"
 	"strings"
@@ -20,16 +21,17 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/instances"
 	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
+	"github.com/nodekeeper/nodekeeper/internal/schematest"
 	"github.com/nodekeeper/nodekeeper/internal/testenv"
 )
 
 var env *testenv.Env
 
 // explain reads what the API server writes to its audit log as EKS does (Node creates and
-// deletes with their requests, node-lease writes with their bodies); no controller runs, so a
-// deleted Node's lease stays until someone deletes it.
+// deletes with their requests, node-lease writes with their bodies); kube-controller-manager
+// runs, so that its garbage collector deletes a deleted Node's lease as on EKS.
 func TestMain(m *testing.M) {
-	testenv.RunMain(m, testenv.MainOptions{Options: testenv.Options{AuditPolicy: testenv.AuditLikeEKS}, QuietKlog: true}, &env)
+	testenv.RunMain(m, testenv.MainOptions{Options: testenv.Options{AuditPolicy: testenv.AuditLikeEKS, ControllerManager: true}, QuietKlog: true}, &env)
 }
 
 // depsFor builds explain's clients for cfg as the CLI does (kube.NewClients, doctor.DepsFrom),
@@ -70,8 +72,8 @@ const (
 )
 
 // startZombie runs the zombie's life on the real control plane: the kubelet registers its Node
-// and lease, alice deletes the Node with kubectl, the kubelet keeps renewing its lease (it
-// re-writes it without an owner, as kubelets before 1.29 do), and EC2 (awsfake, stateful, as
+// and lease, alice deletes the Node, the garbage collector deletes the lease, the kubelet
+// re-creates it without an owner and keeps renewing it (as kubelets before 1.29 do), and EC2 (awsfake, stateful, as
 // DescribeInstances, DescribeAutoScalingGroups and DescribeLaunchTemplateVersions answer it)
 // has the instance running in its group, launched from version 3 of its launch template.
 func startZombie(ctx context.Context, t *testing.T, name string) *zombie {
@@ -106,9 +108,10 @@ func startZombie(ctx context.Context, t *testing.T, name string) *zombie {
 	deleted := time.Now()
 	// The kubelet keeps renewing: a lease without owner, renewed after the deletion.
 	env.WaitNodeLease(t, name, time.Minute, "renewed without an owner after its Node's deletion", func(l *coordinationv1.Lease) bool {
-		return len(l.OwnerReferences) == 0 && l.Spec.RenewTime != nil && l.Spec.RenewTime.After(deleted.Add(time.Second))
+		return l != nil && len(l.OwnerReferences) == 0 && l.Spec.RenewTime != nil && l.Spec.RenewTime.After(deleted.Add(time.Second))
 	})
-	launched := node.CreationTimestamp.Add(-3 * time.Minute)
+	// Launched two hours ago: older than the ten minutes an instance may take to register.
+	launched := node.CreationTimestamp.Add(-2 * time.Hour)
 	c := awsfake.New()
 	c.Instances = []ec2types.Instance{{
 		InstanceId: &z.id, InstanceType: "m5.large", PrivateDnsName: &name, PrivateIpAddress: &z.ip, LaunchTime: &launched,
@@ -200,6 +203,11 @@ func TestZombieStory(t *testing.T) {
 			if len(s.Gaps) != 0 {
 				t.Errorf("gaps: %+v", s.Gaps)
 			}
+			var doc bytes.Buffer
+			if err := WriteJSON(&doc, s); err != nil {
+				t.Fatal(err)
+			}
+			schematest.Validate(t, Kind, doc.Bytes())
 			if t.Failed() {
 				var b strings.Builder
 				_ = WriteText(&b, s)

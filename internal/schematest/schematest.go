@@ -1,6 +1,6 @@
 // Package schematest checks nodekeeper's machine output against the JSON Schemas published in
 // docs/schemas (one per kind: LeaseReport, LeaseChange, GCResult, DoctorReport, BundleReport, AuditReport,
-// MaxPods, Version). Each package's JSON output test calls Validate on what it printed, so a
+// MaxPods, Version, Plan, PlanScenario, NodeStory). Each package's JSON output test calls Validate on what it printed, so a
 // field added to an output struct without its schema, or a schema that no longer describes the
 // output, fails that package's tests.
 package schematest
@@ -26,7 +26,7 @@ const IDBase = "https://nodekeeper.io/schemas/"
 
 // Kinds lists every kind that has a schema; FileName gives its file.
 func Kinds() []string {
-	return []string{"LeaseReport", "LeaseChange", "GCResult", "DoctorReport", "BundleReport", "AuditReport", "MaxPods", "Version", "Plan", "PlanScenario"}
+	return []string{"LeaseReport", "LeaseChange", "GCResult", "DoctorReport", "BundleReport", "AuditReport", "MaxPods", "Version", "Plan", "PlanScenario", "NodeStory"}
 }
 
 // FileName is the schema file of kind, e.g. leasereport.schema.json.
