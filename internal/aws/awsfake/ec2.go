@@ -155,10 +155,16 @@ func subnetValues(s ec2types.Subnet) ([]ec2types.Tag, map[string][]string) {
 }
 
 // DescribeInstances implements EC2API: InstanceIds, and the filters instance-id,
-// instance-state-name, instance-type, private-dns-name, tag:KEY and tag-key.
+// instance-state-name, instance-type, private-dns-name, tag:KEY and tag-key. MaxResults with
+// InstanceIds is refused (InvalidParameterCombination), as EC2 does.
 func (c *Cloud) DescribeInstances(ctx context.Context, in *ec2.DescribeInstancesInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error) {
 	if err := c.before(ctx, nkaws.PermDescribeInstances); err != nil {
 		return nil, err
+	}
+	// "You cannot specify this parameter [MaxResults] and the instance IDs parameter in the
+	// same request" (EC2 API Reference, DescribeInstances); moto refuses it the same way.
+	if len(in.InstanceIds) > 0 && in.MaxResults != nil {
+		return nil, apiError("InvalidParameterCombination", "The parameter instancesSet cannot be used with the parameter maxResults")
 	}
 	p, err := instanceKind.describe(c, nkaws.PermDescribeInstances, &c.Instances, describeQuery{in.InstanceIds, in.Filters, in.NextToken, in.MaxResults})
 	if err != nil {
