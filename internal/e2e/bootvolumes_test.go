@@ -26,9 +26,7 @@ import (
 // for the cluster's region), and the instance an Auto Scaling group launched for the cluster
 // without a Node is NK801, naming who deleted its Node in the audit log file and the Auto Scaling
 // command that removes it.
-//
-// GetMetricData stays on awsserver: the SDK's CloudWatch client speaks Smithy RPC v2 CBOR, a
-// protocol moto 5.2.1 does not serve (its CloudWatch answers the Query and JSON protocols only).
+// GetMetricData stays on awsserver (see newAccount), here over the volume's metrics.
 func TestDoctorAWSBootVolumesAndZombie(t *testing.T) {
 	ctx := context.Background()
 	a := newAccount(t)

@@ -21,6 +21,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
+	"github.com/nodekeeper/nodekeeper/internal/testsupport/awsserver"
 	"github.com/nodekeeper/nodekeeper/internal/testsupport/motoserver"
 )
 
@@ -46,10 +48,14 @@ type account struct {
 	vpcs    map[string]string // 10.A.0.0/16 → VPC ID
 }
 
-// newAccount starts moto for the test and returns its account.
+// newAccount starts moto for the test and returns its account. CloudWatch's GetMetricData goes
+// to awsserver over an empty account (a test with metrics routes it to its own): the SDK's
+// CloudWatch client speaks Smithy RPC v2 CBOR, a protocol moto 5.2.1 does not serve (its
+// CloudWatch answers the Query and JSON protocols only: moto/cloudwatch/responses.py).
 func newAccount(t *testing.T) *account {
 	t.Helper()
 	srv := motoserver.Start(t)
+	srv.Route("cloudwatch:GetMetricData", awsserver.New(awsfake.New()))
 	cfg := srv.Config(t, eksRegion)
 	return &account{t: t, srv: srv, ec2: ec2.NewFromConfig(cfg), eks: eks.NewFromConfig(cfg), asg: autoscaling.NewFromConfig(cfg),
 		logs: cloudwatchlogs.NewFromConfig(cfg), subnets: map[string]string{}, vpcs: map[string]string{}}
@@ -169,14 +175,17 @@ func (a *account) runInstance(name, subnet string, kv []string, edit ...func(*ec
 }
 
 // template creates a launch template whose versions have the given user data scripts (version
-// 1 the first, the default) and returns its ID.
+// 1 the first, the default; "" is no user data) and returns its ID.
 func (a *account) template(name string, scripts ...string) string {
 	a.t.Helper()
 	ctx := context.Background()
 	data := func(script string) *ec2types.RequestLaunchTemplateData {
-		return &ec2types.RequestLaunchTemplateData{ImageId: awssdk.String("ami-12c6146b"), InstanceType: ec2types.InstanceTypeM5Large,
-			UserData:          awssdk.String(base64.StdEncoding.EncodeToString([]byte(script))),
+		d := &ec2types.RequestLaunchTemplateData{ImageId: awssdk.String("ami-12c6146b"), InstanceType: ec2types.InstanceTypeM5Large,
 			TagSpecifications: []ec2types.LaunchTemplateTagSpecificationRequest{{ResourceType: ec2types.ResourceTypeInstance, Tags: tags(clusterTags...)}}}
+		if script != "" {
+			d.UserData = awssdk.String(base64.StdEncoding.EncodeToString([]byte(script)))
+		}
+		return d
 	}
 	out, err := a.ec2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: &name, LaunchTemplateData: data(scripts[0])})
 	a.must(err)

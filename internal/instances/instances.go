@@ -81,11 +81,17 @@ type Listing struct {
 // An error is the SDK's, unexplained (callers name PermDescribeInstances their own way);
 // Classify tells denial and throttling apart.
 func ListRunning(ctx context.Context, api API, cluster string) (Listing, error) {
+	return listRunning(ctx, api, cluster, PageSize)
+}
+
+// listRunning is ListRunning with pages of pageSize instances (EC2 takes 5 to 1000): the
+// tests page a handful of instances through moto with it.
+func listRunning(ctx context.Context, api API, cluster string, pageSize int32) (Listing, error) {
 	var l Listing
 	seen := map[string]bool{}
 	for _, filters := range ClusterFilters(cluster) {
 		filters = append(filters, ec2types.Filter{Name: strp("instance-state-name"), Values: []string{"running"}})
-		p := ec2.NewDescribeInstancesPaginator(api, &ec2.DescribeInstancesInput{Filters: filters, MaxResults: ptr(int32(PageSize))})
+		p := ec2.NewDescribeInstancesPaginator(api, &ec2.DescribeInstancesInput{Filters: filters, MaxResults: &pageSize})
 		for pages := 0; p.HasMorePages(); pages++ {
 			if pages == MaxPages || len(l.Running) > MaxInstances {
 				return l, ErrEndlessPages
@@ -228,8 +234,6 @@ func TagValue(tags []ec2types.Tag, key string) string {
 }
 
 func strp(s string) *string { return &s }
-
-func ptr[T any](v T) *T { return &v }
 
 func deref(p *string) string {
 	if p == nil {

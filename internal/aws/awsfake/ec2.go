@@ -158,9 +158,15 @@ func subnetValues(s ec2types.Subnet) ([]ec2types.Tag, map[string][]string) {
 
 // DescribeInstances implements EC2API: InstanceIds, and the filters instance-id,
 // instance-state-name, instance-type, private-dns-name, private-ip-address, tag:KEY and tag-key.
+// MaxResults with InstanceIds is refused (InvalidParameterCombination), as EC2 does.
 func (c *Cloud) DescribeInstances(ctx context.Context, in *ec2.DescribeInstancesInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error) {
 	if err := c.before(ctx, nkaws.PermDescribeInstances); err != nil {
 		return nil, err
+	}
+	// "You cannot specify this parameter [MaxResults] and the instance IDs parameter in the
+	// same request" (EC2 API Reference, DescribeInstances); moto refuses it the same way.
+	if len(in.InstanceIds) > 0 && in.MaxResults != nil {
+		return nil, apiError("InvalidParameterCombination", "The parameter instancesSet cannot be used with the parameter maxResults")
 	}
 	if n, token, ok := c.endless(); ok {
 		id := fmt.Sprintf("i-endless%012d", n)

@@ -145,3 +145,21 @@ func TestDescribeDenied(t *testing.T) {
 		t.Fatalf("error code %q (%v), want UnauthorizedOperation", code, err)
 	}
 }
+
+// TestDescribeInstancesIDsWithMaxResults: EC2 refuses MaxResults beside InstanceIds (EC2 API
+// Reference, DescribeInstances: "You cannot specify this parameter and the instance IDs
+// parameter in the same request"), as moto does; the fake used to answer it.
+func TestDescribeInstancesIDsWithMaxResults(t *testing.T) {
+	c := testCloud()
+	_, err := c.DescribeInstances(context.Background(), &ec2.DescribeInstancesInput{InstanceIds: []string{"i-1"}, MaxResults: aws.Int32(5)})
+	if code := apiCode(err); code != "InvalidParameterCombination" {
+		t.Fatalf("error code %q (%v), want InvalidParameterCombination", code, err)
+	}
+	// Either alone is answered.
+	if _, err := c.DescribeInstances(context.Background(), &ec2.DescribeInstancesInput{InstanceIds: []string{"i-1"}}); err != nil {
+		t.Error(err)
+	}
+	if _, err := c.DescribeInstances(context.Background(), &ec2.DescribeInstancesInput{MaxResults: aws.Int32(5)}); err != nil {
+		t.Error(err)
+	}
+}

@@ -40,7 +40,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -163,14 +162,14 @@ func run(t testing.TB, prog string) (string, error) {
 	}
 	var out syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = ownGroup()
 	if err := cmd.Start(); err != nil {
 		return "", fmt.Errorf("start %s: %v", prog, err)
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	stop := func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		killGroup(cmd.Process)
 		<-done
 	}
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
