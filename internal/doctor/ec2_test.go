@@ -14,6 +14,7 @@ import (
 
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
 	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
+	"github.com/nodekeeper/nodekeeper/internal/clusterread"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 )
@@ -183,7 +184,7 @@ func TestDoctorEC2CapacityAndPodSubnets(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	admin := env.AdminClient()
-	env.InstallCRD(t, "testdata/eniconfig-crd.yaml", gvrENIConfig)
+	env.InstallCRD(t, "testdata/eniconfig-crd.yaml", clusterread.GVRENIConfig)
 	env.CreateENIConfig(t, "us-east-1a", "subnet-pods-a", "sg-0123")
 	env.CreateAWSNode(t, "aws-node-ec2", "602401143452.dkr.ecr.us-east-1.amazonaws.com/amazon-k8s-cni:v1.19.2-eksbuild.1", map[string]string{
 		eni.EnvCustomNetworking: "true", eni.EnvWarmIPTarget: "5", "ENI_CONFIG_LABEL_DEF": corev1.LabelTopologyZone,

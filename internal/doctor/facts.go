@@ -8,8 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodekeeper/nodekeeper/internal/clusterread"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
-	"github.com/nodekeeper/nodekeeper/internal/rules"
 )
 
 // Fact names one part of Facts that the gather phase reads with its own request(s), so that it
@@ -40,6 +40,9 @@ const (
 	// FactLaunchTemplates: the launch template versions in use (launchtemplates.go).
 	FactLaunchTemplates Fact = "launch-templates"
 	FactCNIMetrics      Fact = "cni-metrics"
+	// FactKarpenter: Karpenter's Deployments and settings ConfigMap (what the reservedENIs
+	// setting is read from).
+	FactKarpenter Fact = "karpenter"
 )
 
 // Missing is why a fact could not be gathered: the resource asked for and the reason, usually
@@ -65,11 +68,11 @@ type Facts struct {
 	Karpenter KarpenterFacts
 	// Configz holds each node's kubelet configuration, or why it could not be read, by node name
 	// (Ready nodes are asked; the others carry "node not Ready").
-	Configz map[string]ConfigzResult
+	Configz map[string]clusterread.ConfigzResult
 	// Leases are the node leases (kube-node-lease).
 	Leases []coordinationv1.Lease
 	// APF are the API server's apiserver_flowcontrol_* samples from /metrics.
-	APF []Sample
+	APF []clusterread.Sample
 	// Pods is what the pod and sandbox event lists left: stuck pods and per-node address use.
 	Pods PodFacts
 	// CSRs are the kubelet-serving certificate signing requests that are neither settled nor
@@ -140,12 +143,6 @@ type KarpenterFacts struct {
 	Found        bool
 	ReservedENIs int
 	Source       string
-}
-
-// ConfigzResult is one node's kubelet configuration, or why it could not be read.
-type ConfigzResult struct {
-	Config *rules.KubeletConfig
-	Err    string // "" when Config is set
 }
 
 // PodFacts is what the pod and event lists left.

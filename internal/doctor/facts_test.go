@@ -22,6 +22,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodekeeper/nodekeeper/internal/clusterread"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
@@ -107,7 +108,7 @@ func TestCheckUnits(t *testing.T) {
 		}, []string{"NK301:error", "NK302:warning"}},
 		{"kubelet: defaults and an unreadable node", kubeletConfigCheck{}, func() *Facts {
 			f := unitFacts(unitNode("a", "m5.large", 29, nil), unitNode("b", "m5.large", 29, nil))
-			f.Configz = map[string]ConfigzResult{"a": {Config: &rules.KubeletConfig{}}, "b": {Err: "HTTP 502"}}
+			f.Configz = map[string]clusterread.ConfigzResult{"a": {Config: &rules.KubeletConfig{}}, "b": {Err: "HTTP 502"}}
 			return f
 		}, []string{"NK201:warning", "NK205:skipped"}},
 		{"aws-node: not found", awsNodeCheck{}, func() *Facts {
@@ -144,7 +145,7 @@ func TestCheckUnits(t *testing.T) {
 		}, []string{"NK313:warning", "NK316:warning"}},
 		{"apf: rejections", apfCheck{}, func() *Facts {
 			f := unitFacts()
-			f.APF = []Sample{{Name: rejectedMetric, Labels: map[string]string{"priority_level": "workload-low", "flow_schema": "service-accounts", "reason": "queue-full"}, Value: 12}}
+			f.APF = []clusterread.Sample{{Name: rejectedMetric, Labels: map[string]string{"priority_level": "workload-low", "flow_schema": "service-accounts", "reason": "queue-full"}, Value: 12}}
 			return f
 		}, []string{"NK501:warning"}},
 		{"eniconfig: incomplete, and a node selecting a missing one", eniConfigCheck{}, func() *Facts {
