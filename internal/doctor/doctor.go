@@ -118,6 +118,13 @@ func (o *Options) defaults() {
 	}
 }
 
+// WithDefaults is o with its defaults applied, as Run applies them: what Gather and ChecksFor
+// expect when called on their own.
+func (o Options) WithDefaults() Options {
+	o.defaults()
+	return o
+}
+
 // DefaultWorkers is how many configz requests doctor keeps in flight.
 const DefaultWorkers = 16
 
