@@ -10,6 +10,7 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/clusterread"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
+	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
 // Fact names one part of Facts that the gather phase reads with its own request(s), so that it
@@ -52,10 +53,10 @@ type Missing struct {
 }
 
 // Facts is everything a doctor run read from the cluster (and EC2), filled once by Gather and
-// read by every check. Checks never write to it.
+// read by every check. Checks never write to it. It is data only: no clients, no callbacks.
 type Facts struct {
-	// Options are the run's options (thresholds, overrides), with defaults applied.
-	Options Options
+	// Settings are the thresholds and overrides the checks judge by, from the run's Options.
+	Settings Settings
 	// Now is the time the checks compare ages with.
 	Now time.Time
 	// Server is the API server's version (GitVersion).
@@ -100,6 +101,34 @@ type Facts struct {
 	Stats map[string]int64
 	// Missing lists the facts that could not be gathered, with why.
 	Missing map[Fact]Missing
+}
+
+// Settings are the values of Options the checks judge the facts by (with defaults applied),
+// copied so that Facts holds plain data.
+type Settings struct {
+	// CustomNetworking and PrefixDelegation override the aws-node environment (nil: use it);
+	// CNIVersion the version read from its image; ReservedENIs are ENIs kept from pods besides
+	// custom networking's and the trunk ENI.
+	CustomNetworking, PrefixDelegation *bool
+	CNIVersion                         string
+	ReservedENIs                       int
+	// MinCNIVersion is the VPC CNI version below which a warning is given (zero: default).
+	MinCNIVersion eni.Version
+	// Lease tunes the lease classification; CSRPendingAfter is how long a kubelet-serving CSR
+	// may stay without a certificate.
+	Lease           lease.Options
+	CSRPendingAfter time.Duration
+	// SkipCNIMetrics: the aws-node metrics were not read, and are not judged.
+	SkipCNIMetrics bool
+	// EC2 is the EC2 section's settings (nil without --aws).
+	EC2 *EC2Options
+}
+
+// settings are the Settings of o.
+func (o Options) settings() Settings {
+	return Settings{CustomNetworking: o.CustomNetworking, PrefixDelegation: o.PrefixDelegation, CNIVersion: o.CNIVersion,
+		ReservedENIs: o.ReservedENIs, MinCNIVersion: o.MinCNIVersion, Lease: o.Lease, CSRPendingAfter: o.CSRPendingAfter,
+		SkipCNIMetrics: o.SkipCNIMetrics, EC2: o.EC2}
 }
 
 // Has reports whether a fact was gathered.

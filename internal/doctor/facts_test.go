@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -57,7 +58,7 @@ func unitNode(name, itype string, pods int64, labels map[string]string) corev1.N
 }
 
 func unitFacts(nodes ...corev1.Node) *Facts {
-	return &Facts{Options: unitOptions(), Now: unitNow, Server: "v1.31.4", Nodes: nodes,
+	return &Facts{Settings: unitOptions().settings(), Now: unitNow, Server: "v1.31.4", Nodes: nodes,
 		AWSNode: AWSNodeFacts{Resource: "daemonset/kube-system/aws-node", Found: true, Container: true, Env: map[string]string{"CLUSTER_ENDPOINT": "https://x"}}}
 }
 
@@ -367,4 +368,33 @@ func TestGatherCSRIdentity(t *testing.T) {
 	if want := []string{"NK721 error node/gone", "NK722 info user/admin"}; !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}
+}
+
+// TestFactsAreData: Facts holds what was read and the settings it is judged by, nothing that
+// acts: no function, channel or interface (a client, an options callback) anywhere in it, so
+// that a run's facts can be kept, compared and handed to checks elsewhere (the controller's).
+func TestFactsAreData(t *testing.T) {
+	seen := map[reflect.Type]bool{}
+	var walk func(path string, ty reflect.Type)
+	walk = func(path string, ty reflect.Type) {
+		if seen[ty] {
+			return
+		}
+		seen[ty] = true
+		switch ty.Kind() {
+		case reflect.Func, reflect.Chan, reflect.Interface, reflect.UnsafePointer:
+			t.Errorf("%s is a %s (%s): Facts must be data only", path, ty.Kind(), ty)
+		case reflect.Pointer, reflect.Slice, reflect.Array:
+			walk(path+"[]", ty.Elem())
+		case reflect.Map:
+			walk(path+"[key]", ty.Key())
+			walk(path+"[]", ty.Elem())
+		case reflect.Struct:
+			for i := range ty.NumField() {
+				f := ty.Field(i)
+				walk(path+"."+f.Name, f.Type)
+			}
+		}
+	}
+	walk("Facts", reflect.TypeFor[Facts]())
 }

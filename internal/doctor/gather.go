@@ -44,8 +44,11 @@ func (g *gatherer) readAWSNode(ctx context.Context) (clusterread.AWSNode, error)
 // Gather reads every fact a run with o needs (o with its defaults applied; Run does that). A
 // forbidden read leaves its fact missing; other errors fail the run.
 func Gather(ctx context.Context, d Deps, o Options) (*Facts, error) {
-	g := &gatherer{d: d, o: o, f: &Facts{Options: o, Now: o.Now(), Stats: map[string]int64{}},
+	g := &gatherer{d: d, o: o, f: &Facts{Settings: o.settings(), Now: o.Now(), Stats: map[string]int64{}},
 		r: clusterread.Reader{Client: d.Client, Dynamic: d.Dynamic, REST: d.REST, ChunkSize: o.ChunkSize}}
+	if o.EC2 != nil && d.EC2 == nil {
+		return nil, fmt.Errorf("doctor: the EC2 section needs an EC2 client (Deps.EC2)")
+	}
 	sv, err := d.Client.Discovery().ServerVersion()
 	if err != nil {
 		return nil, fmt.Errorf("reading the API server version: %w", err)
@@ -68,7 +71,7 @@ func Gather(ctx context.Context, d Deps, o Options) (*Facts, error) {
 	}
 	if o.EC2 != nil {
 		steps = append(steps, g.ec2, g.bootVolumes)
-		if o.EC2.LaunchTemplates != nil {
+		if d.LaunchTemplates != nil {
 			steps = append(steps, g.launchTemplates) // after ec2: it reads the instances' tags
 		}
 	}
