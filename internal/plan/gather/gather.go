@@ -223,7 +223,7 @@ func (r *reader) nodes(ctx context.Context) ([]corev1.Node, error) {
 		return nil
 	})
 	if apierrors.IsForbidden(err) {
-		r.note("nodes cannot be listed: node groups are known only from the flags")
+		r.note("nodes cannot be listed (%s): node groups are known only from the flags", clusterread.Needs("list", "nodes", ""))
 		return nil, nil
 	}
 	return out, err
