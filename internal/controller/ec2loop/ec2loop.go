@@ -45,6 +45,8 @@ const (
 	// MaxEventsPerScan bounds the Events one scan records; instances not reported yet are
 	// reported by the next scans.
 	MaxEventsPerScan = 50
+	// StandbyRecheck is how often a replica that does not lead looks whether it leads now.
+	StandbyRecheck = time.Second
 	// nodePage is the page size of the Node LIST.
 	nodePage = kube.DefaultChunkSize
 )
@@ -194,12 +196,20 @@ func (l *Loop) Run(ctx context.Context) {
 		wg.Go(func() { run(ctx) })
 	}
 	logger.Info("EC2 loop started", "cluster", l.opts.Cluster, "interval", l.opts.Interval, "registerGrace", l.opts.RegisterGrace)
-	t := l.clock.NewTicker(l.opts.Interval)
-	defer t.Stop()
 	for {
-		l.ScanOnce(ctx)
+		start := l.clock.Now()
+		s := l.ScanOnce(ctx)
+		// The next scan starts Interval after this one started. A standby looks again within
+		// StandbyRecheck, so that a replica that wins the election (the first one at start-up
+		// too, whose caches sync before it leads) scans at once rather than an Interval later.
+		next := l.opts.Interval
+		if s.Result == ResultStandby {
+			next = min(next, StandbyRecheck)
+		}
+		t := l.clock.NewTimer(max(next-l.clock.Since(start), 0))
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case <-t.C():
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -297,3 +298,42 @@ func TestNewRefuses(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestNewLeaderScansAtOnce: a replica that does not lead yet (every replica at start-up, before
+// its caches sync and it wins the election) does not scan, and scans within StandbyRecheck of
+// leading, not an Interval (5 minutes by default) later.
+func TestNewLeaderScansAtOnce(t *testing.T) {
+	r := newRig(t)
+	r.leading.Store(false)
+	scans := make(chan ec2loop.Scan, 100)
+	loop, err := ec2loop.New(ec2loop.Deps{EC2: r.cloud, Client: r.client, Clock: r.clock, Leading: r.leading.Load},
+		ec2loop.Options{Cluster: "prod", Registry: prometheus.NewRegistry(), OnScan: func(s ec2loop.Scan) { scans <- s }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); loop.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	next := func() ec2loop.Scan {
+		t.Helper()
+		select {
+		case s := <-scans:
+			return s
+		case <-time.After(time.Minute): // only ends a test that already failed
+			t.Fatal("no scan")
+			return ec2loop.Scan{}
+		}
+	}
+	if s := next(); s.Result != ec2loop.ResultStandby || r.cloud.Calls(instances.PermDescribeInstances) != 0 {
+		t.Fatalf("before leading: %q with %d EC2 calls", s.Result, r.cloud.Calls(instances.PermDescribeInstances))
+	}
+	r.leading.Store(true)
+	for !r.clock.HasWaiters() {
+		goruntime.Gosched() // the loop is about to wait
+	}
+	r.clock.Step(ec2loop.StandbyRecheck)
+	if s := next(); s.Result != ec2loop.ResultSuccess {
+		t.Errorf("after leading and %s: %q, want a scan", ec2loop.StandbyRecheck, s.Result)
+	}
+}
