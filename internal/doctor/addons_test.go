@@ -18,6 +18,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodekeeper/nodekeeper/internal/clusterread"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
@@ -113,7 +114,7 @@ func TestAddonChecksUnits(t *testing.T) {
 		{"pull qps: none refused", pullQPSCheck{}, func() *Facts { return unitFacts(unitNode("a", "m5.large", 29, nil)) }, nil},
 		{"pull qps: refusals on a node", pullQPSCheck{}, func() *Facts {
 			f := unitFacts(unitNode("a", "m5.large", 29, nil))
-			f.Configz = map[string]ConfigzResult{"a": {Config: tuned}}
+			f.Configz = map[string]clusterread.ConfigzResult{"a": {Config: tuned}}
 			f.PullQPS = map[string]*PullQPSNode{"a": {Events: 3, Refusals: 7, Last: unitNow.Add(-time.Minute)}}
 			return f
 		}, []string{"NK751:warning"}},
@@ -200,7 +201,7 @@ func TestPullQPSFinding(t *testing.T) {
 	br := unitNode("ip-10-0-0-2.ec2.internal", "m5.large", 58, map[string]string{rules.LabelKarpenterNodePool: "default"})
 	br.Status.NodeInfo.OSImage = "Bottlerocket OS 1.20.0 (aws-k8s-1.31)"
 	f := unitFacts(al2023, br)
-	f.Configz = map[string]ConfigzResult{
+	f.Configz = map[string]clusterread.ConfigzResult{
 		al2023.Name: {Config: &rules.KubeletConfig{RegistryPullQPS: ptr.To[int32](5), RegistryBurst: ptr.To[int32](10)}},
 		br.Name:     {Err: "HTTP 502: bad gateway"},
 	}

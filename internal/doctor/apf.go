@@ -1,78 +1,21 @@
 package doctor
 
 import (
-	"bytes"
 	"fmt"
 	"maps"
 	"slices"
 	"sort"
 	"strings"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
+	"github.com/nodekeeper/nodekeeper/internal/clusterread"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 )
-
-// Sample is one series of the Prometheus text format.
-type Sample struct {
-	Name   string
-	Labels map[string]string
-	Value  float64
-}
-
-// ParseMetrics reads the Prometheus text exposition format with prometheus/common's parser,
-// keeping only the series whose name starts with prefix; histograms and summaries come out as
-// their _bucket, _sum and _count series. Lines of other metrics are dropped before parsing (an
-// API server's /metrics holds thousands of series doctor never reads). A malformed line is an
-// error (an API server does not produce one, so it means the answer is not metrics at all).
-func ParseMetrics(data []byte, prefix string) ([]Sample, error) {
-	var kept bytes.Buffer
-	for line := range bytes.Lines(data) {
-		name := bytes.TrimLeft(line, " \t")
-		for _, c := range [][]byte{[]byte("# HELP "), []byte("# TYPE ")} {
-			if bytes.HasPrefix(name, c) {
-				name = name[len(c):]
-			}
-		}
-		if bytes.HasPrefix(name, []byte(prefix)) {
-			kept.Write(line)
-			if !bytes.HasSuffix(line, []byte("\n")) {
-				kept.WriteByte('\n')
-			}
-		}
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(&kept)
-	if err != nil {
-		return nil, fmt.Errorf("metrics of %s*: %w", prefix, err)
-	}
-	var out []Sample
-	for _, name := range slices.Sorted(maps.Keys(families)) {
-		vec, err := expfmt.ExtractSamples(&expfmt.DecodeOptions{}, families[name])
-		if err != nil {
-			return nil, fmt.Errorf("metric %s: %w", name, err)
-		}
-		for _, v := range vec {
-			s := Sample{Labels: make(map[string]string, len(v.Metric)), Value: float64(v.Value)}
-			for k, val := range v.Metric {
-				if k == model.MetricNameLabel {
-					s.Name = string(val)
-					continue
-				}
-				s.Labels[string(k)] = string(val)
-			}
-			out = append(out, s)
-		}
-	}
-	return out, nil
-}
 
 const rejectedMetric = "apiserver_flowcontrol_rejected_requests_total"
 
 // CheckAPF reports the requests APF rejected, per priority level, from the API server's metrics.
 // It returns the number of priority levels seen (the section's checked count).
-func CheckAPF(samples []Sample) ([]findings.Finding, int) {
+func CheckAPF(samples []clusterread.Sample) ([]findings.Finding, int) {
 	levels := map[string]bool{}
 	type agg struct {
 		total   float64

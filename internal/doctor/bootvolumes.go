@@ -100,7 +100,7 @@ func bootVolumeID(inst ec2types.Instance, n *corev1.Node) (id, what string) {
 // boot window, then their metrics since launch. AccessDenied leaves the fact missing with the
 // permission named; other AWS errors fail the run like the rest of the EC2 section.
 func (g *gatherer) bootVolumes(ctx context.Context) error {
-	o := g.o.EC2
+	o := g.aws()
 	if o.Metrics == nil || !g.f.Has(FactEC2Instances) {
 		return nil
 	}

@@ -145,8 +145,8 @@ func TestDoctorBootVolumesAndZombies(t *testing.T) {
 
 	run := func(t *testing.T, o EC2Options) map[string]findings.Finding {
 		t.Helper()
-		o.API, o.Metrics, o.Cluster, o.Region = cloud, cloud, "prod", "us-west-2"
-		rep, err := runOn(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-none", EC2: &o})
+		o.Cluster, o.Region = "prod", "us-west-2"
+		rep, err := runAWS(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-none", EC2: &o}, Deps{EC2: cloud, CloudWatch: cloud})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,6 +23,6 @@ func (awsNodeCheck) Run(f *Facts) Result {
 		return r
 	}
 	r.checked(SectionAWSNode, 1)
-	r.add(rules.CheckCNISettings(rules.CNIInput{Resource: a.Resource, Env: a.Env, Unread: a.Unread, Version: a.Version, MinVersion: f.Options.MinCNIVersion})...)
+	r.add(rules.CheckCNISettings(rules.CNIInput{Resource: a.Resource, Env: a.Env, Unread: a.Unread, Version: a.Version, MinVersion: f.Settings.MinCNIVersion})...)
 	return r
 }

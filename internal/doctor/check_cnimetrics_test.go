@@ -177,7 +177,7 @@ func TestStuckGroupsCarryMeasuredCause(t *testing.T) {
 		read   bool // ipamd's figures were read: the groups carry the measured cause
 	}{
 		{name: "figures read", change: func(*Facts) {}, read: true},
-		{name: "--skip cni metrics", change: func(f *Facts) { f.Options.SkipCNIMetrics = true }},
+		{name: "--skip cni metrics", change: func(f *Facts) { f.Settings.SkipCNIMetrics = true }},
 		{name: "pods/proxy refused", change: func(f *Facts) { f.miss(FactCNIMetrics, "pods/proxy", "needs get on pods/proxy in kube-system") }},
 		{name: "no aws-node DaemonSet", change: func(f *Facts) { f.AWSNode = AWSNodeFacts{Resource: "daemonset/kube-system/aws-node"} }},
 	}

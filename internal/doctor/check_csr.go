@@ -51,7 +51,7 @@ func (servingCSRCheck) Run(f *Facts) Result {
 	byNode := map[string]*pending{}
 	foreign := map[string]*pending{}
 	for _, c := range f.CSRs {
-		if f.Now.Sub(c.Created) < f.Options.CSRPendingAfter {
+		if f.Now.Sub(c.Created) < f.Settings.CSRPendingAfter {
 			continue
 		}
 		m, key := byNode, ""

@@ -16,7 +16,7 @@ func (ec2Check) Needs() []Need {
 
 func (ec2Check) Run(f *Facts) Result {
 	var r Result
-	o := f.Options.EC2
+	o := f.Settings.EC2
 	grace := o.RegisterGrace
 	if grace <= 0 {
 		grace = 10 * time.Minute

@@ -23,6 +23,6 @@ func (heartbeatCheck) Run(f *Facts) Result {
 		names[n] = true
 	}
 	r.checked(SectionHeartbeats, len(names))
-	r.add(CheckHeartbeats(f.Leases, refs, f.Now, f.Options.Lease)...)
+	r.add(CheckHeartbeats(f.Leases, refs, f.Now, f.Settings.Lease)...)
 	return r
 }

@@ -5,7 +5,11 @@ package doctor
 // recommendation is reservedENIs=1.
 type karpenterCheck struct{}
 
-func (karpenterCheck) Needs() []Need { return nil }
+// Needs: without Karpenter's Deployments (or its settings ConfigMap) its reservedENIs may be
+// unknown; the check still judges what was found.
+func (karpenterCheck) Needs() []Need {
+	return []Need{{Fact: FactKarpenter, Rule: RuleKarpenterReservedENIs, Optional: true, Note: "Karpenter's reservedENIs is judged from what could be read"}}
+}
 
 func (karpenterCheck) Run(f *Facts) Result {
 	var r Result

@@ -41,8 +41,9 @@ func (r *Result) checked(section string, n int) {
 	r.Checked[section] += n
 }
 
-// ChecksFor lists the checks a run with o makes.
-func ChecksFor(o Options) []Check {
+// ChecksFor lists the checks a run with o makes; with the EC2 section, the boot volume and launch
+// template checks when d has their AWS clients.
+func ChecksFor(o Options, d Deps) []Check {
 	cs := []Check{versionSkewCheck{}, kubeletConfigCheck{}, awsNodeCheck{}, podCapacityCheck{}, heartbeatCheck{}, apfCheck{}}
 	if !o.SkipPodNetworking {
 		cs = append(cs, karpenterCheck{}, stuckPodsCheck{}, servingCSRCheck{}, eniConfigCheck{}, csiNodeCheck{}, cniNodeCheck{})
@@ -56,10 +57,10 @@ func ChecksFor(o Options) []Check {
 	}
 	if o.EC2 != nil {
 		cs = append(cs, ec2Check{})
-		if o.EC2.Metrics != nil {
+		if d.CloudWatch != nil {
 			cs = append(cs, bootVolumeCheck{})
 		}
-		if o.EC2.LaunchTemplates != nil {
+		if d.LaunchTemplates != nil {
 			cs = append(cs, launchTemplateCheck{})
 		}
 	}

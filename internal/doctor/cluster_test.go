@@ -447,12 +447,23 @@ func runOn(ctx context.Context, cfg *rest.Config, o Options) (*findings.Report, 
 	return runLimited(ctx, cfg, kube.RateLimit{}, o)
 }
 
+// runAWS runs doctor as runOn does, with the AWS clients of aws (the EC2 section's).
+func runAWS(ctx context.Context, cfg *rest.Config, o Options, aws Deps) (*findings.Report, error) {
+	return runWith(ctx, cfg, kube.RateLimit{}, o, aws)
+}
+
 func runLimited(ctx context.Context, cfg *rest.Config, limit kube.RateLimit, o Options) (*findings.Report, error) {
+	return runWith(ctx, cfg, limit, o, Deps{})
+}
+
+func runWith(ctx context.Context, cfg *rest.Config, limit kube.RateLimit, o Options, aws Deps) (*findings.Report, error) {
 	cfg, requests := kube.CountRequests(kube.Configure(cfg, "doctor", limit))
 	clients, err := kube.NewClients(cfg)
 	if err != nil {
 		return nil, err
 	}
 	o.Target = cfg.Host
-	return Run(ctx, DepsFrom(clients, requests), o)
+	d := DepsFrom(clients, requests)
+	d.EC2, d.CloudWatch, d.LaunchTemplates, d.Nodegroups, d.AutoScaling = aws.EC2, aws.CloudWatch, aws.LaunchTemplates, aws.Nodegroups, aws.AutoScaling
+	return Run(ctx, d, o)
 }

@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodekeeper/nodekeeper/internal/clusterread"
 	"github.com/nodekeeper/nodekeeper/internal/doctor/kubeletstub"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
@@ -88,7 +89,7 @@ func newAWSNodePod(ctx context.Context, c kubernetes.Interface, ds *appsv1.Daemo
 	p.Name, p.Namespace = ds.Name+"-"+strings.ReplaceAll(node, ".", "-"), ds.Namespace
 	p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(ds, appsv1.SchemeGroupVersion.WithKind("DaemonSet"))}
 	p.Spec.NodeName, p.Spec.HostNetwork = node, true
-	if ctr := awsNodeContainerIn(p.Spec.Containers); ctr != nil && port != 0 {
+	if ctr := clusterread.AWSNodeContainer(p.Spec.Containers); ctr != nil && port != 0 {
 		ctr.Ports = []corev1.ContainerPort{{Name: "metrics", ContainerPort: int32(port)}}
 	}
 	// The ServiceAccount admission plugin wants the pod's account; no controller makes "default".

@@ -17,7 +17,7 @@ import (
 // --prefix-delegation overrides. known is false when neither the DaemonSet nor an override says
 // anything (no aws-node container, or it could not be read).
 func cniMode(f *Facts) (mode rules.CNIMode, known bool) {
-	o := f.Options
+	o := f.Settings
 	mode = rules.CNIMode{ReservedENIs: o.ReservedENIs, Version: o.CNIVersion}
 	if f.AWSNode.Container {
 		known = true
@@ -71,7 +71,7 @@ func nodeCapacities(f *Facts) map[string]NodeAddressInfo {
 		if cpu := n.Status.Capacity.Cpu(); cpu != nil && cpu.Value() > 0 {
 			nc.VCPUs, nc.VCPUSource = int(cpu.Value()), "node capacity"
 		}
-		nm := nodeMode(f.Karpenter, f.Options.ReservedENIs, n, mode)
+		nm := nodeMode(f.Karpenter, f.Settings.ReservedENIs, n, mode)
 		out[n.Name] = NodeAddressInfo{Node: n, Capacity: rules.CheckPodCapacity(nc, nm), CustomNetworking: nm.Settings.CustomNetworking, ModeText: modeText(nm)}
 	}
 	return out
@@ -136,7 +136,7 @@ type nodeCause struct {
 // the run skipped them, the read was refused, or the cluster has no aws-node DaemonSet.
 func stuckCauses(f *Facts) map[string]nodeCause {
 	out := map[string]nodeCause{}
-	if f.Options.SkipCNIMetrics || !f.Has(FactCNIMetrics) || !f.AWSNode.Found || !f.AWSNode.Container {
+	if f.Settings.SkipCNIMetrics || !f.Has(FactCNIMetrics) || !f.AWSNode.Found || !f.AWSNode.Container {
 		return out
 	}
 	mode, _ := cniMode(f)

@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/kube"
@@ -118,6 +119,13 @@ func (o *Options) defaults() {
 	}
 }
 
+// WithDefaults is o with its defaults applied, as Run applies them: what Gather and ChecksFor
+// expect when called on their own.
+func (o Options) WithDefaults() Options {
+	o.defaults()
+	return o
+}
+
 // DefaultWorkers is how many configz requests doctor keeps in flight.
 const DefaultWorkers = 16
 
@@ -164,6 +172,17 @@ type Deps struct {
 	Proxy rest.Interface
 	// Requests, when set, returns how many requests the clients have sent (StatAPIRequests).
 	Requests func() int64
+
+	// The AWS clients of the EC2 section (Options.EC2; doctor --aws), as the Kubernetes ones
+	// are: EC2 reads instances, subnets, instance types and volumes; CloudWatch the root
+	// volumes' metrics (nil: boot volumes are not checked); LaunchTemplates, when set, adds the
+	// launch template checks (launchtemplates.go), with the managed node groups from Nodegroups
+	// and the self-managed groups from AutoScaling when set.
+	EC2             nkaws.EC2API
+	CloudWatch      nkaws.CloudWatchAPI
+	LaunchTemplates nkaws.LaunchTemplatesAPI
+	Nodegroups      nkaws.NodegroupsAPI
+	AutoScaling     nkaws.AutoScalingAPI
 }
 
 // DepsFrom maps clients built by kube.NewClients onto Deps: the protobuf clientset for the bulk
@@ -206,12 +225,12 @@ func Run(ctx context.Context, deps Deps, o Options) (*findings.Report, error) {
 	sections := Sections
 	if o.EC2 != nil {
 		sections = append(append([]findings.SectionSpec(nil), Sections...), sectionEC2)
-		if o.EC2.LaunchTemplates != nil {
+		if deps.LaunchTemplates != nil {
 			sections = append(sections, sectionBootstrap)
 		}
 	}
 	rep := findings.NewReport("doctor", o.Target, o.Now(), sections...)
-	RunChecks(rep, f, ChecksFor(o))
+	RunChecks(rep, f, ChecksFor(o, deps))
 	for name, v := range f.Stats {
 		rep.AddStat(name, v)
 	}

@@ -30,9 +30,8 @@ var sectionEC2 = findings.SectionSpec{Name: SectionEC2, Title: "EC2: instances w
 
 func strp(s string) *string { return &s }
 
-// EC2Options turn on the EC2 section.
+// EC2Options turn on the EC2 section; its clients are in Deps.
 type EC2Options struct {
-	API     nkaws.EC2API
 	Cluster string // the EKS cluster name the instances are tagged with
 	// RegisterGrace: an instance launched less than this ago may still be registering and is
 	// not reported (default 10 minutes).
@@ -43,16 +42,24 @@ type EC2Options struct {
 	// (ReadNodeDeletions), named beside the instances running without a Node.
 	AuditLog      bool
 	NodeDeletions []NodeDeletion
-	// Metrics reads the root volumes' CloudWatch metrics (nil: boot volumes are not checked).
-	Metrics nkaws.CloudWatchAPI
 	// BootWindow: the root volumes of Nodes launched less than this ago are checked (default
 	// DefaultBootWindow).
 	BootWindow time.Duration
-	// LaunchTemplates, when set, adds the launch template checks (launchtemplates.go), with the
-	// managed node groups from Nodegroups and the self-managed groups from AutoScaling when set.
+}
+
+// awsRun is what the EC2 reads of one run use: the section's options and the AWS clients of Deps.
+type awsRun struct {
+	EC2Options
+	API             nkaws.EC2API
+	Metrics         nkaws.CloudWatchAPI
 	LaunchTemplates nkaws.LaunchTemplatesAPI
 	Nodegroups      nkaws.NodegroupsAPI
 	AutoScaling     nkaws.AutoScalingAPI
+}
+
+func (g *gatherer) aws() awsRun {
+	return awsRun{EC2Options: *g.o.EC2, API: g.d.EC2, Metrics: g.d.CloudWatch,
+		LaunchTemplates: g.d.LaunchTemplates, Nodegroups: g.d.Nodegroups, AutoScaling: g.d.AutoScaling}
 }
 
 // EC2Inputs is what CheckEC2 reads.
@@ -293,7 +300,7 @@ func (g *gatherer) ec2InstanceTypes(ctx context.Context) error {
 	if len(ask) == 0 {
 		return nil
 	}
-	cat, err := nkaws.InstanceCatalog(ctx, g.o.EC2.API, ask)
+	cat, err := nkaws.InstanceCatalog(ctx, g.d.EC2, ask)
 	if failed, err := g.awsFailed(FactEC2Types, "EC2", err); failed {
 		return err
 	}
@@ -305,7 +312,7 @@ func (g *gatherer) ec2InstanceTypes(ctx context.Context) error {
 // subnets of both (with custom networking, the ENIConfigs' pod subnets too). AccessDenied leaves
 // the fact missing with the permission named; other AWS errors fail the run.
 func (g *gatherer) ec2(ctx context.Context) error {
-	o := g.o.EC2
+	o := g.aws()
 	listing, err := instances.ListRunning(ctx, o.API, o.Cluster)
 	if err != nil {
 		err = nkaws.Explain(nkaws.PermDescribeInstances, err)

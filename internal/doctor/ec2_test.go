@@ -14,6 +14,7 @@ import (
 
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
 	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
+	"github.com/nodekeeper/nodekeeper/internal/clusterread"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 )
@@ -79,7 +80,7 @@ func TestDoctorEC2(t *testing.T) {
 		{SubnetId: strp("subnet-b"), CidrBlock: strp("10.80.2.0/24"), AvailabilityZone: strp("us-east-1b"), AvailableIpAddressCount: free(200)},
 	}
 
-	rep, err := runOn(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-none", EC2: &EC2Options{API: cloud, Cluster: "prod"}})
+	rep, err := runAWS(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-none", EC2: &EC2Options{Cluster: "prod"}}, Deps{EC2: cloud})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestDoctorEC2(t *testing.T) {
 	}
 
 	cloud.Deny[nkaws.PermDescribeInstances] = true
-	rep, err = runOn(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-none", EC2: &EC2Options{API: cloud, Cluster: "prod"}})
+	rep, err = runAWS(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-none", EC2: &EC2Options{Cluster: "prod"}}, Deps{EC2: cloud})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +184,7 @@ func TestDoctorEC2CapacityAndPodSubnets(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	admin := env.AdminClient()
-	env.InstallCRD(t, "testdata/eniconfig-crd.yaml", gvrENIConfig)
+	env.InstallCRD(t, "testdata/eniconfig-crd.yaml", clusterread.GVRENIConfig)
 	env.CreateENIConfig(t, "us-east-1a", "subnet-pods-a", "sg-0123")
 	env.CreateAWSNode(t, "aws-node-ec2", "602401143452.dkr.ecr.us-east-1.amazonaws.com/amazon-k8s-cni:v1.19.2-eksbuild.1", map[string]string{
 		eni.EnvCustomNetworking: "true", eni.EnvWarmIPTarget: "5", "ENI_CONFIG_LABEL_DEF": corev1.LabelTopologyZone,
@@ -215,7 +216,11 @@ func TestDoctorEC2CapacityAndPodSubnets(t *testing.T) {
 	}
 	run := func(ec2 *EC2Options) map[string][]string {
 		t.Helper()
-		rep, err := runOn(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-ec2", SkipPodNetworking: true, EC2: ec2})
+		var aws Deps
+		if ec2 != nil {
+			aws.EC2 = cloud
+		}
+		rep, err := runAWS(ctx, env.AdminConfig(), Options{AWSNodeName: "aws-node-ec2", SkipPodNetworking: true, EC2: ec2}, aws)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,7 +243,7 @@ func TestDoctorEC2CapacityAndPodSubnets(t *testing.T) {
 		t.Errorf("%d AWS calls without --aws", n)
 	}
 
-	got = run(&EC2Options{API: cloud, Cluster: "prod"})
+	got = run(&EC2Options{Cluster: "prod"})
 	// m9z.large with custom networking: (3 - 1) ENIs x 9 + 2 = 20 pod addresses < 40.
 	if f := got["node/"+future]; len(f) != 1 || !strings.HasPrefix(f[0], "NK101:error kubelet allows 40 pods but m9z.large") || !strings.Contains(f[0], "gives addresses for 20") {
 		t.Errorf("with --aws: node findings %q, want NK101 from EC2's data", f)
@@ -256,7 +261,7 @@ func TestDoctorEC2CapacityAndPodSubnets(t *testing.T) {
 	}
 
 	cloud.Deny[nkaws.PermDescribeInstanceTypes] = true
-	got = run(&EC2Options{API: cloud, Cluster: "prod"})
+	got = run(&EC2Options{Cluster: "prod"})
 	if f := got["ec2"]; len(f) != 1 || !strings.HasPrefix(f[0], "NK103:skipped") || !strings.Contains(f[0], "ec2:DescribeInstanceTypes") {
 		t.Errorf("denied: %q, want a skipped NK103 naming ec2:DescribeInstanceTypes", f)
 	}

@@ -8,8 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodekeeper/nodekeeper/internal/clusterread"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
-	"github.com/nodekeeper/nodekeeper/internal/rules"
+	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
 // Fact names one part of Facts that the gather phase reads with its own request(s), so that it
@@ -40,6 +41,9 @@ const (
 	// FactLaunchTemplates: the launch template versions in use (launchtemplates.go).
 	FactLaunchTemplates Fact = "launch-templates"
 	FactCNIMetrics      Fact = "cni-metrics"
+	// FactKarpenter: Karpenter's Deployments and settings ConfigMap (what the reservedENIs
+	// setting is read from).
+	FactKarpenter Fact = "karpenter"
 )
 
 // Missing is why a fact could not be gathered: the resource asked for and the reason, usually
@@ -49,10 +53,10 @@ type Missing struct {
 }
 
 // Facts is everything a doctor run read from the cluster (and EC2), filled once by Gather and
-// read by every check. Checks never write to it.
+// read by every check. Checks never write to it. It is data only: no clients, no callbacks.
 type Facts struct {
-	// Options are the run's options (thresholds, overrides), with defaults applied.
-	Options Options
+	// Settings are the thresholds and overrides the checks judge by, from the run's Options.
+	Settings Settings
 	// Now is the time the checks compare ages with.
 	Now time.Time
 	// Server is the API server's version (GitVersion).
@@ -65,11 +69,11 @@ type Facts struct {
 	Karpenter KarpenterFacts
 	// Configz holds each node's kubelet configuration, or why it could not be read, by node name
 	// (Ready nodes are asked; the others carry "node not Ready").
-	Configz map[string]ConfigzResult
+	Configz map[string]clusterread.ConfigzResult
 	// Leases are the node leases (kube-node-lease).
 	Leases []coordinationv1.Lease
 	// APF are the API server's apiserver_flowcontrol_* samples from /metrics.
-	APF []Sample
+	APF []clusterread.Sample
 	// Pods is what the pod and sandbox event lists left: stuck pods and per-node address use.
 	Pods PodFacts
 	// CSRs are the kubelet-serving certificate signing requests that are neither settled nor
@@ -97,6 +101,34 @@ type Facts struct {
 	Stats map[string]int64
 	// Missing lists the facts that could not be gathered, with why.
 	Missing map[Fact]Missing
+}
+
+// Settings are the values of Options the checks judge the facts by (with defaults applied),
+// copied so that Facts holds plain data.
+type Settings struct {
+	// CustomNetworking and PrefixDelegation override the aws-node environment (nil: use it);
+	// CNIVersion the version read from its image; ReservedENIs are ENIs kept from pods besides
+	// custom networking's and the trunk ENI.
+	CustomNetworking, PrefixDelegation *bool
+	CNIVersion                         string
+	ReservedENIs                       int
+	// MinCNIVersion is the VPC CNI version below which a warning is given (zero: default).
+	MinCNIVersion eni.Version
+	// Lease tunes the lease classification; CSRPendingAfter is how long a kubelet-serving CSR
+	// may stay without a certificate.
+	Lease           lease.Options
+	CSRPendingAfter time.Duration
+	// SkipCNIMetrics: the aws-node metrics were not read, and are not judged.
+	SkipCNIMetrics bool
+	// EC2 is the EC2 section's settings (nil without --aws).
+	EC2 *EC2Options
+}
+
+// Settings are the Settings of o, as Facts carries them (the checks judge by them).
+func (o Options) Settings() Settings {
+	return Settings{CustomNetworking: o.CustomNetworking, PrefixDelegation: o.PrefixDelegation, CNIVersion: o.CNIVersion,
+		ReservedENIs: o.ReservedENIs, MinCNIVersion: o.MinCNIVersion, Lease: o.Lease, CSRPendingAfter: o.CSRPendingAfter,
+		SkipCNIMetrics: o.SkipCNIMetrics, EC2: o.EC2}
 }
 
 // Has reports whether a fact was gathered.
@@ -140,12 +172,6 @@ type KarpenterFacts struct {
 	Found        bool
 	ReservedENIs int
 	Source       string
-}
-
-// ConfigzResult is one node's kubelet configuration, or why it could not be read.
-type ConfigzResult struct {
-	Config *rules.KubeletConfig
-	Err    string // "" when Config is set
 }
 
 // PodFacts is what the pod and event lists left.

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodekeeper/nodekeeper/internal/clusterread"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
@@ -56,7 +58,7 @@ func unitNode(name, itype string, pods int64, labels map[string]string) corev1.N
 }
 
 func unitFacts(nodes ...corev1.Node) *Facts {
-	return &Facts{Options: unitOptions(), Now: unitNow, Server: "v1.31.4", Nodes: nodes,
+	return &Facts{Settings: unitOptions().Settings(), Now: unitNow, Server: "v1.31.4", Nodes: nodes,
 		AWSNode: AWSNodeFacts{Resource: "daemonset/kube-system/aws-node", Found: true, Container: true, Env: map[string]string{"CLUSTER_ENDPOINT": "https://x"}}}
 }
 
@@ -107,7 +109,7 @@ func TestCheckUnits(t *testing.T) {
 		}, []string{"NK301:error", "NK302:warning"}},
 		{"kubelet: defaults and an unreadable node", kubeletConfigCheck{}, func() *Facts {
 			f := unitFacts(unitNode("a", "m5.large", 29, nil), unitNode("b", "m5.large", 29, nil))
-			f.Configz = map[string]ConfigzResult{"a": {Config: &rules.KubeletConfig{}}, "b": {Err: "HTTP 502"}}
+			f.Configz = map[string]clusterread.ConfigzResult{"a": {Config: &rules.KubeletConfig{}}, "b": {Err: "HTTP 502"}}
 			return f
 		}, []string{"NK201:warning", "NK205:skipped"}},
 		{"aws-node: not found", awsNodeCheck{}, func() *Facts {
@@ -144,7 +146,7 @@ func TestCheckUnits(t *testing.T) {
 		}, []string{"NK313:warning", "NK316:warning"}},
 		{"apf: rejections", apfCheck{}, func() *Facts {
 			f := unitFacts()
-			f.APF = []Sample{{Name: rejectedMetric, Labels: map[string]string{"priority_level": "workload-low", "flow_schema": "service-accounts", "reason": "queue-full"}, Value: 12}}
+			f.APF = []clusterread.Sample{{Name: rejectedMetric, Labels: map[string]string{"priority_level": "workload-low", "flow_schema": "service-accounts", "reason": "queue-full"}, Value: 12}}
 			return f
 		}, []string{"NK501:warning"}},
 		{"eniconfig: incomplete, and a node selecting a missing one", eniConfigCheck{}, func() *Facts {
@@ -366,4 +368,33 @@ func TestGatherCSRIdentity(t *testing.T) {
 	if want := []string{"NK721 error node/gone", "NK722 info user/admin"}; !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}
+}
+
+// TestFactsAreData: Facts holds what was read and the settings it is judged by, nothing that
+// acts: no function, channel or interface (a client, an options callback) anywhere in it, so
+// that a run's facts can be kept, compared and handed to checks elsewhere (the controller's).
+func TestFactsAreData(t *testing.T) {
+	seen := map[reflect.Type]bool{}
+	var walk func(path string, ty reflect.Type)
+	walk = func(path string, ty reflect.Type) {
+		if seen[ty] {
+			return
+		}
+		seen[ty] = true
+		switch ty.Kind() {
+		case reflect.Func, reflect.Chan, reflect.Interface, reflect.UnsafePointer:
+			t.Errorf("%s is a %s (%s): Facts must be data only", path, ty.Kind(), ty)
+		case reflect.Pointer, reflect.Slice, reflect.Array:
+			walk(path+"[]", ty.Elem())
+		case reflect.Map:
+			walk(path+"[key]", ty.Key())
+			walk(path+"[]", ty.Elem())
+		case reflect.Struct:
+			for i := range ty.NumField() {
+				f := ty.Field(i)
+				walk(path+"."+f.Name, f.Type)
+			}
+		}
+	}
+	walk("Facts", reflect.TypeFor[Facts]())
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 
+	"github.com/nodekeeper/nodekeeper/internal/clusterread"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/textsafe"
@@ -145,7 +146,7 @@ func (g *gatherer) addons(ctx context.Context) error {
 			a.Resource = "daemonset/" + s.namespace + "/" + s.workload
 			var ds *appsv1.DaemonSet
 			if s.name == "aws-node" {
-				ds, err = g.getAWSNode(ctx) // read once for the settings section already
+				ds, err = g.awsNodeDaemonSet(ctx) // read once for the settings section already
 			} else {
 				ds, err = g.d.Client.AppsV1().DaemonSets(s.namespace).Get(ctx, s.workload, metav1.GetOptions{})
 			}
@@ -183,6 +184,19 @@ func (g *gatherer) addons(ctx context.Context) error {
 	}
 	g.f.stat(StatAddonPodPages, pages)
 	return nil
+}
+
+// awsNodeDaemonSet is the aws-node DaemonSet of the settings section's read, or its error as
+// the API server gave it (the add-on section names the verb and resource it lacks its own way).
+func (g *gatherer) awsNodeDaemonSet(ctx context.Context) (*appsv1.DaemonSet, error) {
+	read, err := g.readAWSNode(ctx)
+	if m, ok := clusterread.AsMissing(err); ok {
+		err = m.Err
+	}
+	if err == nil && !read.Found {
+		err = apierrors.NewNotFound(appsv1.Resource("daemonsets"), g.o.AWSNodeName)
+	}
+	return read.DaemonSet, err
 }
 
 // installedAddons are the add-ons found in the cluster.

@@ -3,7 +3,6 @@ package doctor
 import (
 	"context"
 	"fmt"
-	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/nodekeeper/nodekeeper/internal/clusterread"
 	"github.com/nodekeeper/nodekeeper/internal/ipamdmetrics"
 	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/textsafe"
@@ -143,7 +143,7 @@ func (g *gatherer) readCNIMetrics(ctx context.Context, ns string) error {
 		g.f.miss(FactCNIMetrics, "pods/proxy", "no client for the pod proxy")
 		return nil
 	}
-	allowed, reason, err := g.canI(ctx, authorizationv1.ResourceAttributes{Verb: "get", Resource: "pods", Subresource: "proxy", Namespace: ns})
+	allowed, reason, err := g.r.CanI(ctx, authorizationv1.ResourceAttributes{Verb: "get", Resource: "pods", Subresource: "proxy", Namespace: ns})
 	if err != nil {
 		klog.ErrorS(err, "SelfSubjectAccessReview for pods/proxy failed; trying the requests")
 		allowed = true
@@ -153,7 +153,7 @@ func (g *gatherer) readCNIMetrics(ctx context.Context, ns string) error {
 		return nil
 	}
 	var errs, requests atomic.Int64
-	eachBounded(ctx, g.o.CNIMetricsWorkers, len(ready), g.o.CNIMetricsProgress, func(i int) {
+	clusterread.EachBounded(ctx, g.o.CNIMetricsWorkers, len(ready), g.o.CNIMetricsProgress, func(i int) {
 		c := ready[i]
 		c.Metrics, c.Err = g.readIPAMD(ctx, proxy, ns, c, &requests)
 	})
@@ -177,7 +177,7 @@ func (g *gatherer) addAWSNodePod(p *corev1.Pod) {
 		return
 	}
 	c := &CNINode{Pod: p.Namespace + "/" + p.Name, Ready: podReady(p), ip: p.Status.PodIP, port: DefaultIPAMDMetricsPort}
-	if ctr := awsNodeContainerIn(p.Spec.Containers); ctr != nil {
+	if ctr := clusterread.AWSNodeContainer(p.Spec.Containers); ctr != nil {
 		for _, cp := range ctr.Ports {
 			if cp.Name == "metrics" && cp.ContainerPort > 0 {
 				c.port = int(cp.ContainerPort)
@@ -211,37 +211,18 @@ func (g *gatherer) readIPAMD(ctx context.Context, proxy rest.Interface, ns strin
 	ctx, cancel := context.WithTimeout(ctx, g.o.ConfigzTimeout)
 	defer cancel()
 	_, name, _ := strings.Cut(c.Pod, "/")
-	raw, err := readBounded(ctx, proxy.Get().AbsPath("/api/v1/namespaces", ns, "pods", name+":"+strconv.Itoa(c.port), "proxy", "metrics"), maxCNIMetricsBytes, "an ipamd /metrics answer")
+	raw, err := clusterread.ReadBounded(ctx, proxy.Get().AbsPath("/api/v1/namespaces", ns, "pods", name+":"+strconv.Itoa(c.port), "proxy", "metrics"), maxCNIMetricsBytes, "an ipamd /metrics answer")
 	switch {
 	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "pods/proxy"):
 		return nil, "forbidden: needs get on pods/proxy in " + ns
 	case err != nil:
-		return nil, ConfigzFailure(err)
+		return nil, clusterread.ProxyFailure(err)
 	}
 	m, err := ParseIPAMDMetrics(ctx, raw)
 	if err != nil {
 		return nil, "metrics refused: " + textsafe.ClipRaw(err.Error(), 200)
 	}
 	return m, ""
-}
-
-// readBounded sends r once (no retries) and reads at most limit bytes of the answer, refusing a
-// larger one where DoRaw would hold all of it in memory. Non-2xx answers become errors as with
-// DoRaw.
-func readBounded(ctx context.Context, r *rest.Request, limit int64, what string) ([]byte, error) {
-	body, err := r.MaxRetries(0).Stream(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer body.Close()
-	raw, err := io.ReadAll(io.LimitReader(body, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(raw)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", what, limit)
-	}
-	return raw, nil
 }
 
 // ParseIPAMDMetrics reads ipamd's figures from its /metrics answer within ipamdmetrics' bounds;

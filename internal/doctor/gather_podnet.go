@@ -3,11 +3,9 @@ package doctor
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -17,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/nodekeeper/nodekeeper/internal/clusterread"
 	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
@@ -37,12 +36,8 @@ import (
 
 // Well-known names of the objects the section reads.
 const (
-	LabelENIConfig         = "k8s.amazonaws.com/eniConfig"
+	LabelENIConfig         = clusterread.LabelENIConfig
 	defaultENIConfigName   = "default"
-	karpenterSettingsCM    = "karpenter-global-settings"
-	karpenterSettingsKey   = "aws.reservedENIs"
-	karpenterEnvReserved   = "RESERVED_ENIS"
-	karpenterAppLabel      = "app.kubernetes.io/name=karpenter"
 	kubeletServingSigner   = "kubernetes.io/kubelet-serving"
 	reasonSandboxFailed    = "FailedCreatePodSandBox"
 	DefaultStuckAfter      = 2 * time.Minute
@@ -50,8 +45,7 @@ const (
 )
 
 var (
-	gvrENIConfig = schema.GroupVersionResource{Group: "crd.k8s.amazonaws.com", Version: "v1alpha1", Resource: "eniconfigs"}
-	gvrCNINode   = schema.GroupVersionResource{Group: "vpcresources.k8s.aws", Version: "v1alpha1", Resource: "cninodes"}
+	gvrCNINode = schema.GroupVersionResource{Group: "vpcresources.k8s.aws", Version: "v1alpha1", Resource: "cninodes"}
 )
 
 // Stats of the section.
@@ -125,17 +119,6 @@ func selectedENIConfig(n *corev1.Node, labelDef, annotationDef string) (name, fr
 		}
 	}
 	return defaultENIConfigName, "no label: the default"
-}
-
-func deploymentEnv(d *appsv1.Deployment, name string) (string, bool) {
-	for _, c := range d.Spec.Template.Spec.Containers {
-		for _, e := range c.Env {
-			if e.Name == name && e.ValueFrom == nil {
-				return e.Value, true
-			}
-		}
-	}
-	return "", false
 }
 
 // MaxPodPage and MaxEventPage bound the LIST pages of pods and events whatever --chunk-size
@@ -248,18 +231,16 @@ func (g *gatherer) listAll(ctx context.Context, gvr schema.GroupVersionResource,
 }
 
 func (g *gatherer) eniConfigs(ctx context.Context) error {
-	served, err := g.servedResource(gvrENIConfig)
-	if err != nil || !served {
+	l, err := g.r.ENIConfigs(ctx)
+	if failed, err := g.failed(err, FactENIConfigs, "eniconfigs", "", ""); failed {
 		return err
 	}
-	var items []ENIConfig
-	err = g.listAll(ctx, gvrENIConfig, func(u *unstructured.Unstructured) {
-		subnet, _, _ := unstructured.NestedString(u.Object, "spec", "subnet")
-		sgs, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "securityGroups")
-		items = append(items, ENIConfig{Name: u.GetName(), Subnet: strings.TrimSpace(subnet), SecurityGroups: len(sgs)})
-	})
-	if failed, err := g.failed(err, FactENIConfigs, "eniconfigs", "needs list on eniconfigs.crd.k8s.amazonaws.com", "listing ENIConfigs"); failed {
-		return err
+	if !l.Served {
+		return nil
+	}
+	items := make([]ENIConfig, len(l.Items))
+	for i, c := range l.Items {
+		items[i] = ENIConfig(c)
 	}
 	g.f.ENIConfigs = ENIConfigFacts{Served: true, Items: items}
 	return nil
@@ -296,55 +277,19 @@ func (g *gatherer) cniNodes(ctx context.Context) error {
 	return nil
 }
 
-// karpenter finds Karpenter's reservedENIs setting: the RESERVED_ENIS env of its Deployment
-// (v0.33+), else the aws.reservedENIs key of the karpenter-global-settings ConfigMap
-// (v0.19-v0.32) in the Deployment's namespace (or karpenter and kube-system when no Deployment
-// is visible: a GET each, so doctor never needs to list ConfigMaps). Nothing is recorded when
-// neither exists or may be read.
+// karpenter finds Karpenter's reservedENIs setting (clusterread.Reader.Karpenter: its
+// Deployment's RESERVED_ENIS, else the karpenter-global-settings ConfigMap in the Deployment's
+// namespace, or in karpenter and kube-system when no Deployment is visible). The reads RBAC
+// forbade leave FactKarpenter missing with the first one's verb and resource; what could be
+// read is kept.
 func (g *gatherer) karpenter(ctx context.Context) error {
-	namespaces := []string{"karpenter", "kube-system"}
-	deps, err := g.d.Client.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: karpenterAppLabel, Limit: g.o.ChunkSize})
-	switch {
-	case apierrors.IsForbidden(err):
-	case err != nil:
-		return fmt.Errorf("listing Karpenter deployments: %w", err)
-	case len(deps.Items) > 0:
-		namespaces = nil
-		for i := range deps.Items {
-			d := &deps.Items[i]
-			if v, ok := deploymentEnv(d, karpenterEnvReserved); ok {
-				if n, perr := strconv.Atoi(strings.TrimSpace(v)); perr == nil && n >= 0 {
-					g.f.Karpenter = KarpenterFacts{Found: true, ReservedENIs: n, Source: fmt.Sprintf("deployment/%s/%s %s=%s", d.Namespace, d.Name, karpenterEnvReserved, textsafe.ClipRaw(v, 20))}
-					return nil
-				}
-			}
-			namespaces = append(namespaces, d.Namespace)
-		}
-		if k, ok := g.karpenterSettingsConfigMap(ctx, namespaces); ok {
-			g.f.Karpenter = k
-			return nil
-		}
-		d := &deps.Items[0]
-		g.f.Karpenter = KarpenterFacts{Found: true, Source: fmt.Sprintf("deployment/%s/%s without %s (default 0)", d.Namespace, d.Name, karpenterEnvReserved)}
-		return nil
+	k, err := g.r.Karpenter(ctx)
+	if err != nil {
+		return err
 	}
-	if k, ok := g.karpenterSettingsConfigMap(ctx, namespaces); ok {
-		g.f.Karpenter = k
+	g.f.Karpenter = KarpenterFacts{Found: k.Found, ReservedENIs: k.ReservedENIs, Source: k.Source}
+	if len(k.Unread) > 0 {
+		g.f.miss(FactKarpenter, k.Unread[0].Resource, k.Unread[0].Reason)
 	}
 	return nil
-}
-
-func (g *gatherer) karpenterSettingsConfigMap(ctx context.Context, namespaces []string) (KarpenterFacts, bool) {
-	for _, ns := range namespaces {
-		cm, err := g.d.Client.CoreV1().ConfigMaps(ns).Get(ctx, karpenterSettingsCM, metav1.GetOptions{})
-		if err != nil {
-			continue
-		}
-		if v, ok := cm.Data[karpenterSettingsKey]; ok {
-			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 {
-				return KarpenterFacts{Found: true, ReservedENIs: n, Source: fmt.Sprintf("configmap/%s/%s %s=%s", cm.Namespace, cm.Name, karpenterSettingsKey, textsafe.ClipRaw(v, 20))}, true
-			}
-		}
-	}
-	return KarpenterFacts{}, false
 }

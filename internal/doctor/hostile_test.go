@@ -3,14 +3,10 @@ package doctor
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
@@ -41,36 +37,6 @@ func TestVersionSkewEscapesKubeletVersion(t *testing.T) {
 			out := findingstest.SafeText(t, "text", r, findings.PrintOptions{Catalog: catalog})
 			if !strings.Contains(out, "kubelet v1.34.0"+tc.shown+" is newer") {
 				t.Errorf("NK301 does not show the escaped version:\n%s", out)
-			}
-		})
-	}
-}
-
-// TestConfigzFailureClipsOnCharacters: a failed configz request's error (a proxy's page, a
-// kubelet's message in any language) is cut to 200 characters without splitting a character, and
-// kept as written: it becomes a finding's message, which the printers escape.
-func TestConfigzFailureClipsOnCharacters(t *testing.T) {
-	long := strings.Repeat("é", 300)
-	for _, tc := range []struct {
-		name   string
-		err    error
-		prefix string
-	}{
-		{"plain error", errors.New("dial tcp: " + long), "dial tcp: éé"},
-		{"API status", apierrors.NewServiceUnavailable("kubelet says " + long), "HTTP 503: kubelet says éé"},
-		{"not found", apierrors.NewNotFound(schema.GroupResource{Resource: "nodes"}, "n\x1b[2J"), `HTTP 404: nodes "n\x1b[2J" not found`},
-		{"raw escape", errors.New("proxy: \x1b]0;x\a" + long), "proxy: \x1b]0;x\aéé"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := ConfigzFailure(tc.err)
-			if !utf8.ValidString(got) {
-				t.Fatalf("ConfigzFailure = %q: a character was cut", got)
-			}
-			if n := utf8.RuneCountInString(got); n > 200 {
-				t.Errorf("ConfigzFailure is %d characters, want at most 200", n)
-			}
-			if !strings.HasPrefix(got, tc.prefix) {
-				t.Errorf("ConfigzFailure = %q, want prefix %q", got, tc.prefix)
 			}
 		})
 	}

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/nodekeeper/nodekeeper/internal/findings"
 )
 
 // karpenterDeployment is Karpenter's controller Deployment as its Helm chart labels it, with
@@ -34,7 +36,8 @@ func globalSettings(ns, reserved string) *corev1.ConfigMap {
 // TestKarpenterGlobalSettings: NK713 reads reservedENIs from Karpenter's Deployment
 // (RESERVED_ENIS) or, before v0.33, from the karpenter-global-settings ConfigMap in the
 // Deployment's namespace (karpenter and kube-system when the Deployments cannot be listed), and
-// fires with custom networking when it is 0, naming where it was read.
+// fires with custom networking when it is 0, naming where it was read; a forbidden LIST of the
+// Deployments is reported under NK713 as skipped, with what it needs.
 func TestKarpenterGlobalSettings(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -70,11 +73,19 @@ func TestKarpenterGlobalSettings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []string
+			var got, skipped []string
 			for _, f := range rep.Findings() {
-				if f.Code == RuleKarpenterReservedENIs.Code {
+				switch {
+				case f.Code == RuleKarpenterReservedENIs.Code && f.Severity == findings.Skipped:
+					skipped = append(skipped, f.Message)
+				case f.Code == RuleKarpenterReservedENIs.Code:
 					got = append(got, f.Message)
 				}
+			}
+			// A forbidden read is said, naming the verb and resource, and the check still judges
+			// what could be read.
+			if want := "needs list on deployments"; tc.forbidList != (len(skipped) == 1 && strings.Contains(skipped[0], want)) {
+				t.Errorf("NK713 skipped %q; forbidden Deployments LIST %v: want it said once (%s)", skipped, tc.forbidList, want)
 			}
 			switch {
 			case tc.want == "" && len(got) != 0:

@@ -115,7 +115,7 @@ func (u *templateUse) add(ref templateRef, user, node string) {
 // belong to, and every launch template version in use. AccessDenied leaves the fact missing with
 // the permission named; other AWS errors fail the run.
 func (g *gatherer) launchTemplates(ctx context.Context) error {
-	o := g.o.EC2
+	o := g.aws()
 	use := &templateUse{users: map[templateRef]map[string]bool{}, nodes: map[templateRef][]string{}, copies: map[templateRef]map[string]bool{}}
 	denied := func(err error) bool {
 		if nkaws.IsAccessDenied(err) {

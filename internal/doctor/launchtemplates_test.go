@@ -139,8 +139,9 @@ func TestDoctorLaunchTemplates(t *testing.T) {
 	}
 
 	o := Options{AWSNodeName: "aws-node-lt", SkipPodNetworking: true,
-		EC2: &EC2Options{API: cloud, Cluster: "prod", LaunchTemplates: cloud, Nodegroups: cloud, AutoScaling: cloud}}
-	rep, err := runOn(ctx, env.AdminConfig(), o)
+		EC2: &EC2Options{Cluster: "prod"}}
+	aws := Deps{EC2: cloud, LaunchTemplates: cloud, Nodegroups: cloud, AutoScaling: cloud}
+	rep, err := runAWS(ctx, env.AdminConfig(), o, aws)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +189,7 @@ func TestDoctorLaunchTemplates(t *testing.T) {
 	// A cluster EKS does not know (Kubernetes run on EC2 by hand): no managed node groups, and
 	// the Nodes' instances still name their templates.
 	delete(cloud.Clusters, "prod")
-	rep, err = runOn(ctx, env.AdminConfig(), o)
+	rep, err = runAWS(ctx, env.AdminConfig(), o, aws)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +201,7 @@ func TestDoctorLaunchTemplates(t *testing.T) {
 	// AccessDenied on any of the reads skips the section naming the action.
 	for _, p := range []string{nkaws.PermListNodegroups, nkaws.PermDescribeAutoScalingGroups, nkaws.PermDescribeLaunchTemplateVersions} {
 		cloud.Deny = map[string]bool{p: true}
-		rep, err := runOn(ctx, env.AdminConfig(), o)
+		rep, err := runAWS(ctx, env.AdminConfig(), o, aws)
 		if err != nil {
 			t.Fatal(err)
 		}

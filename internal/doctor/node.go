@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 
+	"github.com/nodekeeper/nodekeeper/internal/clusterread"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
 	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
@@ -52,7 +53,7 @@ type NodeInput struct {
 func NodeFacts(in NodeInput) *Facts {
 	o := in.Options
 	o.defaults()
-	f := &Facts{Options: o, Now: in.Now, Stats: map[string]int64{}, Configz: map[string]ConfigzResult{}, CNI: CNIFacts{Nodes: map[string]*CNINode{}}}
+	f := &Facts{Settings: o.Settings(), Now: in.Now, Stats: map[string]int64{}, Configz: map[string]clusterread.ConfigzResult{}, CNI: CNIFacts{Nodes: map[string]*CNINode{}}}
 	for fact, m := range in.Missing {
 		f.miss(fact, m.Resource, m.Reason)
 	}
@@ -80,12 +81,12 @@ func NodeFacts(in NodeInput) *Facts {
 		switch {
 		case in.Configz != nil:
 			if c, err := rules.ParseConfigz(in.Configz); err != nil {
-				f.Configz[in.Node.Name] = ConfigzResult{Err: err.Error()}
+				f.Configz[in.Node.Name] = clusterread.ConfigzResult{Err: err.Error()}
 			} else {
-				f.Configz[in.Node.Name] = ConfigzResult{Config: &c}
+				f.Configz[in.Node.Name] = clusterread.ConfigzResult{Config: &c}
 			}
 		case in.ConfigzErr != "":
-			f.Configz[in.Node.Name] = ConfigzResult{Err: in.ConfigzErr}
+			f.Configz[in.Node.Name] = clusterread.ConfigzResult{Err: in.ConfigzErr}
 		}
 		if c := f.CNI.Nodes[in.Node.Name]; c != nil {
 			c.Metrics, c.Err = in.IPAMD, in.IPAMDErr
@@ -110,14 +111,7 @@ func isAWSNodePod(p *corev1.Pod, ds *appsv1.DaemonSet) bool {
 
 // AWSNodeFactsOf is what the checks read of the aws-node DaemonSet (nil: not found).
 func AWSNodeFactsOf(ds *appsv1.DaemonSet, resource string) AWSNodeFacts {
-	a := AWSNodeFacts{Resource: resource}
-	if ds == nil {
-		return a
-	}
-	g := gatherer{f: &Facts{}}
-	g.f.AWSNode.Resource = resource
-	g.setAWSNode(ds)
-	return g.f.AWSNode
+	return awsNodeFacts(clusterread.AWSNodeOf(ds, resource))
 }
 
 // AWSNodePodOf is the aws-node pod among a node's pods (nil: none): the Ready one, else the
@@ -158,12 +152,12 @@ func ReadIPAMD(ctx context.Context, proxy rest.Interface, pod *corev1.Pod, timeo
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	raw, err := readBounded(ctx, proxy.Get().AbsPath("/api/v1/namespaces", pod.Namespace, "pods", pod.Name+":"+strconv.Itoa(c.port), "proxy", "metrics"), maxCNIMetricsBytes, "an ipamd /metrics answer")
+	raw, err := clusterread.ReadBounded(ctx, proxy.Get().AbsPath("/api/v1/namespaces", pod.Namespace, "pods", pod.Name+":"+strconv.Itoa(c.port), "proxy", "metrics"), maxCNIMetricsBytes, "an ipamd /metrics answer")
 	switch {
 	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "pods/proxy"):
 		return nil, "forbidden: needs get on pods/proxy in " + pod.Namespace
 	case err != nil:
-		return nil, ConfigzFailure(err)
+		return nil, clusterread.ProxyFailure(err)
 	}
 	m, err := ParseIPAMDMetrics(ctx, raw)
 	if err != nil {

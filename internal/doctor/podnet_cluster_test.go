@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nodekeeper/nodekeeper/internal/clusterread"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
@@ -148,7 +149,7 @@ func TestDoctorPodNetworking(t *testing.T) {
 	defer cancel()
 	admin := env.AdminClient()
 	dyn := dynamic.NewForConfigOrDie(env.AdminConfig())
-	env.InstallCRD(t, "testdata/eniconfig-crd.yaml", gvrENIConfig)
+	env.InstallCRD(t, "testdata/eniconfig-crd.yaml", clusterread.GVRENIConfig)
 	env.InstallCRD(t, "testdata/cninode-crd.yaml", gvrCNINode)
 	env.CreateENIConfig(t, "us-west-2a", "subnet-0a1b2c3d4e5f60718", "sg-0123456789abcdef0")
 

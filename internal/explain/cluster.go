@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
+	"github.com/nodekeeper/nodekeeper/internal/clusterread"
 	"github.com/nodekeeper/nodekeeper/internal/doctor"
 	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
@@ -111,7 +112,7 @@ func (t *teller) readCluster(ctx context.Context) error {
 	// The kubelet's configuration and ipamd's figures, through the API server's proxies.
 	if t.node != nil && nodeReady(t.node.n) && t.d.REST != nil {
 		cctx, cancel := context.WithTimeout(ctx, timeoutOr(t.o.Doctor.ConfigzTimeout))
-		raw, err := doctor.ReadConfigz(cctx, t.d.REST, name)
+		raw, err := clusterread.ReadConfigz(cctx, t.d.REST, name)
 		cancel()
 		switch {
 		case err == nil:
@@ -120,7 +121,7 @@ func (t *teller) readCluster(ctx context.Context) error {
 			t.gap(SourceConfigz, "get", "nodes/"+name+"/proxy/configz", err)
 			c.missing[doctor.FactConfigz] = doctor.Missing{Resource: "nodes/proxy", Reason: "needs get on nodes/proxy"}
 		default:
-			c.configzErr = doctor.ConfigzFailure(err)
+			c.configzErr = clusterread.ProxyFailure(err)
 			t.add(t.now, SourceConfigz, "", "kubelet configuration not read: %s", c.configzErr)
 		}
 	}

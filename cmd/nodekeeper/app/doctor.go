@@ -204,7 +204,9 @@ func (o *doctorOptions) Run(ctx context.Context) error {
 		o.doctor.ConfigzProgress = phase("kubelet configz read")
 		o.doctor.CNIMetricsProgress = phase("aws-node metrics read")
 	}
-	rep, err := doctor.Run(ctx, doctor.DepsFrom(clients, requests), o.doctor)
+	deps := doctor.DepsFrom(clients, requests)
+	o.aws.addClients(&deps)
+	rep, err := doctor.Run(ctx, deps, o.doctor)
 	for _, m := range meters {
 		m.Finish() // interrupted part way: end the line before anything else is printed
 	}

@@ -15,6 +15,8 @@ import (
 
 // doctorAWSFlags add the EC2 section to `nodekeeper doctor`.
 type doctorAWSFlags struct {
+	// deps holds the AWS clients apply loaded, for Run's Deps.
+	deps          doctor.Deps
 	enabled       bool
 	registerGrace time.Duration
 	bootWindow    time.Duration
@@ -66,8 +68,15 @@ func (d *doctorAWSFlags) apply(ctx context.Context, o *doctor.Options, stderr io
 	if err != nil {
 		return err
 	}
-	o.EC2 = &doctor.EC2Options{API: clients.EC2, Cluster: cluster, RegisterGrace: d.registerGrace, Region: clients.Region,
-		Metrics: clients.CloudWatch, BootWindow: d.bootWindow, AuditLog: len(d.auditLogs) > 0, NodeDeletions: deletions,
+	o.EC2 = &doctor.EC2Options{Cluster: cluster, RegisterGrace: d.registerGrace, Region: clients.Region,
+		BootWindow: d.bootWindow, AuditLog: len(d.auditLogs) > 0, NodeDeletions: deletions}
+	d.deps = doctor.Deps{EC2: clients.EC2, CloudWatch: clients.CloudWatch,
 		LaunchTemplates: clients.LaunchTemplates, Nodegroups: clients.Nodegroups, AutoScaling: clients.AutoScaling}
 	return nil
+}
+
+// addClients gives deps the AWS clients apply loaded (none without --aws).
+func (d *doctorAWSFlags) addClients(deps *doctor.Deps) {
+	deps.EC2, deps.CloudWatch = d.deps.EC2, d.deps.CloudWatch
+	deps.LaunchTemplates, deps.Nodegroups, deps.AutoScaling = d.deps.LaunchTemplates, d.deps.Nodegroups, d.deps.AutoScaling
 }

@@ -314,7 +314,7 @@ func (l *Loop) RunOnce(ctx context.Context) Run {
 		l.deps.KubeletConfig(ctx, facts)
 	}
 	rep := findings.NewReport("controller", "", r.At)
-	doctor.RunChecks(rep, facts, doctor.ChecksFor(o))
+	doctor.RunChecks(rep, facts, l.deps.Reader.Checks(o))
 	all := rep.Findings()
 	r.Findings = countFindings(all)
 	r.StuckNodes, r.Stuck = stuckCauses(facts, all)

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/nodekeeper/nodekeeper/internal/clusterread"
 	"github.com/nodekeeper/nodekeeper/internal/doctor"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
 	"github.com/nodekeeper/nodekeeper/internal/textsafe"
@@ -77,17 +78,17 @@ func newKubeletConfigReader(cfg *rest.Config, o KubeletConfigOptions) (*kubeletC
 // there (the node proxy's refusal), and clears the fact's missing mark when any was read.
 func (r *kubeletConfigReader) fill(ctx context.Context, f *doctor.Facts) {
 	if f.Configz == nil {
-		f.Configz = map[string]doctor.ConfigzResult{}
+		f.Configz = map[string]clusterread.ConfigzResult{}
 	}
 	var ready []*corev1.Node
 	for i := range f.Nodes {
 		if n := &f.Nodes[i]; nodeIsReady(n) {
 			ready = append(ready, n)
 		} else {
-			f.Configz[n.Name] = doctor.ConfigzResult{Err: "node not Ready"}
+			f.Configz[n.Name] = clusterread.ConfigzResult{Err: "node not Ready"}
 		}
 	}
-	results := make([]doctor.ConfigzResult, len(ready))
+	results := make([]clusterread.ConfigzResult, len(ready))
 	sem := make(chan struct{}, r.o.Workers)
 	var wg sync.WaitGroup
 	for i, n := range ready {
@@ -95,7 +96,7 @@ func (r *kubeletConfigReader) fill(ctx context.Context, f *doctor.Facts) {
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				results[i] = doctor.ConfigzResult{Err: "not read: " + context.Cause(ctx).Error()}
+				results[i] = clusterread.ConfigzResult{Err: "not read: " + context.Cause(ctx).Error()}
 				return
 			}
 			defer func() { <-sem }()
@@ -116,38 +117,38 @@ func (r *kubeletConfigReader) fill(ctx context.Context, f *doctor.Facts) {
 }
 
 // read asks one kubelet for its configuration.
-func (r *kubeletConfigReader) read(ctx context.Context, n *corev1.Node) doctor.ConfigzResult {
+func (r *kubeletConfigReader) read(ctx context.Context, n *corev1.Node) clusterread.ConfigzResult {
 	addr := kubeletAddress(n)
 	if addr == "" {
-		return doctor.ConfigzResult{Err: "the node has no InternalIP or kubelet port"}
+		return clusterread.ConfigzResult{Err: "the node has no InternalIP or kubelet port"}
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+kubeletConfigzPath, nil)
 	if err != nil {
-		return doctor.ConfigzResult{Err: err.Error()}
+		return clusterread.ConfigzResult{Err: err.Error()}
 	}
 	resp, err := r.client.Do(req)
 	if err != nil {
-		return doctor.ConfigzResult{Err: textsafe.ClipRaw(err.Error(), 200)}
+		return clusterread.ConfigzResult{Err: textsafe.ClipRaw(err.Error(), 200)}
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxKubeletConfigz+1))
 	switch {
 	case resp.StatusCode == http.StatusForbidden:
-		return doctor.ConfigzResult{Err: "forbidden: needs get on nodes/configz (fine-grained kubelet authorization, Kubernetes 1.33+)"}
+		return clusterread.ConfigzResult{Err: "forbidden: needs get on nodes/configz (fine-grained kubelet authorization, Kubernetes 1.33+)"}
 	case resp.StatusCode != http.StatusOK:
-		return doctor.ConfigzResult{Err: fmt.Sprintf("HTTP %d: %s", resp.StatusCode, textsafe.ClipRaw(string(raw), 200))}
+		return clusterread.ConfigzResult{Err: fmt.Sprintf("HTTP %d: %s", resp.StatusCode, textsafe.ClipRaw(string(raw), 200))}
 	case err != nil:
-		return doctor.ConfigzResult{Err: textsafe.ClipRaw(err.Error(), 200)}
+		return clusterread.ConfigzResult{Err: textsafe.ClipRaw(err.Error(), 200)}
 	case len(raw) > maxKubeletConfigz:
-		return doctor.ConfigzResult{Err: errors.New("the /configz answer is over 1 MiB (a kubelet's is a few KiB)").Error()}
+		return clusterread.ConfigzResult{Err: errors.New("the /configz answer is over 1 MiB (a kubelet's is a few KiB)").Error()}
 	}
 	c, err := rules.ParseConfigz(raw)
 	if err != nil {
-		return doctor.ConfigzResult{Err: err.Error()}
+		return clusterread.ConfigzResult{Err: err.Error()}
 	}
-	return doctor.ConfigzResult{Config: &c}
+	return clusterread.ConfigzResult{Config: &c}
 }
 
 // kubeletAddress is host:port of n's kubelet: its InternalIP and the port it registered.

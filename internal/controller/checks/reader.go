@@ -18,6 +18,8 @@ import (
 type Reader interface {
 	// Facts reads what doctor's checks judge.
 	Facts(ctx context.Context, o doctor.Options) (*doctor.Facts, error)
+	// Checks are doctor's checks for o with the clients this reader has.
+	Checks(o doctor.Options) []doctor.Check
 	// PlanInput reads what plan computes the node groups' headroom from; awsNode names the VPC
 	// CNI DaemonSet as namespace/name.
 	PlanInput(ctx context.Context, awsNode [2]string, reqs []gather.Request) (plan.Input, error)
@@ -40,8 +42,10 @@ func NewReader(cfg *rest.Config, limit kube.RateLimit, ec2 nkaws.EC2API) (Reader
 	if err != nil {
 		return nil, err
 	}
+	d := doctor.DepsFrom(clients, nil)
+	d.EC2 = ec2
 	return &gatherReader{
-		doctor: doctor.DepsFrom(clients, nil),
+		doctor: d,
 		cfg:    side,
 		plan:   gather.Options{EC2: ec2, Limit: limit, ChunkSize: kube.DefaultChunkSize},
 	}, nil
@@ -49,6 +53,10 @@ func NewReader(cfg *rest.Config, limit kube.RateLimit, ec2 nkaws.EC2API) (Reader
 
 func (r *gatherReader) Facts(ctx context.Context, o doctor.Options) (*doctor.Facts, error) {
 	return doctor.Gather(ctx, r.doctor, o)
+}
+
+func (r *gatherReader) Checks(o doctor.Options) []doctor.Check {
+	return doctor.ChecksFor(o, r.doctor)
 }
 
 func (r *gatherReader) PlanInput(ctx context.Context, awsNode [2]string, reqs []gather.Request) (plan.Input, error) {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/nodekeeper/nodekeeper/internal/clusterread"
 	"github.com/nodekeeper/nodekeeper/internal/doctor"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/ipamdmetrics"
@@ -39,8 +40,12 @@ type fakeReader struct {
 func (r *fakeReader) Facts(_ context.Context, o doctor.Options) (*doctor.Facts, error) {
 	r.factReads.Add(1)
 	f := r.facts()
-	f.Options, f.Now = o, o.Now()
+	f.Settings, f.Now = o.WithDefaults().Settings(), o.Now()
 	return f, nil
+}
+
+func (r *fakeReader) Checks(o doctor.Options) []doctor.Check {
+	return doctor.ChecksFor(o, doctor.Deps{})
 }
 
 func (r *fakeReader) PlanInput(_ context.Context, awsNode [2]string, reqs []gather.Request) (plan.Input, error) {
@@ -74,7 +79,7 @@ func subnetFacts(stuck int) func() *doctor.Facts {
 		f := &doctor.Facts{
 			Nodes:   []corev1.Node{readyNode("node-a", "mng-a"), readyNode("node-b", "mng-a")},
 			AWSNode: doctor.AWSNodeFacts{Resource: "daemonset/kube-system/aws-node", Found: true, Container: true},
-			Configz: map[string]doctor.ConfigzResult{},
+			Configz: map[string]clusterread.ConfigzResult{},
 			Pods:    doctor.PodFacts{VPCPods: map[string]int{}, Stuck: map[string]*doctor.StuckPod{}},
 			CNI: doctor.CNIFacts{Nodes: map[string]*doctor.CNINode{
 				"node-a": {Pod: "kube-system/aws-node-a", Ready: true, Metrics: &doctor.IPAMDMetrics{Figures: ipamdmetrics.Figures{HasPool: true, TotalIPs: 3, AssignedIPs: 3, MaxIPs: 9, ENIs: 1, MaxENIs: 3, NoAddress: 5,

@@ -275,7 +275,7 @@ func (o *controllerOptions) newChecks(ctx context.Context, cfg *rest.Config, c *
 			return nil, fmt.Errorf("the EC2 client cannot describe subnets and volumes")
 		}
 		api = ec2API
-		opts.Doctor.EC2 = &doctor.EC2Options{API: api, Cluster: o.aws.loop.Cluster, RegisterGrace: o.aws.loop.RegisterGrace, Region: o.aws.region}
+		opts.Doctor.EC2 = &doctor.EC2Options{Cluster: o.aws.loop.Cluster, RegisterGrace: o.aws.loop.RegisterGrace, Region: o.aws.region}
 	}
 	deps, err := checks.NewDeps(cfg, api, c.Leading, o.checks.kubeletConfig)
 	if err != nil {

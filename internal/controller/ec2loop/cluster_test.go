@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -26,7 +28,8 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	testenv.RunMain(m, testenv.MainOptions{BenchmarksStartTheirOwn: true, QuietKlog: true}, &env)
+	// The Node requests are audited: TestOnlyTheLeaderScans reads who listed Nodes for a scan.
+	testenv.RunMain(m, testenv.MainOptions{Options: testenv.Options{AuditPolicy: testenv.AuditLeasesAndNodes}, BenchmarksStartTheirOwn: true, QuietKlog: true}, &env)
 }
 
 // waitFor polls cond until it holds; the limit only ends a test that is already failing.
@@ -161,5 +164,118 @@ func TestLeaseWorkIndependentOfAWS(t *testing.T) {
 				t.Errorf("controller: %v", err)
 			}
 		})
+	}
+}
+
+// TestOnlyTheLeaderScans runs two controller replicas with leader election on a real control
+// plane, each with its EC2 loop, its own user and its own fake AWS, as two pods of the Deployment
+// with one IAM role would run: only the leader scans. The standby's fake records no
+// DescribeInstances call, and the API server's audit log holds the scans' Node LISTs (user agent
+// "ec2-loop") of the leader's user only, though the standby's loop ticked as often.
+func TestOnlyTheLeaderScans(t *testing.T) {
+	env.DeleteNodesAndLeases(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	admin := env.AdminClient()
+	const electionNS = "ec2loop-election"
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: electionNS}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	type replica struct {
+		user    string
+		cloud   *awsfake.Cloud
+		c       *controller.Controller
+		mu      sync.Mutex
+		results map[string]int // scans by Result
+		done    chan error
+	}
+	var replicas []*replica
+	for _, name := range []string{"a", "b"} {
+		r := &replica{user: "nodekeeper-replica-" + name, cloud: awsfake.New(), results: map[string]int{}, done: make(chan error, 1)}
+		r.cloud.Instances = []ec2types.Instance{tagged("i-orphan-"+name, "ip-10-2-0-"+name+".ec2.internal", time.Now().Add(-time.Hour))}
+		cfg := env.UserConfig(r.user, "system:masters")
+		reg := prometheus.NewRegistry()
+		// Long terms: the test must not see leadership move on a loaded machine.
+		c, err := controller.NewForConfig(cfg, controller.Options{Registry: reg, LeaderElection: controller.LeaderElectionOptions{
+			Enabled: true, Namespace: electionNS, Name: "nodekeeper-ec2loop", Identity: r.user,
+			LeaseDuration: 2 * time.Minute, RenewDeadline: 90 * time.Second, RetryPeriod: time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.c = c
+		deps, err := ec2loop.NewDeps(cfg, r.cloud, c.Leading)
+		if err != nil {
+			t.Fatal(err)
+		}
+		loop, err := ec2loop.New(deps, ec2loop.Options{Cluster: "prod", Registry: reg, Interval: 100 * time.Millisecond, Timeout: time.Hour,
+			OnScan: func(s ec2loop.Scan) {
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				r.results[s.Result]++
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { r.done <- ec2loop.RunBeside(ctx, loop, c.Run) }()
+		replicas = append(replicas, r)
+	}
+	count := func(r *replica, result string) int {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.results[result]
+	}
+	ticks := func(r *replica) int {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		n := 0
+		for _, c := range r.results {
+			n += c
+		}
+		return n
+	}
+	var leader, standby *replica
+	waitFor(t, "one replica leading and scanning, the other ticking as a standby", func() (bool, error) {
+		a, b := replicas[0], replicas[1]
+		switch {
+		case a.c.Leading() && !b.c.Leading():
+			leader, standby = a, b
+		case b.c.Leading() && !a.c.Leading():
+			leader, standby = b, a
+		default:
+			return false, nil
+		}
+		return count(leader, ec2loop.ResultSuccess) >= 2 && ticks(standby) >= 2, nil
+	})
+	ec2Loop := func(e testenv.AuditEvent) bool {
+		return e.Verb == "list" && e.Resource() == "nodes" && strings.Contains(e.UserAgent, "ec2-loop")
+	}
+	waitFor(t, "the leader's scans in the audit log", func() (bool, error) {
+		n := 0
+		for _, e := range env.AuditEvents(t, "ec2-loop", ec2Loop) {
+			if e.User.Username == leader.user {
+				n++
+			}
+		}
+		return n >= 2, nil
+	})
+	cancel()
+	for _, r := range replicas {
+		if err := <-r.done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("replica %s: %v", r.user, err)
+		}
+	}
+	if n := leader.cloud.Calls(instances.PermDescribeInstances); n < 2 {
+		t.Errorf("the leader's AWS recorded %d DescribeInstances calls, want at least 2", n)
+	}
+	if n := standby.cloud.Calls(instances.PermDescribeInstances); n != 0 {
+		t.Errorf("the standby called DescribeInstances %d times in %d ticks: only the leader scans", n, ticks(standby))
+	}
+	if n := count(standby, ec2loop.ResultSuccess); n != 0 {
+		t.Errorf("the standby completed %d scans", n)
+	}
+	for _, e := range env.AuditEvents(t, "ec2-loop", ec2Loop) {
+		if e.User.Username == standby.user {
+			t.Errorf("a scan's Node LIST by the standby %s: %s", standby.user, e)
+		}
 	}
 }

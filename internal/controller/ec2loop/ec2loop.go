@@ -2,7 +2,9 @@
 // few minutes it lists the running instances tagged for the EKS cluster (package instances:
 // paginated DescribeInstances, no per-instance call), then the Nodes' providerIDs (a paginated
 // LIST on its own rate-limited client), and reports the instances no Node stands for: the
-// nodekeeper_instances_without_node gauges and one Warning Event per instance.
+// nodekeeper_instances_without_node gauges and one Warning Event per instance. Only the leader
+// scans: every replica would otherwise make the same DescribeInstances calls and Node LISTs,
+// multiplying the cost and the throttling by the replica count for the same answer.
 //
 // It is independent of the lease work: its own goroutine, its own Kubernetes client and rate
 // limit, its own deadline per scan. A slow, throttling or denying AWS delays or fails only its
@@ -43,6 +45,8 @@ const (
 	// MaxEventsPerScan bounds the Events one scan records; instances not reported yet are
 	// reported by the next scans.
 	MaxEventsPerScan = 50
+	// StandbyRecheck is how often a replica that does not lead looks whether it leads now.
+	StandbyRecheck = time.Second
 	// nodePage is the page size of the Node LIST.
 	nodePage = kube.DefaultChunkSize
 )
@@ -80,8 +84,8 @@ type Deps struct {
 	Client kubernetes.Interface
 	// Recorder records the Warning Events (nil: none).
 	Recorder events.EventRecorder
-	// Leading reports whether this replica is the leader; only the leader records Events, every
-	// replica exports the gauges (nil: always).
+	// Leading reports whether this replica is the leader; only the leader scans (and records
+	// Events); a standby skips its ticks and exports 0 (nil: always the leader).
 	Leading func() bool
 	// Clock (nil: the real clock).
 	Clock clock.WithTicker
@@ -131,6 +135,10 @@ type Scan struct {
 
 // ResultSuccess is the result label of a scan that compared instances and Nodes.
 const ResultSuccess = "success"
+
+// ResultStandby is the Result of a tick on a replica that is not the leader: it called nothing
+// and is not counted in nodekeeper_instance_scans_total.
+const ResultStandby = "standby"
 
 // Loop is the controller's EC2 loop.
 type Loop struct {
@@ -188,12 +196,20 @@ func (l *Loop) Run(ctx context.Context) {
 		wg.Go(func() { run(ctx) })
 	}
 	logger.Info("EC2 loop started", "cluster", l.opts.Cluster, "interval", l.opts.Interval, "registerGrace", l.opts.RegisterGrace)
-	t := l.clock.NewTicker(l.opts.Interval)
-	defer t.Stop()
 	for {
-		l.ScanOnce(ctx)
+		start := l.clock.Now()
+		s := l.ScanOnce(ctx)
+		// The next scan starts Interval after this one started. A standby looks again within
+		// StandbyRecheck, so that a replica that wins the election (the first one at start-up
+		// too, whose caches sync before it leads) scans at once rather than an Interval later.
+		next := l.opts.Interval
+		if s.Result == ResultStandby {
+			next = min(next, StandbyRecheck)
+		}
+		t := l.clock.NewTimer(max(next-l.clock.Since(start), 0))
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case <-t.C():
 		}
@@ -204,6 +220,17 @@ func (l *Loop) Run(ctx context.Context) {
 // a Node registered in between is seen and its instance not reported.
 func (l *Loop) ScanOnce(ctx context.Context) Scan {
 	logger := klog.FromContext(ctx)
+	if !l.leading() {
+		// The leader's gauges say what the cluster has; a former leader's last values would be
+		// stale beside them, so a standby exports 0 (the alerts and dashboards take the max).
+		l.metrics.withoutNode.Set(0)
+		l.metrics.oldest.Set(0)
+		s := Scan{At: l.clock.Now(), Result: ResultStandby}
+		if l.opts.OnScan != nil {
+			l.opts.OnScan(s)
+		}
+		return s
+	}
 	// The deadline runs on the loop's clock, so that tests can pass it without waiting.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -276,7 +303,7 @@ func (l *Loop) nodes(ctx context.Context) (*instances.NodeSet, error) {
 // Node, or stops, is forgotten, so that it is reported again if it loses its Node later.
 func (l *Loop) report(ctx context.Context, orphans []instances.Orphan) int {
 	logger := klog.FromContext(ctx)
-	leading := l.deps.Leading == nil || l.deps.Leading()
+	leading := l.leading() // leadership can end during the scan
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	current := make(map[string]bool, len(orphans))
@@ -299,6 +326,8 @@ func (l *Loop) report(ctx context.Context, orphans []instances.Orphan) int {
 	l.reported = current
 	return n
 }
+
+func (l *Loop) leading() bool { return l.deps.Leading == nil || l.deps.Leading() }
 
 func leaseRef(o instances.Orphan) *corev1.ObjectReference {
 	name := o.ID()

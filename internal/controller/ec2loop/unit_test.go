@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -164,7 +165,8 @@ func TestScan(t *testing.T) {
 }
 
 // TestReportedOnce: an instance is reported once while it stays without a Node, again after it
-// had a Node and lost it; a replica that does not lead records no Event but exports the gauges;
+// had a Node and lost it; a replica that does not lead scans nothing (no EC2 call, no Event) and
+// exports 0;
 // no scan records more than MaxEventsPerScan Events, and the rest follow in later scans.
 func TestReportedOnce(t *testing.T) {
 	r := newRig(t)
@@ -191,7 +193,7 @@ func TestReportedOnce(t *testing.T) {
 		{"a standby replica", func() {
 			r.leading.Store(false)
 			r.cloud.Instances = append(r.cloud.Instances, tagged("i-b", "ip-b", epoch.Add(-time.Hour)))
-		}, 0, 2},
+		}, 0, 0},
 		{"many at once on the leader", func() {
 			r.leading.Store(true)
 			for i := range ec2loop.MaxEventsPerScan + 10 {
@@ -204,9 +206,13 @@ func TestReportedOnce(t *testing.T) {
 		if st.before != nil {
 			st.before()
 		}
+		calls := r.cloud.Calls(instances.PermDescribeInstances)
 		s := r.loop.ScanOnce(ctx)
 		if s.Err != nil {
 			t.Fatalf("%s: %v", st.name, s.Err)
+		}
+		if standby := !r.leading.Load(); standby != (r.cloud.Calls(instances.PermDescribeInstances) == calls) || standby != (s.Result == ec2loop.ResultStandby) {
+			t.Errorf("%s: leading %v, result %q, EC2 called %d times: only the leader scans", st.name, !standby, s.Result, r.cloud.Calls(instances.PermDescribeInstances)-calls)
 		}
 		if got := len(r.drain()); got != st.wantEvents || s.Events != st.wantEvents {
 			t.Errorf("%s: %d events recorded (scan says %d), want %d", st.name, got, s.Events, st.wantEvents)
@@ -292,3 +298,42 @@ func TestNewRefuses(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestNewLeaderScansAtOnce: a replica that does not lead yet (every replica at start-up, before
+// its caches sync and it wins the election) does not scan, and scans within StandbyRecheck of
+// leading, not an Interval (5 minutes by default) later.
+func TestNewLeaderScansAtOnce(t *testing.T) {
+	r := newRig(t)
+	r.leading.Store(false)
+	scans := make(chan ec2loop.Scan, 100)
+	loop, err := ec2loop.New(ec2loop.Deps{EC2: r.cloud, Client: r.client, Clock: r.clock, Leading: r.leading.Load},
+		ec2loop.Options{Cluster: "prod", Registry: prometheus.NewRegistry(), OnScan: func(s ec2loop.Scan) { scans <- s }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); loop.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	next := func() ec2loop.Scan {
+		t.Helper()
+		select {
+		case s := <-scans:
+			return s
+		case <-time.After(time.Minute): // only ends a test that already failed
+			t.Fatal("no scan")
+			return ec2loop.Scan{}
+		}
+	}
+	if s := next(); s.Result != ec2loop.ResultStandby || r.cloud.Calls(instances.PermDescribeInstances) != 0 {
+		t.Fatalf("before leading: %q with %d EC2 calls", s.Result, r.cloud.Calls(instances.PermDescribeInstances))
+	}
+	r.leading.Store(true)
+	for !r.clock.HasWaiters() {
+		goruntime.Gosched() // the loop is about to wait
+	}
+	r.clock.Step(ec2loop.StandbyRecheck)
+	if s := next(); s.Result != ec2loop.ResultSuccess {
+		t.Errorf("after leading and %s: %q, want a scan", ec2loop.StandbyRecheck, s.Result)
+	}
+}

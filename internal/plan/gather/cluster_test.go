@@ -21,7 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
-	"github.com/nodekeeper/nodekeeper/internal/doctor"
+	"github.com/nodekeeper/nodekeeper/internal/clusterread"
 	"github.com/nodekeeper/nodekeeper/internal/plan"
 	"github.com/nodekeeper/nodekeeper/internal/plan/render"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
@@ -40,7 +40,7 @@ func TestMain(m *testing.M) { testenv.Main(m, testenv.Options{}, &env) }
 // installENIConfigs installs the ENIConfig CRD and one ENIConfig per zone naming its pod subnet.
 func installENIConfigs(t *testing.T, podSubnets map[string]string) {
 	t.Helper()
-	env.InstallCRD(t, filepath.Join("testdata", "eniconfig-crd.yaml"), gvrENIConfig)
+	env.InstallCRD(t, filepath.Join("testdata", "eniconfig-crd.yaml"), clusterread.GVRENIConfig)
 	for zone, subnet := range podSubnets {
 		env.CreateENIConfig(t, zone, subnet, "sg-0123")
 	}
@@ -84,7 +84,7 @@ func nodeHighSeats(ctx context.Context, t *testing.T, c kubernetes.Interface) in
 	if err != nil {
 		t.Fatal(err)
 	}
-	samples, err := doctor.ParseMetrics(raw, "apiserver_flowcontrol_nominal_limit_seats")
+	samples, err := clusterread.ParseMetrics(raw, "apiserver_flowcontrol_nominal_limit_seats")
 	if err != nil {
 		t.Fatal(err)
 	}

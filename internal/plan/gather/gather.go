@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -21,13 +20,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
-	"github.com/nodekeeper/nodekeeper/internal/doctor"
+	"github.com/nodekeeper/nodekeeper/internal/clusterread"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/instances"
 	"github.com/nodekeeper/nodekeeper/internal/kube"
@@ -84,15 +82,16 @@ const (
 	envENIConfigLabel = "ENI_CONFIG_LABEL_DEF"
 )
 
-var gvrENIConfig = schema.GroupVersionResource{Group: "crd.k8s.amazonaws.com", Version: "v1alpha1", Resource: "eniconfigs"}
-
 type reader struct {
-	o       Options
-	client  kubernetes.Interface
-	dynamic dynamic.Interface
-	in      plan.Input
+	o      Options
+	client kubernetes.Interface
+	// cr reads what plan shares with doctor (clusterread), so that both read it alike.
+	cr clusterread.Reader
+	in plan.Input
 	// eniLabels is the ENIConfig label most of each group's nodes carry.
 	eniLabels map[string]string
+	// karpenter is Karpenter's setting, read once for every group it provisions.
+	karpenter *clusterread.Karpenter
 }
 
 // Gather reads the cluster (and AWS) for reqs into a plan's input.
@@ -103,9 +102,11 @@ func Gather(ctx context.Context, cfg *rest.Config, o Options, reqs []Request) (p
 	if r.client, err = kubernetes.NewForConfig(cfg); err != nil {
 		return r.in, err
 	}
-	if r.dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
 		return r.in, err
 	}
+	r.cr = clusterread.Reader{Client: r.client, Dynamic: dyn, REST: r.client.CoreV1().RESTClient(), ChunkSize: o.ChunkSize}
 	if err := r.awsNode(ctx); err != nil {
 		return r.in, err
 	}
@@ -114,8 +115,13 @@ func Gather(ctx context.Context, cfg *rest.Config, o Options, reqs []Request) (p
 		return r.in, err
 	}
 	r.in.ExistingNodes = len(nodes)
-	eniConfigs := r.eniConfigs(ctx)
 	custom := eni.ParseSettings(r.in.Env).CustomNetworking
+	var eniConfigs map[string]string
+	if custom {
+		if eniConfigs, err = r.eniConfigs(ctx); err != nil {
+			return r.in, err
+		}
+	}
 	for _, q := range reqs {
 		for _, s := range q.SubnetsFree {
 			r.in.Subnets[s.ID] = s
@@ -182,35 +188,31 @@ func (r *reader) note(format string, args ...any) {
 }
 
 // awsNode reads the aws-node container's environment; a missing or unreadable DaemonSet leaves
-// it empty (the CNI's defaults) with a note.
+// it empty (the CNI's defaults) with a note. Variables set from a ConfigMap or Secret are noted as
+// not read; those set from the pod's own fields (the stock manifest's MY_NODE_NAME) are no
+// setting and need no note.
 func (r *reader) awsNode(ctx context.Context) error {
 	r.in.Env = map[string]string{}
 	res := r.o.AWSNodeNamespace + "/" + r.o.AWSNodeName
-	ds, err := r.client.AppsV1().DaemonSets(r.o.AWSNodeNamespace).Get(ctx, r.o.AWSNodeName, metav1.GetOptions{})
+	a, err := r.cr.AWSNode(ctx, r.o.AWSNodeNamespace, r.o.AWSNodeName)
+	if m, ok := clusterread.AsMissing(err); ok {
+		r.note("DaemonSet %s cannot be read (%s): the VPC CNI's defaults are assumed", res, m.Reason)
+		return nil
+	}
 	switch {
-	case apierrors.IsNotFound(err):
-		r.note("DaemonSet %s not found: the VPC CNI's defaults are assumed", res)
-		return nil
-	case apierrors.IsForbidden(err):
-		r.note("DaemonSet %s cannot be read (needs get on daemonsets): the VPC CNI's defaults are assumed", res)
-		return nil
 	case err != nil:
 		return fmt.Errorf("reading DaemonSet %s: %w", res, err)
-	}
-	for _, c := range ds.Spec.Template.Spec.Containers {
-		if c.Name != "aws-node" {
-			continue
-		}
-		for _, e := range c.Env {
-			if e.ValueFrom != nil {
-				r.note("aws-node's %s comes from a reference and is not read", e.Name)
-				continue
-			}
-			r.in.Env[e.Name] = e.Value
-		}
+	case !a.Found:
+		r.note("DaemonSet %s not found: the VPC CNI's defaults are assumed", res)
+		return nil
+	case !a.Container:
+		r.note("DaemonSet %s has no aws-node container: the VPC CNI's defaults are assumed", res)
 		return nil
 	}
-	r.note("DaemonSet %s has no aws-node container: the VPC CNI's defaults are assumed", res)
+	r.in.Env = a.Env
+	for _, name := range a.Unread {
+		r.note("aws-node's %s comes from a reference and is not read", name)
+	}
 	return nil
 }
 
@@ -221,39 +223,24 @@ func (r *reader) nodes(ctx context.Context) ([]corev1.Node, error) {
 		return nil
 	})
 	if apierrors.IsForbidden(err) {
-		r.note("nodes cannot be listed: node groups are known only from the flags")
+		r.note("nodes cannot be listed (%s): node groups are known only from the flags", clusterread.Needs("list", "nodes", ""))
 		return nil, nil
 	}
 	return out, err
 }
 
-// eniConfigs maps each ENIConfig's name to its subnet; nil when the CRD is not served or may
-// not be listed.
-func (r *reader) eniConfigs(ctx context.Context) map[string]string {
-	l, err := r.dynamic.Resource(gvrENIConfig).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil
+// eniConfigs maps each ENIConfig's name to its subnet (clusterread: paged); nil when the CRD
+// is not served, or with a note when the ENIConfigs may not be listed.
+func (r *reader) eniConfigs(ctx context.Context) (map[string]string, error) {
+	l, err := r.cr.ENIConfigs(ctx)
+	if m, ok := clusterread.AsMissing(err); ok {
+		r.note("ENIConfigs cannot be listed (%s): the pods' subnets are unknown", m.Reason)
+		return nil, nil
 	}
-	out := map[string]string{}
-	for _, u := range l.Items {
-		if s, ok, _ := unstructuredString(u.Object, "spec", "subnet"); ok {
-			out[u.GetName()] = strings.TrimSpace(s)
-		}
+	if err != nil || !l.Served {
+		return nil, err
 	}
-	return out
-}
-
-func unstructuredString(obj map[string]any, path ...string) (string, bool, error) {
-	var cur any = obj
-	for _, p := range path {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return "", false, nil
-		}
-		cur = m[p]
-	}
-	s, ok := cur.(string)
-	return s, ok, nil
+	return l.Subnets(), nil
 }
 
 func nodeGroup(n *corev1.Node) string {
@@ -317,7 +304,7 @@ func (r *reader) group(ctx context.Context, q Request, nodes []corev1.Node, eniC
 			pods = append(pods, c.String())
 		}
 		zones = append(zones, n.Labels[labelZone])
-		eniCfgs = append(eniCfgs, n.Labels[doctor.LabelENIConfig])
+		eniCfgs = append(eniCfgs, n.Labels[clusterread.LabelENIConfig])
 	}
 	typeName := q.InstanceType
 	if typeName == "" {
@@ -349,7 +336,11 @@ func (r *reader) group(ctx context.Context, q Request, nodes []corev1.Node, eniC
 	if g.Provisioner == rules.ProvisionerKarpenter && q.ReservedENIs == 0 {
 		// Karpenter's reservedENIs counts the ENI custom networking takes as well; those it
 		// reserves beyond that one carry no pod addresses (as doctor reads it).
-		if n, src, ok := r.karpenterReservedENIs(ctx); ok {
+		n, src, ok, err := r.karpenterReservedENIs(ctx)
+		if err != nil {
+			return g, err
+		}
+		if ok {
 			if custom {
 				n--
 			}
@@ -434,34 +425,23 @@ func (r *reader) podSubnet(q Request, group, zone string, eniConfigs map[string]
 	return name, eniConfigs[name]
 }
 
-// karpenterReservedENIs reads Karpenter's reservedENIs: the RESERVED_ENIS environment variable
-// of its Deployment (v0.33 and later), else aws.reservedENIs in the karpenter-global-settings
-// ConfigMap of the Deployment's namespace (before). ok is false when neither can be read.
-func (r *reader) karpenterReservedENIs(ctx context.Context) (n int, source string, ok bool) {
-	deps, err := r.client.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=karpenter", Limit: r.o.ChunkSize})
-	if err != nil {
-		return 0, "", false
-	}
-	for i := range deps.Items {
-		d := &deps.Items[i]
-		for _, c := range d.Spec.Template.Spec.Containers {
-			for _, e := range c.Env {
-				if e.Name == "RESERVED_ENIS" && e.ValueFrom == nil {
-					if v, err := strconv.Atoi(strings.TrimSpace(e.Value)); err == nil && v >= 0 {
-						return v, fmt.Sprintf("deployment/%s/%s RESERVED_ENIS", d.Namespace, d.Name), true
-					}
-				}
-			}
-		}
-		cm, err := r.client.CoreV1().ConfigMaps(d.Namespace).Get(ctx, "karpenter-global-settings", metav1.GetOptions{})
+// karpenterReservedENIs reads Karpenter's reservedENIs once (clusterread, as doctor reads it:
+// its Deployment's RESERVED_ENIS, else the karpenter-global-settings ConfigMap, in the
+// Deployment's namespace or, with no Deployment visible, in karpenter and kube-system). ok is
+// false when it is not found; each read RBAC forbade is noted once, naming what it needs.
+func (r *reader) karpenterReservedENIs(ctx context.Context) (n int, source string, ok bool, err error) {
+	if r.karpenter == nil {
+		k, err := r.cr.Karpenter(ctx)
 		if err != nil {
-			continue
+			return 0, "", false, err
 		}
-		if v, err := strconv.Atoi(strings.TrimSpace(cm.Data["aws.reservedENIs"])); err == nil && v >= 0 {
-			return v, fmt.Sprintf("configmap/%s/karpenter-global-settings aws.reservedENIs", cm.Namespace), true
+		for _, m := range k.Unread {
+			r.note("Karpenter's reservedENIs: %s cannot be read (%s)", m.Resource, m.Reason)
 		}
+		r.karpenter = &k
 	}
-	return 0, "", false
+	k := r.karpenter
+	return k.ReservedENIs, k.Source, k.Found, nil
 }
 
 // byZone: aws-node selects ENIConfigs by the zone label (ENI_CONFIG_LABEL_DEF).
@@ -484,25 +464,21 @@ func (r *reader) instanceType(ctx context.Context, name string) (eni.InstanceTyp
 }
 
 // kubelet reads the pull limits from one Ready node of the group (configz through the node
-// proxy), else the kubelet's defaults.
+// proxy, as doctor reads it), else the kubelet's defaults.
 func (r *reader) kubelet(ctx context.Context, q Request, members []*corev1.Node) plan.Kubelet {
 	if q.Kubelet != nil {
 		return *q.Kubelet
 	}
 	for _, n := range members {
-		if !ready(n) {
+		if !clusterread.NodeReady(n) {
 			continue
 		}
-		raw, err := doctor.ReadConfigz(ctx, r.client.CoreV1().RESTClient(), n.Name)
-		if err != nil {
-			r.note("node group %s: the kubelet configuration of %s could not be read (%s): the kubelet's pull defaults are assumed", q.Nodegroup, n.Name, doctor.ConfigzFailure(err))
+		res := r.cr.Configz(ctx, n.Name, 0)
+		if res.Config == nil {
+			r.note("node group %s: the kubelet configuration of %s could not be read (%s): the kubelet's pull defaults are assumed", q.Nodegroup, n.Name, res.Err)
 			break
 		}
-		c, err := rules.ParseConfigz(raw)
-		if err != nil {
-			r.note("node group %s: %v: the kubelet's pull defaults are assumed", q.Nodegroup, err)
-			break
-		}
+		c := res.Config
 		k := plan.DefaultKubelet()
 		if c.RegistryPullQPS != nil {
 			k.RegistryPullQPS = int(*c.RegistryPullQPS)
@@ -514,15 +490,6 @@ func (r *reader) kubelet(ctx context.Context, q Request, members []*corev1.Node)
 		return k
 	}
 	return plan.DefaultKubelet()
-}
-
-func ready(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // instanceSubnets are the subnets of the group's instances (DescribeInstances), sorted.
@@ -608,17 +575,21 @@ func deref(p *string) string {
 // when either cannot be read.
 func (r *reader) apf(ctx context.Context) *plan.APF {
 	level := "node-high"
-	if fs, err := r.client.FlowcontrolV1().FlowSchemas().Get(ctx, "system-node-high", metav1.GetOptions{}); err == nil && fs.Spec.PriorityLevelConfiguration.Name != "" {
+	fs, err := r.client.FlowcontrolV1().FlowSchemas().Get(ctx, "system-node-high", metav1.GetOptions{})
+	switch {
+	case err == nil && fs.Spec.PriorityLevelConfiguration.Name != "":
 		level = fs.Spec.PriorityLevelConfiguration.Name
+	case apierrors.IsForbidden(err):
+		r.note("FlowSchema system-node-high cannot be read (%s): its priority level is taken to be %s",
+			clusterread.Needs("get", "flowschemas.flowcontrol.apiserver.k8s.io", ""), level)
 	}
-	raw, err := r.client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	samples, err := r.cr.APIServerMetrics(ctx, "apiserver_flowcontrol_nominal_limit_seats")
 	if err != nil {
-		r.note("the API server's /metrics cannot be read (%s): the priority level's seats are unknown", textsafe.ClipRaw(err.Error(), 120))
-		return nil
-	}
-	samples, err := doctor.ParseMetrics(raw, "apiserver_flowcontrol_nominal_limit_seats")
-	if err != nil {
-		r.note("the API server's metrics: %v", err)
+		reason := err.Error()
+		if m, ok := clusterread.AsMissing(err); ok {
+			reason = m.Reason
+		}
+		r.note("the API server's /metrics cannot be read (%s): the priority level's seats are unknown", textsafe.ClipRaw(reason, 120))
 		return nil
 	}
 	for _, s := range samples {

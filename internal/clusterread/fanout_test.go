@@ -1,4 +1,4 @@
-package doctor
+package clusterread
 
 import (
 	"context"
@@ -13,7 +13,7 @@ func TestEachBoundedStopsOnCancel(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		var calls atomic.Int64
 		started := make([]bool, 100)
-		eachBounded(ctx, 1, len(started), nil, func(i int) {
+		EachBounded(ctx, 1, len(started), nil, func(i int) {
 			started[i] = true
 			if calls.Add(1) == 3 {
 				cancel()
@@ -31,7 +31,7 @@ func TestEachBoundedStopsOnCancel(t *testing.T) {
 	// Without cancel every item runs once, and progress counts them in order.
 	var last int
 	ran := make([]int, 40)
-	eachBounded(context.Background(), 4, len(ran), func(done, total int) {
+	EachBounded(context.Background(), 4, len(ran), func(done, total int) {
 		if done != last+1 && done != 0 || total != len(ran) {
 			t.Errorf("progress %d/%d after %d", done, total, last)
 		}

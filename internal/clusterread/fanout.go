@@ -1,17 +1,17 @@
-package doctor
+package clusterread
 
 import (
 	"context"
 	"sync"
 )
 
-// eachBounded calls do(i) for i in [0, n) with at most workers calls in flight, and progress
+// EachBounded calls do(i) for i in [0, n) with at most workers calls in flight, and progress
 // (when set) with the number done of n: once with 0 before the first call, then after each one,
 // in order and never two at once. do writes its result to its own index, so it needs no lock.
 // Once ctx is done no more calls start; the ones not started are left to the caller (their
 // results stay zero). Every per-node read through the API server's proxies (configz, aws-node
 // metrics) goes through here, so they share one bound and one progress contract.
-func eachBounded(ctx context.Context, workers, n int, progress func(done, total int), do func(i int)) {
+func EachBounded(ctx context.Context, workers, n int, progress func(done, total int), do func(i int)) {
 	if progress == nil {
 		progress = func(int, int) {}
 	}
