@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -208,6 +209,26 @@ func TestFreePrefixes(t *testing.T) {
 		lo, hi, ok := FreePrefixes(tc.cidr, tc.free)
 		if lo != tc.lo || hi != tc.hi || ok != tc.ok {
 			t.Errorf("FreePrefixes(%s, %d) = %d, %d, %v; want %d, %d, %v", tc.cidr, tc.free, lo, hi, ok, tc.lo, tc.hi, tc.ok)
+		}
+	}
+}
+
+// TestPullFixQPSDoesNotFollowPods: the pull fix's registryBurst is the pulls a new node starts
+// at once, which grows with pods per node; its registryPullQPS is the one recommended value, so
+// a plan of 27 pulls and one of 108 (a prefix-delegation what-if of the same cluster) both say
+// 50 (before, the QPS was max(pulls, 50): 50 today and 108 in the what-if).
+func TestPullFixQPSDoesNotFollowPods(t *testing.T) {
+	big := twoSubnets(1_000_000, 1_000_000)
+	huge := EC2Buckets{Mutating: Bucket{Capacity: 1_000_000, Refill: 1000}, Source: "test"}
+	for _, pulls := range []int{27, 108} {
+		r, err := Run(Input{Groups: []Group{{Name: "ng", Type: mustType(t, "m5.large"), Add: 3, PullsPerNode: pulls, Placements: placementsAB}}, Subnets: big, EC2: huge}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := r.Today.Limit(LimitPulls)
+		want := fmt.Sprintf("give the kubelets registryBurst %d (the %d pulls a new node starts at once) and registryPullQPS 50 ", pulls, pulls)
+		if l.Fix == nil || !strings.HasPrefix(l.Fix.Text, want) {
+			t.Errorf("%d pulls: fix %+v, want %q", pulls, l.Fix, want)
 		}
 	}
 }
