@@ -21,6 +21,7 @@ all: build
 ## build: bin/nodekeeper (the CLI), the kubectl plugin bin/kubectl-nodekeeper, and
 ## bin/nodekeeper-controller (the controller alone: what the image runs)
 build:
+	@echo "building bin/nodekeeper and bin/nodekeeper-controller (go build; a cold build cache takes minutes)"
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/nodekeeper ./cmd/nodekeeper
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/nodekeeper-controller ./cmd/nodekeeper-controller
 	ln -sf nodekeeper bin/kubectl-nodekeeper

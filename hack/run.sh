@@ -40,9 +40,26 @@ echo "no cluster answers the current kubeconfig: starting the nodekeeper sandbox
 bash hack/build-controlplane.sh
 kubeconfig=bin/sandbox.kubeconfig
 rm -f "$kubeconfig"
-"$nk" sandbox --write-kubeconfig "$kubeconfig" &
+# KEEP_AUDIT_LOG=FILE (make run KEEP_AUDIT_LOG=audit.log) keeps the sandbox's audit log when it
+# stops; without it the log goes with everything else the sandbox made.
+keep=()
+[[ -n ${KEEP_AUDIT_LOG:-} ]] && keep=(--keep-audit-log "$KEEP_AUDIT_LOG")
+"$nk" sandbox --write-kubeconfig "$kubeconfig" "${keep[@]}" &
 sandbox=$!
-trap 'kill -INT $sandbox 2>/dev/null; wait $sandbox 2>/dev/null' EXIT INT TERM
+# Ctrl-C signals the whole foreground process group: the sandbox stops by itself (it takes
+# SIGINT, also when started with & where bash would have it ignored) and exits 130. Waiting for
+# it and exiting 0 ends a run the user chose to end, not a failure make should report; a second
+# signal from here would make the sandbox kill itself without cleaning up. SIGTERM, sent to this
+# script alone, is passed on.
+stopped() {
+  trap - INT TERM
+  [[ $1 == TERM ]] && kill -TERM $sandbox 2>/dev/null
+  wait $sandbox 2>/dev/null || true
+  exit 0
+}
+trap 'stopped INT' INT
+trap 'stopped TERM' TERM
+trap 'kill -TERM $sandbox 2>/dev/null || true' EXIT
 for _ in $(seq 1 300); do
   [[ -s $kubeconfig ]] && break
   kill -0 $sandbox 2>/dev/null || { echo "the sandbox exited early" >&2; exit 1; }
@@ -51,6 +68,8 @@ done
 [[ -s $kubeconfig ]] || { echo "the sandbox did not come up in 5 minutes" >&2; exit 1; }
 report --kubeconfig "$kubeconfig"
 echo
-echo "The sandbox keeps running: try  $nk leases -A --watch --kubeconfig $kubeconfig  or  kubectl --kubeconfig $kubeconfig get nodes"
-echo "Press Ctrl-C to stop it."
-wait $sandbox
+echo "The sandbox keeps running (its own lines above say how to stop it): try"
+echo "  $nk leases -A --watch --kubeconfig $kubeconfig"
+echo "  $nk doctor --kubeconfig $kubeconfig"
+echo "  kubectl --kubeconfig $kubeconfig get nodes"
+wait $sandbox || true

@@ -54,8 +54,31 @@ func UsageError(err error) error {
 // like a bad flag.
 func UsageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
-		return UsageError(check(cmd, args))
+		return UsageError(readableArgsError(cmd, args, check(cmd, args)))
 	}
+}
+
+// readableArgsError replaces cobra's "requires at least 1 arg(s), only received 0" and "accepts 1
+// arg(s), received 2" with what the command takes, from its usage line: "nodekeeper maxpods takes
+// TYPE [TYPE...], got no argument; see nodekeeper maxpods --help". Other errors (an unknown
+// subcommand) keep cobra's kubectl-like text.
+func readableArgsError(cmd *cobra.Command, args []string, err error) error {
+	if err == nil || !strings.Contains(err.Error(), "arg(s)") {
+		return err
+	}
+	takes := "no argument"
+	if _, rest, ok := strings.Cut(cmd.Use, " "); ok && strings.TrimSpace(rest) != "" {
+		takes = strings.TrimSpace(rest)
+	}
+	got := "no argument"
+	switch len(args) {
+	case 0:
+	case 1:
+		got = "1 argument"
+	default:
+		got = fmt.Sprintf("%d arguments", len(args))
+	}
+	return fmt.Errorf("%s takes %s, got %s; see %s --help", cmd.CommandPath(), takes, got, cmd.CommandPath())
 }
 
 // ExitCode is the process exit code for an error returned by a command tree: 0 for nil, the

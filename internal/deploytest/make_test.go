@@ -71,3 +71,13 @@ func TestMakeRunNeedsNoControlPlane(t *testing.T) {
 		t.Error("hack/run.sh builds the control plane before it knows whether a cluster answers")
 	}
 }
+
+// TestMakeBuildSaysWhatItBuilds: a cold `make build` compiles for minutes; a line before the first
+// go build says what is being built, so the terminal is not silent all that time.
+func TestMakeBuildSaysWhatItBuilds(t *testing.T) {
+	plan := makeDryRun(t, "build")
+	say, build := strings.Index(plan, "echo \"building bin/nodekeeper"), strings.Index(plan, "go build")
+	if say < 0 || build < 0 || say > build {
+		t.Errorf("make -n build says nothing before its first go build:\n%s", plan)
+	}
+}

@@ -38,7 +38,7 @@ func PrintPlan(w io.Writer, p *Plan, dryRun bool) {
 		verb = "would be deleted (dry run)"
 	}
 	leaked := n + p.NotSelected + p.OverLimit
-	fmt.Fprintf(w, "\n%d leases in %s, %d Nodes; %d leaked", total, lease.NodeLeaseNamespace, p.Nodes, leaked)
+	fmt.Fprintf(w, "\n%s in %s, %s; %d leaked", counted(total, "lease"), lease.NodeLeaseNamespace, counted(p.Nodes, "Node"), leaked)
 	if p.NotSelected > 0 || p.Selection.NameRegexp != "" {
 		fmt.Fprintf(w, ", %d of them named to match --name-regexp", leaked-p.NotSelected)
 	}
@@ -91,7 +91,7 @@ func WriteReport(w io.Writer, format string, p *Plan, r *Report, dryRun bool) (e
 		if len(r.Results) == 0 {
 			return nil
 		}
-		fmt.Fprintf(w, "\n%d leases in %s: ", len(r.Results), r.Duration.Round(time.Millisecond))
+		fmt.Fprintf(w, "\n%s in %s: ", counted(len(r.Results), "lease"), r.Duration.Round(time.Millisecond))
 		var parts []string
 		for _, o := range []deleter.Outcome{deleter.Deleted, deleter.WouldDelete, deleter.PreconditionFailed, deleter.NodeExists, deleter.NotLeaked, deleter.Gone, deleter.Failed} {
 			if r.Counts[o] > 0 {
@@ -133,4 +133,12 @@ func WriteReport(w io.Writer, format string, p *Plan, r *Report, dryRun bool) (e
 	}
 	_, err = w.Write(b)
 	return err
+}
+
+// counted is "1 lease", "2 leases": a count with its noun in the right number.
+func counted(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -43,7 +43,7 @@ func TestPrintPlan(t *testing.T) {
 			"CLASS", "leaked          2        delete",
 			"zombie          1        keep (kubelet alive)",
 			"6 leases in kube-node-lease, 3 Nodes; 2 leaked; 2 ",
-			"Longest idle: ip-10-0-0-9.ec2.internal, last active 2h0m0s ago.",
+			"Longest idle: ip-10-0-0-9.ec2.internal, last active 120m ago.",
 		} {
 			if !strings.Contains(out, want) {
 				t.Errorf("dry=%v: output lacks %q:\n%s", dry, want, out)

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -268,6 +269,26 @@ func TestPullDelay(t *testing.T) {
 	} {
 		if got := PullDelay(tc.pulls, tc.qps, tc.burst); got != tc.want {
 			t.Errorf("PullDelay(%d, %d, %d) = %g, want %g", tc.pulls, tc.qps, tc.burst, got, tc.want)
+		}
+	}
+}
+
+// TestPullFixQPSDoesNotFollowPods: the pull fix's registryBurst is the pulls a new node starts
+// at once, which grows with pods per node; its registryPullQPS is the one recommended value, so
+// a plan of 27 pulls and one of 108 (a prefix-delegation what-if of the same cluster) both say
+// 50 (before, the QPS was max(pulls, 50): 50 today and 108 in the what-if).
+func TestPullFixQPSDoesNotFollowPods(t *testing.T) {
+	big := twoSubnets(1_000_000, 1_000_000)
+	huge := EC2Buckets{Mutating: Bucket{Capacity: 1_000_000, Refill: 1000}, Source: "test"}
+	for _, pulls := range []int{27, 108} {
+		r, err := Run(Input{Groups: []Group{{Name: "ng", Type: mustType(t, "m5.large"), Add: 3, PullsPerNode: pulls, Placements: placementsAB}}, Subnets: big, EC2: huge}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := r.Today.Limit(LimitPulls)
+		want := fmt.Sprintf("give the kubelets registryBurst %d (the %d pulls a new node starts at once) and registryPullQPS 50 ", pulls, pulls)
+		if l.Fix == nil || !strings.HasPrefix(l.Fix.Text, want) {
+			t.Errorf("%d pulls: fix %+v, want %q", pulls, l.Fix, want)
 		}
 	}
 }

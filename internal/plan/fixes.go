@@ -190,8 +190,12 @@ func directFixes(p *Plan, l *Limit, s eni.Settings) []Fix {
 		return []Fix{{Text: rules.MaxPodsFix(os, prov, n, s.CustomNetworking), NodesFit: -1}}
 	case LimitPulls:
 		g := p.Groups[indexGroup(p, strings.TrimPrefix(l.Where, "node group "))]
-		return []Fix{{Text: fmt.Sprintf("give the kubelets registryBurst %d and registryPullQPS %d (or 0: no limit) in their KubeletConfiguration (the EKS AMI's kubelet-config.json, nodeadm's spec.kubelet.config, Bottlerocket's settings.kubernetes.registry-qps/registry-burst, Karpenter's kubelet settings)",
-			g.PullsPerNode, max(g.PullsPerNode, rules.RecommendedRegistryPullQPS)), NodesFit: -1}}
+		// The burst is what a new node's pulls at start need (it follows pods per node, so a
+		// what-if with more pods per node asks for more); the refill rate only paces later
+		// pulls, so it is the one recommended value in every plan, not the burst again (which
+		// made today's plan say 50 and a prefix-delegation what-if 108 for the same cluster).
+		return []Fix{{Text: fmt.Sprintf("give the kubelets registryBurst %d (the %d pulls a new node starts at once) and registryPullQPS %d (or 0: no limit) in their KubeletConfiguration (the EKS AMI's kubelet-config.json, nodeadm's spec.kubelet.config, Bottlerocket's settings.kubernetes.registry-qps/registry-burst, Karpenter's kubelet settings)",
+			g.PullsPerNode, g.PullsPerNode, rules.RecommendedRegistryPullQPS), NodesFit: -1}}
 	case LimitEC2:
 		step := max(l.NodesFit, 1)
 		return []Fix{{Text: fmt.Sprintf("add the nodes in %d steps of at most %d, %s apart (or ask AWS to raise the account's EC2 API request rate limit for mutating actions, and plan again with --ec2-bucket)",

@@ -39,7 +39,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"version", "extra"}, 2, `unknown command "extra"`},
 
 		{[]string{"maxpods", "m5.large"}, 0, ""},
-		{[]string{"maxpods"}, 2, "requires at least 1 arg"},
+		{[]string{"maxpods"}, 2, "nodekeeper maxpods takes TYPE [TYPE...], got no argument; see nodekeeper maxpods --help"},
 		{[]string{"maxpods", "m5.large", "--vcpus", "x"}, 2, `invalid argument "x" for "--vcpus"`},
 		{[]string{"maxpods", "m5.large", "--vcpus", "-1"}, 2, "--vcpus must not be negative"},
 		{[]string{"maxpods", "m5.large", "--reserved-enis", "-1"}, 2, "--reserved-enis must not be negative"},
@@ -53,7 +53,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"bundle", qps, "--fail-on", "error"}, 0, ""},
 		{[]string{"bundle", qps, "--fail-on", "none"}, 0, ""},
 		{[]string{"bundle", qps, "--fail-on", "warn"}, 2, `unknown --fail-on "warn"`},
-		{[]string{"bundle"}, 2, "accepts 1 arg(s), received 0"},
+		{[]string{"bundle"}, 2, "nodekeeper bundle takes FILE.tar.gz|DIR|KUBELET-JOURNAL, got no argument; see nodekeeper bundle --help"},
 		{[]string{"bundle", clean, "--ignore", "NK000000"}, 2, "no such check code or name"},
 		{[]string{"bundle", filepath.Join(dir, "missing.tar.gz")}, 1, "missing.tar.gz"},
 

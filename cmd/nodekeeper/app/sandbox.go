@@ -3,7 +3,10 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,6 +27,7 @@ type sandboxOptions struct {
 	runFor        time.Duration
 	verbose       bool
 	force         bool
+	keepAuditLog  string
 
 	controlPlaneDir string
 }
@@ -61,6 +65,7 @@ func (o *sandboxOptions) AddFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.force, "force", false, "replace an existing --write-kubeconfig file (atomically, at 0600; it is then left in place on exit)")
 	f.BoolVar(&o.verbose, "kubelet-logs", false, "show the simulated kubelets' logs")
 	f.DurationVar(&o.runFor, "for", 0, "stop by itself after this long (0: run until Ctrl-C)")
+	f.StringVar(&o.keepAuditLog, "keep-audit-log", "", "copy the API server's audit log to this file when the sandbox stops (without it the log is deleted with everything else)")
 	f.StringVar(&o.controlPlaneDir, "controlplane-dir", "", "directory holding etcd, kube-apiserver and kube-controller-manager "+
 		"(default: controlplane/ beside this binary, where the release's control-plane archive unpacks, then $XDG_DATA_HOME/nodekeeper/controlplane, then bin/controlplane of a checkout)")
 }
@@ -128,17 +133,29 @@ func (o *sandboxOptions) Run(ctx context.Context) error {
 			fmt.Fprintln(out, "sandbox:", msg)
 		}
 	}()
+	auditLog := sb.Env.AuditLogPath()
+	if o.keepAuditLog != "" {
+		defer func() {
+			if err := copyFile(auditLog, o.keepAuditLog); err != nil {
+				fmt.Fprintln(out, "sandbox: keeping the audit log:", err)
+			} else {
+				fmt.Fprintln(out, "sandbox: audit log kept as", o.keepAuditLog)
+			}
+		}()
+	}
+	self := invokedAs()
 	fmt.Fprintf(o.g.streams.Out, `
 The sandbox is running. Point kubectl and nodekeeper at it:
 
-  export KUBECONFIG=%s
+  export KUBECONFIG=%[1]s
   kubectl get nodes
-  nodekeeper leases -A
-  nodekeeper gc --dry-run
-  nodekeeper audit %s
-
+  %[2]s leases -A
+  %[2]s doctor
+  %[2]s gc --dry-run
+  %[2]s audit %[3]s
+%[4]s
 Press Ctrl-C to stop it (everything it started is removed).
-`, kf.Path, sb.Env.AuditLogPath())
+`, kf.Path, self, auditLog, auditLogFate(auditLog, o.keepAuditLog))
 	if o.runFor > 0 {
 		select {
 		case <-ctx.Done():
@@ -149,4 +166,40 @@ Press Ctrl-C to stop it (everything it started is removed).
 	}
 	fmt.Fprintln(out, "sandbox: stopping")
 	return nil
+}
+
+// auditLogFate says what becomes of the audit log the hints name when the sandbox stops.
+func auditLogFate(path, keep string) string {
+	if keep != "" {
+		return fmt.Sprintf("  (the audit log is copied to %s when the sandbox stops)\n", keep)
+	}
+	return "  (the audit log is deleted when the sandbox stops; --keep-audit-log FILE keeps a copy)\n"
+}
+
+// invokedAs is how the user ran this binary, for hints they can paste: "bin/nodekeeper" when
+// started by a path (make sandbox, make run), the bare name when found on PATH.
+func invokedAs() string {
+	arg0 := os.Args[0]
+	if strings.ContainsRune(arg0, filepath.Separator) {
+		return arg0
+	}
+	return filepath.Base(arg0)
+}
+
+// copyFile copies src to dst (created 0600: an audit log holds every request's user).
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }

@@ -47,8 +47,15 @@ func writeHeartbeats(t *textWriter, h analyze.Heartbeats) {
 	if h.Intervals > 0 {
 		intervals = fmt.Sprintf("interval p50 ≤ %s, p99 ≤ %s, max %s", fmtDur(h.IntervalP50), fmtDur(h.IntervalP99), fmtDur(h.IntervalMax))
 	}
-	p("\nHEARTBEATS  %d kubelets renewed their lease %d times; %s; node-monitor-grace-period %s, renew interval %s\n",
-		h.Kubelets, h.Renewals, intervals, fmtDur(h.GracePeriod), fmtDur(h.RenewInterval))
+	kubelets, times := fmt.Sprintf("%d kubelets renewed their lease", h.Kubelets), fmt.Sprintf("%d times", h.Renewals)
+	if h.Kubelets == 1 {
+		kubelets = "1 kubelet renewed its lease"
+	}
+	if h.Renewals == 1 {
+		times = "once"
+	}
+	p("\nHEARTBEATS  %s %s; %s; node-monitor-grace-period %s, renew interval %s\n",
+		kubelets, times, intervals, fmtDur(h.GracePeriod), fmtDur(h.RenewInterval))
 	p("  %d kubelet requests answered 429", h.Throttled)
 	if len(h.PriorityLevels) > 0 {
 		p(", by priority level: %s (%s)", plText(h.PriorityLevels), analyze.PriorityLevelSource)

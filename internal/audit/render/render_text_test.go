@@ -79,3 +79,23 @@ func TestChurnPartialMarked(t *testing.T) {
 		t.Errorf("an exact churn count is marked partial:\n%s", text.String())
 	}
 }
+
+// TestHeartbeatsCountedNouns: one kubelet renewing once reads "1 kubelet renewed its lease once",
+// not "1 kubelets renewed their lease 1 times".
+func TestHeartbeatsCountedNouns(t *testing.T) {
+	for _, tc := range []struct {
+		kubelets, renewals int64
+		want               string
+	}{
+		{1, 1, "1 kubelet renewed its lease once;"},
+		{2, 7, "2 kubelets renewed their lease 7 times;"},
+	} {
+		var out strings.Builder
+		if err := WriteText(&out, &analyze.Report{Heartbeats: analyze.Heartbeats{Kubelets: tc.kubelets, Renewals: tc.renewals}}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), tc.want) {
+			t.Errorf("want %q in:\n%s", tc.want, out.String())
+		}
+	}
+}

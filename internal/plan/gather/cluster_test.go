@@ -159,7 +159,7 @@ func TestPlanNamesTheFirstLimit(t *testing.T) {
 				return []Request{{Nodegroup: g, Add: 40, PullsPerNode: 5}, {Name: g + "-batch", Nodegroup: g, Add: 10}}
 			},
 			where: "node group image-pulls-batch",
-			fix:   "give the kubelets registryBurst 27 and registryPullQPS 50"},
+			fix:   "give the kubelets registryBurst 27 (the 27 pulls a new node starts at once) and registryPullQPS 50"},
 		// node-high at one share; prefix delegation makes addresses cheap and EC2 is huge.
 		{name: "priority level", first: plan.LimitAPF, apf: true, ec2: &huge,
 			awsNode: map[string]string{"ENABLE_PREFIX_DELEGATION": "true", "WARM_PREFIX_TARGET": "1"},
