@@ -8,11 +8,11 @@
 #     --build-arg COMMIT=$(git rev-parse HEAD) --build-arg BUILD_DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ) .
 #   docker buildx build --platform linux/amd64,linux/arm64 -t ... --build-arg VERSION=<tag> --push .
 #
-# internal/deploytest checks this file's structure (Go version, stages, user, entrypoint).
+# internal/test/deploytest checks this file's structure (Go version, stages, user, entrypoint).
 # Releases build the image from GoReleaser's binaries instead: see Dockerfile.release.
 
 # Base images are pinned by digest (the multi-platform index), the tag they were taken from
-# beside them; internal/deploytest refuses an unpinned FROM. To move a pin, replace the digest
+# beside them; internal/test/deploytest refuses an unpinned FROM. To move a pin, replace the digest
 # with the one the tag points at now.
 # golang:1.26.8
 ARG GO_IMAGE=golang:1.26.8@sha256:3c3e25a4da13fd0478eed2df1eb35a0e667094a7124d3993a6a1d30f71c17e79

@@ -54,11 +54,11 @@ lint:
 
 ## cross-vet: type-check the other platforms cheaply (no link). darwin/arm64 gets go vet over every
 ## package; windows/amd64 compiles the product's packages without their tests (benchmarks and the
-## control-plane helpers read Unix process facts such as rusage). internal/doctor/kubeletstub drives
+## control-plane helpers read Unix process facts such as rusage). internal/test/kubeletstub drives
 ## Linux network namespaces for doctor's control-plane tests and is not linked into the binary, so it
 ## and doctor's tests are left out of the vet run; doctor's own code is compiled instead.
-CROSS_VET_PKGS = $(shell $(GO) list ./cmd/... ./internal/... | grep -v -e '/internal/doctor/kubeletstub$$' -e '/internal/doctor$$')
-CROSS_BUILD_PKGS = $(shell $(GO) list -f '{{if .GoFiles}}{{.ImportPath}}{{end}}' ./cmd/... ./internal/... | grep -v -e '/internal/doctor/kubeletstub$$')
+CROSS_VET_PKGS = $(shell $(GO) list ./cmd/... ./internal/... | grep -v -e '/internal/test/kubeletstub$$' -e '/internal/doctor$$')
+CROSS_BUILD_PKGS = $(shell $(GO) list -f '{{if .GoFiles}}{{.ImportPath}}{{end}}' ./cmd/... ./internal/... | grep -v -e '/internal/test/kubeletstub$$')
 cross-vet:
 	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) vet $(CROSS_VET_PKGS)
 	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./internal/doctor

@@ -44,13 +44,13 @@ export PATH="$PATH:$PWD/bin/controlplane"
 mkdir -p bin/bench
 
 declare -A cmd=(
-  [testenv]="./internal/testenv -bench Start -benchtime 3x -timeout 10m"
+  [testenv]="./internal/test/testenv -bench Start -benchtime 3x -timeout 10m"
   [capacity]="./internal/kubeletsim -bench Capacity -timeout 90m"
   [gc]="./internal/gc -bench GCvsRaw -timeout 60m"
   [gc-process]="./internal/gc -bench GCProcessVsRaw -timeout 60m"
   [controller]="./internal/controller -bench Converge|Memory|IdleListRequests -timeout 90m"
   [faults]="./internal/controller -bench ControllerFaults -timeout 30m"
-  [leases]="./internal/leasesview/clustertest -bench LeasesVersusKubectl -benchtime 3x -timeout 60m"
+  [leases]="./internal/test/clustertest -bench LeasesVersusKubectl -benchtime 3x -timeout 60m"
   [audit]="./internal/audit -bench BenchmarkAuditVsJQ\$ -timeout 60m"
   [audit-rss]="./internal/audit -bench BenchmarkAuditPeakRSS\$ -timeout 60m"
   [audit-worst]="./internal/audit -bench BenchmarkAuditWorstCaseVsJQ\$ -timeout 60m"

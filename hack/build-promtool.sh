@@ -2,7 +2,7 @@
 # Builds promtool from the github.com/prometheus/prometheus Go module pinned in
 # tools/promtool/go.mod (through its `tool` directive) into bin/promtool (git-ignored), the way
 # hack/build-helm.sh builds Helm: never downloaded as a binary, the module proxy is the only
-# source. internal/deploytest runs `promtool test rules` with it, so the alerting rules are
+# source. internal/test/deploytest runs `promtool test rules` with it, so the alerting rules are
 # evaluated over series, not only parsed. Skipped when bin/promtool was built from the same
 # tools/promtool/go.mod and go.sum, so a warm run costs a checksum.
 #

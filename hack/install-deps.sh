@@ -23,14 +23,14 @@ if ((${#need[@]})); then
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
-# The moto release the AWS tests were written against (internal/testsupport/motoserver.Version).
+# The moto release the AWS tests were written against (internal/test/motoserver.Version).
 moto_pin='moto[server]==5.2.1'
 if ! command -v moto_server >/dev/null; then
   echo "installing $moto_pin (moto_server, for the end-to-end AWS tests)"
   if ! python3 -m pip install --quiet "$moto_pin"; then
     cat >&2 <<EOF
 install-deps: moto_server is missing and pip could not install it.
-  The end-to-end AWS tests (internal/e2e, internal/testsupport/motoserver) run against it.
+  The end-to-end AWS tests (internal/test/e2e, internal/test/motoserver) run against it.
   Install it with:  python3 -m pip install '$moto_pin'
   (or put a moto_server on PATH, or set MOTO_SERVER to its path), then run make again.
 EOF

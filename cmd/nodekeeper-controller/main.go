@@ -1,7 +1,7 @@
 // Command nodekeeper-controller is the in-cluster controller alone: it deletes leaked node
 // leases after a live Node check, adopts unowned ones and reports zombie kubelets. It is what the
 // container image runs. Its flags are `nodekeeper controller`'s; it links neither the CLI's other
-// commands, nor their readers, printers and AWS SDK, nor the sandbox (internal/deploytest's deps
+// commands, nor their readers, printers and AWS SDK, nor the sandbox (internal/test/deploytest's deps
 // test holds it to that).
 package main
 

@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
-	"github.com/nodekeeper/nodekeeper/internal/audit/gen"
 	"github.com/nodekeeper/nodekeeper/internal/audit/read"
 	"github.com/nodekeeper/nodekeeper/internal/audit/render"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/gobuild"
+	"github.com/nodekeeper/nodekeeper/internal/test/auditgen"
+	"github.com/nodekeeper/nodekeeper/internal/test/gobuild"
 )
 
 // The benchmarks generate a realistic audit log (mostly kubelet lease renewals, some gets,
@@ -104,13 +104,13 @@ func writeEventLog(tb testing.TB, path string, n int, appendLine func(line []byt
 }
 
 // writeBenchLog generates a log of at least size bytes into dir.
-func writeBenchLog(tb testing.TB, dir string, size int64) (string, gen.Truth) {
+func writeBenchLog(tb testing.TB, dir string, size int64) (string, auditgen.Truth) {
 	tb.Helper()
 	path := filepath.Join(dir, fmt.Sprintf("audit-%d.log", size))
 	t0 := time.Now()
-	var tr gen.Truth
+	var tr auditgen.Truth
 	writeLogFile(tb, path, func(w *bufio.Writer) (err error) {
-		tr, err = gen.Generate(w, gen.Config{Bytes: size, ThrottledClient: true, Seed: 42})
+		tr, err = auditgen.Generate(w, auditgen.Config{Bytes: size, ThrottledClient: true, Seed: 42})
 		return err
 	})
 	tb.Logf("generated %s: %.0f MB, %d events in %s", path, float64(tr.Bytes)/1e6, tr.Events, time.Since(t0).Round(time.Millisecond))

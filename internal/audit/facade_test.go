@@ -10,7 +10,7 @@ import (
 
 // TestNoFacade: this package holds the end-to-end tests only. Callers import read, analyze and
 // render directly; no alias or wrapper layer grows back here. The layers' imports (read ←
-// analyze ← render, render never reaching into read) are rules of internal/archtest.
+// analyze ← render, render never reaching into read) are rules of internal/test/archtest.
 func TestNoFacade(t *testing.T) {
 	names, err := filepath.Glob("*.go")
 	if err != nil || len(names) == 0 {

@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
-	"github.com/nodekeeper/nodekeeper/internal/audit/gen"
 	"github.com/nodekeeper/nodekeeper/internal/audit/render"
-	"github.com/nodekeeper/nodekeeper/internal/schematest"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/golden"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/textcheck"
+	"github.com/nodekeeper/nodekeeper/internal/test/auditgen"
+	"github.com/nodekeeper/nodekeeper/internal/test/golden"
+	"github.com/nodekeeper/nodekeeper/internal/test/schematest"
+	"github.com/nodekeeper/nodekeeper/internal/test/textcheck"
 )
 
 // assertGolden compares got with testdata/golden/NAME (golden.Assert; -update rewrites it).
@@ -89,9 +89,9 @@ func TestGoldenSeed001Filters(t *testing.T) {
 	}
 }
 
-func scenarioReport(t *testing.T) (*analyze.Report, gen.Truth) {
+func scenarioReport(t *testing.T) (*analyze.Report, auditgen.Truth) {
 	t.Helper()
-	data, truth := genLog(t, gen.Config{Nodes: 30, Duration: 4 * time.Minute, Seed: 11, ThrottledClient: true,
+	data, truth := genLog(t, auditgen.Config{Nodes: 30, Duration: 4 * time.Minute, Seed: 11, ThrottledClient: true,
 		CleanupCronJob: 30 * time.Second, ManualLeaseDelete: true, HeartbeatTrouble: true})
 	r, err := analyze.AnalyzeReader("scenario.log", bytes.NewReader(data), analyze.Options{Top: 5})
 	if err != nil {
@@ -125,7 +125,7 @@ func TestGoldenScenario(t *testing.T) {
 // expectHealth compares the lease churn and heartbeat sections with what the generator played:
 // the actors with more than threshold churns are named with their exact counts, every churn is
 // counted, and exactly the troubled kubelets are named with their status.
-func expectHealth(t *testing.T, r *analyze.Report, truth gen.Truth, threshold int) {
+func expectHealth(t *testing.T, r *analyze.Report, truth auditgen.Truth, threshold int) {
 	t.Helper()
 	var named, wantNamed []string
 	var all int64
@@ -156,12 +156,12 @@ func expectHealth(t *testing.T, r *analyze.Report, truth gen.Truth, threshold in
 
 // A healthy fleet, where an admin deleted one lease by hand once, names no actor and no node.
 func TestHealthyFleetNamesNobody(t *testing.T) {
-	data, truth := genLog(t, gen.Config{Nodes: 40, Duration: 6 * time.Minute, Seed: 3, Deletions: -1, ManualLeaseDelete: true})
+	data, truth := genLog(t, auditgen.Config{Nodes: 40, Duration: 6 * time.Minute, Seed: 3, Deletions: -1, ManualLeaseDelete: true})
 	r, err := analyze.AnalyzeReader("healthy.log", bytes.NewReader(data), analyze.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if truth.Churns[gen.AdminUser] != 1 || r.LeaseChurn.Churns != 1 || r.LeaseChurn.OthersActors != 1 {
+	if truth.Churns[auditgen.AdminUser] != 1 || r.LeaseChurn.Churns != 1 || r.LeaseChurn.OthersActors != 1 {
 		t.Errorf("the manual delete: truth %v, report %+v", truth.Churns, r.LeaseChurn)
 	}
 	if r.Heartbeats.Kubelets != 40 || r.Heartbeats.Throttled != 0 {

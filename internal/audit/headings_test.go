@@ -8,7 +8,7 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
 	"github.com/nodekeeper/nodekeeper/internal/audit/render"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/headings"
+	"github.com/nodekeeper/nodekeeper/internal/test/headings"
 )
 
 // Every heading of the text and HTML reports is words for people: no Go identifier a rename left

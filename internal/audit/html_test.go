@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodekeeper/nodekeeper/internal/audit/gen"
 	"github.com/nodekeeper/nodekeeper/internal/audit/render"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/chromium"
+	"github.com/nodekeeper/nodekeeper/internal/test/auditgen"
+	"github.com/nodekeeper/nodekeeper/internal/test/chromium"
 )
 
 // The page is self-contained: nothing in it can reach the network.
@@ -26,7 +26,7 @@ func TestHTMLSelfContained(t *testing.T) {
 	chromium.CheckSelfContained(t, page)
 	// The named lease churn actor and the nodes near NotReady are on the page.
 	for _, want := range []string{"Timeline per node and lease", "Zombie kubelets", "Lease churn", "Heartbeats", "Throttling over time", "<svg", "<polyline",
-		`<td class="bad">` + gen.CleanupUser + "</td>", truth.OverGrace[0] + `</td><td class="bad">over-grace`, truth.NearGrace[0] + `</td><td class="warn">near-grace`} {
+		`<td class="bad">` + auditgen.CleanupUser + "</td>", truth.OverGrace[0] + `</td><td class="bad">over-grace`, truth.NearGrace[0] + `</td><td class="warn">near-grace`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}

@@ -12,18 +12,18 @@ import (
 	"time"
 
 	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
-	"github.com/nodekeeper/nodekeeper/internal/audit/gen"
 	"github.com/nodekeeper/nodekeeper/internal/audit/read"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/gzipped"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/textcheck"
+	"github.com/nodekeeper/nodekeeper/internal/test/auditgen"
+	"github.com/nodekeeper/nodekeeper/internal/test/gzipped"
+	"github.com/nodekeeper/nodekeeper/internal/test/textcheck"
 )
 
 func jsonReader(s string) io.Reader { return strings.NewReader(s) }
 
-func genLog(t testing.TB, cfg gen.Config) ([]byte, gen.Truth) {
+func genLog(t testing.TB, cfg auditgen.Config) ([]byte, auditgen.Truth) {
 	t.Helper()
 	var b bytes.Buffer
-	tr, err := gen.Generate(&b, cfg)
+	tr, err := auditgen.Generate(&b, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestBadLinesCountedWithLineNumbers(t *testing.T) {
 // A gzip stream cut short: the error names the file and the offset, and every complete line
 // before the cut is counted.
 func TestTruncatedGzip(t *testing.T) {
-	data, _ := genLog(t, gen.Config{Nodes: 40, Duration: 3 * time.Minute, Seed: 7})
+	data, _ := genLog(t, auditgen.Config{Nodes: 40, Duration: 3 * time.Minute, Seed: 7})
 	z := gzipped.Bytes(t, data)
 	cut := z[:len(z)*6/10]
 	path := filepath.Join(t.TempDir(), "audit.log.gz")
@@ -169,7 +169,7 @@ func TestTruncatedGzip(t *testing.T) {
 // Rotated files given in any order, overlapping files of two API servers, and the same file
 // twice all tell the same story as the single file.
 func TestFilesMergedInTimeOrder(t *testing.T) {
-	data, truth := genLog(t, gen.Config{Nodes: 60, Duration: 6 * time.Minute, Seed: 3, ThrottledClient: true})
+	data, truth := genLog(t, auditgen.Config{Nodes: 60, Duration: 6 * time.Minute, Seed: 3, ThrottledClient: true})
 	dir := t.TempDir()
 	whole := filepath.Join(dir, "whole.log")
 	os.WriteFile(whole, data, 0o644)
@@ -318,7 +318,7 @@ func TestSinceUntil(t *testing.T) {
 // Many inputs read side by side share a small chunk budget; with small chunks the readers
 // compete for tokens all the time, and the story must still come out whole, without deadlock.
 func TestManyOverlappingInputsSmallChunks(t *testing.T) {
-	data, _ := genLog(t, gen.Config{Nodes: 60, Duration: 5 * time.Minute, Seed: 5, ThrottledClient: true})
+	data, _ := genLog(t, auditgen.Config{Nodes: 60, Duration: 5 * time.Minute, Seed: 5, ThrottledClient: true})
 	dir := t.TempDir()
 	whole := filepath.Join(dir, "whole.log")
 	os.WriteFile(whole, data, 0o644)

@@ -9,16 +9,16 @@ import (
 	"time"
 
 	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
-	"github.com/nodekeeper/nodekeeper/internal/audit/gen"
 	"github.com/nodekeeper/nodekeeper/internal/audit/read"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/gzipped"
+	"github.com/nodekeeper/nodekeeper/internal/test/auditgen"
+	"github.com/nodekeeper/nodekeeper/internal/test/gzipped"
 )
 
 // The progress callback counts the bytes taken from the inputs as stored (compressed for gzip)
 // and the events read: the reports never go back, there are several on an input of several
 // chunks, and the last one equals the final totals exactly (the inputs' size, the report's events).
 func TestAnalyzeProgress(t *testing.T) {
-	data, _ := genLog(t, gen.Config{Nodes: 40, Duration: 3 * time.Minute, Seed: 7})
+	data, _ := genLog(t, auditgen.Config{Nodes: 40, Duration: 3 * time.Minute, Seed: 7})
 	dir := t.TempDir()
 	plain := filepath.Join(dir, "audit.log")
 	if err := os.WriteFile(plain, data, 0o600); err != nil {

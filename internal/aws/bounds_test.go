@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
-	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
+	"github.com/nodekeeper/nodekeeper/internal/test/awsfake"
 )
 
 // TestListingsEnd (issue 31 item 7): an endpoint that answers every page with a fresh NextToken

@@ -11,8 +11,8 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
-	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
+	"github.com/nodekeeper/nodekeeper/internal/test/awsfake"
 )
 
 // futureType is an instance type the built-in table does not know, as EC2 describes it.

@@ -15,7 +15,7 @@ import (
 // (RunInstances, TerminateInstances, ...) in the binary, because the CLI links text/template
 // and JSONPath (-o go-template, jsonpath), whose reflective method lookup makes the linker keep
 // all exported methods of every type that ever sits in an interface. Method values put only the
-// methods nodekeeper calls in the binary; internal/deploytest's size and symbol tests hold it.
+// methods nodekeeper calls in the binary; internal/test/deploytest's size and symbol tests hold it.
 
 // ec2Methods is the EC2 client through EC2API and LaunchTemplatesAPI.
 type ec2Methods struct {

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
-	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
+	"github.com/nodekeeper/nodekeeper/internal/test/awsfake"
 )
 
 // calledPermissions calls every operation of every API interface the Clients hold (every call

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/gzipped"
+	"github.com/nodekeeper/nodekeeper/internal/test/gzipped"
 )
 
 func gz(t *testing.T, s string) []byte { return gzipped.Bytes(t, []byte(s)) }

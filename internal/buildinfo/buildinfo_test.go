@@ -1,7 +1,7 @@
 package buildinfo
 
 import (
-	"github.com/nodekeeper/nodekeeper/internal/schematest"
+	"github.com/nodekeeper/nodekeeper/internal/test/schematest"
 
 	"bytes"
 	"runtime"

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/textcheck"
+	"github.com/nodekeeper/nodekeeper/internal/test/findingstest"
+	"github.com/nodekeeper/nodekeeper/internal/test/textcheck"
 )
 
 // refusedAt is the plugin's gRPC dial to ipamd refused at t (the seed's plugin.log line,

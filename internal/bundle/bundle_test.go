@@ -12,11 +12,11 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/bootstrap"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
-	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/collectortar"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/golden"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/gzipped"
+	"github.com/nodekeeper/nodekeeper/internal/test/collectortar"
+	"github.com/nodekeeper/nodekeeper/internal/test/findingstest"
+	"github.com/nodekeeper/nodekeeper/internal/test/golden"
+	"github.com/nodekeeper/nodekeeper/internal/test/gzipped"
 )
 
 var testNow = time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC)

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
-	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/textcheck"
+	"github.com/nodekeeper/nodekeeper/internal/test/findingstest"
+	"github.com/nodekeeper/nodekeeper/internal/test/textcheck"
 )
 
 // Boot log lines as nodes write them. The layouts are quoted from real logs, the messages from

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
-	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
+	"github.com/nodekeeper/nodekeeper/internal/test/findingstest"
 )
 
 // countingReadDir counts the entries the directory reader was handed, and the calls.

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/golden"
+	"github.com/nodekeeper/nodekeeper/internal/test/golden"
 )
 
 // fuzzLimits keep each input small enough for many executions a second.

@@ -14,8 +14,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
-	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/textcheck"
+	"github.com/nodekeeper/nodekeeper/internal/test/findingstest"
+	"github.com/nodekeeper/nodekeeper/internal/test/textcheck"
 )
 
 // paxNameArchive builds the archive of issue 10 item 3: members regular files whose PAX names are

@@ -9,8 +9,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/gzipped"
+	"github.com/nodekeeper/nodekeeper/internal/test/findingstest"
+	"github.com/nodekeeper/nodekeeper/internal/test/gzipped"
 )
 
 // seedJournal is `journalctl -u kubelet` output of the seed's node, in journalctl's default

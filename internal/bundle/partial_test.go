@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
-	"github.com/nodekeeper/nodekeeper/internal/schematest"
+	"github.com/nodekeeper/nodekeeper/internal/test/schematest"
 )
 
 // countedReader counts the bytes taken from r.

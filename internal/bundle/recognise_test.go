@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/gzipped"
+	"github.com/nodekeeper/nodekeeper/internal/test/gzipped"
 )
 
 // TestNothingRecognised: an input that holds nothing the checks read is an error that says what

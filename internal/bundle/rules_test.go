@@ -3,7 +3,7 @@ package bundle
 import (
 	"testing"
 
-	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
+	"github.com/nodekeeper/nodekeeper/internal/test/findingstest"
 )
 
 // TestRulesFileListedOnce: every rule of rules.yaml, bundle's own rules (Rules adds bootstrap's), is in Rules exactly once.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/gzipped"
+	"github.com/nodekeeper/nodekeeper/internal/test/gzipped"
 )
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

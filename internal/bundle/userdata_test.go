@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
-	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
+	"github.com/nodekeeper/nodekeeper/internal/test/findingstest"
 )
 
 // The seed's self-managed node: bootstrap.sh with the default max pods under custom networking,

@@ -15,7 +15,7 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/controlplane"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
-	"github.com/nodekeeper/nodekeeper/internal/testenv"
+	"github.com/nodekeeper/nodekeeper/internal/test/testenv"
 )
 
 // readAudit returns every completed request in the test API server's audit log.

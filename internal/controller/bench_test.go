@@ -19,8 +19,8 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
-	"github.com/nodekeeper/nodekeeper/internal/testenv"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/promscrape"
+	"github.com/nodekeeper/nodekeeper/internal/test/promscrape"
+	"github.com/nodekeeper/nodekeeper/internal/test/testenv"
 )
 
 // The benchmarks run on a control plane of their own whose audit log records only the

@@ -15,7 +15,7 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
-	"github.com/nodekeeper/nodekeeper/internal/testenv"
+	"github.com/nodekeeper/nodekeeper/internal/test/testenv"
 )
 
 // errorRecorder is a testing.TB whose Errorf is recorded instead of failing the test, so that a

@@ -17,7 +17,7 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
-	"github.com/nodekeeper/nodekeeper/internal/testenv"
+	"github.com/nodekeeper/nodekeeper/internal/test/testenv"
 )
 
 // BenchmarkControllerFaults is the fault run under load (issue 10): a fleet of simulated kubelets

@@ -23,8 +23,8 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/deleter"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
-	"github.com/nodekeeper/nodekeeper/internal/testenv"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/promscrape"
+	"github.com/nodekeeper/nodekeeper/internal/test/promscrape"
+	"github.com/nodekeeper/nodekeeper/internal/test/testenv"
 )
 
 var env *testenv.Env

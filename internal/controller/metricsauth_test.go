@@ -23,8 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
-	"github.com/nodekeeper/nodekeeper/internal/testenv"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/promscrape"
+	"github.com/nodekeeper/nodekeeper/internal/test/promscrape"
+	"github.com/nodekeeper/nodekeeper/internal/test/testenv"
 )
 
 // metricsRBACFile holds the metrics-reader ClusterRole deploy/ ships for Prometheus.

@@ -27,7 +27,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodekeeper/nodekeeper/internal/deleter"
-	"github.com/nodekeeper/nodekeeper/internal/testenv"
+	"github.com/nodekeeper/nodekeeper/internal/test/testenv"
 )
 
 // A replica is the controller in a child process (this test binary re-executed), so that a test

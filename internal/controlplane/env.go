@@ -1,7 +1,7 @@
 // Package controlplane runs a real, throw-away Kubernetes control plane on 127.0.0.1: etcd,
 // kube-apiserver and (optionally) kube-controller-manager with its garbage collector and node
 // lifecycle controller. `nodekeeper sandbox` runs its simulated kubelets against it, and the tests
-// (through internal/testenv, which adds their TestMain and fixtures) check every claim about API
+// (through internal/test/testenv, which adds their TestMain and fixtures) check every claim about API
 // behaviour — create-on-update, delete preconditions, owner-reference garbage collection, RBAC,
 // audit events — against the components that implement it, not against a fake.
 //

@@ -15,10 +15,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
-	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
-	"github.com/nodekeeper/nodekeeper/internal/schematest"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/golden"
+	"github.com/nodekeeper/nodekeeper/internal/test/findingstest"
+	"github.com/nodekeeper/nodekeeper/internal/test/golden"
+	"github.com/nodekeeper/nodekeeper/internal/test/schematest"
 )
 
 // createAddonDeployment creates a Deployment in kube-system with one container and its pods'

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/textcheck"
+	"github.com/nodekeeper/nodekeeper/internal/test/textcheck"
 )
 
 // TestReadNodeDeletions: the Node deletions of an audit log with who and where; a cut line is

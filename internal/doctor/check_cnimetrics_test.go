@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
-	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
+	"github.com/nodekeeper/nodekeeper/internal/test/findingstest"
 )
 
 // TestCNIMetricsChecks runs the per-node ipamd check and the measured cause of stuck pods over

@@ -19,12 +19,12 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodekeeper/nodekeeper/internal/doctor/kubeletstub"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
-	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
 	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
-	"github.com/nodekeeper/nodekeeper/internal/testenv"
+	"github.com/nodekeeper/nodekeeper/internal/test/findingstest"
+	"github.com/nodekeeper/nodekeeper/internal/test/kubeletstub"
+	"github.com/nodekeeper/nodekeeper/internal/test/testenv"
 )
 
 var env *testenv.Env

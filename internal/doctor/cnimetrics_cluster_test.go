@@ -22,9 +22,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodekeeper/nodekeeper/internal/clusterread"
-	"github.com/nodekeeper/nodekeeper/internal/doctor/kubeletstub"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
+	"github.com/nodekeeper/nodekeeper/internal/test/kubeletstub"
 )
 
 // startIPAMD serves ipamd /metrics from ns, one endpoint per port (0: any), stopped when the

@@ -13,10 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
-	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
 	"github.com/nodekeeper/nodekeeper/internal/clusterread"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/test/awsfake"
 )
 
 func ec2Instance(id, state, typ, subnet, dns string, launched time.Time, tags map[string]string) ec2types.Instance {

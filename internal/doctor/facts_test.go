@@ -25,9 +25,9 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/clusterread"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
-	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/textcheck"
+	"github.com/nodekeeper/nodekeeper/internal/test/findingstest"
+	"github.com/nodekeeper/nodekeeper/internal/test/textcheck"
 )
 
 // These tests run the checks and the gather phase without a control plane: checks over facts

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/headings"
+	"github.com/nodekeeper/nodekeeper/internal/test/headings"
 )
 
 // The doctor's text report, with every section and one finding of every rule, has titles for

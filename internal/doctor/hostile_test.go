@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nodekeeper/nodekeeper/internal/findings"
-	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
+	"github.com/nodekeeper/nodekeeper/internal/test/findingstest"
 )
 
 // TestVersionSkewEscapesKubeletVersion: a Node's status.nodeInfo.kubeletVersion is written by the

@@ -11,8 +11,8 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
 
-	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
 	"github.com/nodekeeper/nodekeeper/internal/bootstrap"
+	"github.com/nodekeeper/nodekeeper/internal/test/awsfake"
 )
 
 // TestLaunchTemplateEKSCopy: a managed node group runs EKS's copy of the user's launch template,

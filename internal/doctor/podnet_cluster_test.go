@@ -32,8 +32,8 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
-	"github.com/nodekeeper/nodekeeper/internal/schematest"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/golden"
+	"github.com/nodekeeper/nodekeeper/internal/test/golden"
+	"github.com/nodekeeper/nodekeeper/internal/test/schematest"
 )
 
 // podnetNode is a Node as an EKS node of the given OS and provisioner registers it. It is not

@@ -3,7 +3,7 @@ package doctor
 import (
 	"testing"
 
-	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
+	"github.com/nodekeeper/nodekeeper/internal/test/findingstest"
 )
 
 // TestRulesFileListedOnce: every rule of rules.yaml, doctor's own rules (Rules adds bootstrap's), is in Rules exactly once.

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/textcheck"
+	"github.com/nodekeeper/nodekeeper/internal/test/textcheck"
 )
 
 // TestStuckCauseLeakedAddresses: ipamd has assigned every address the instance can hold

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodekeeper/nodekeeper/internal/schematest"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/textcheck"
+	"github.com/nodekeeper/nodekeeper/internal/test/schematest"
+	"github.com/nodekeeper/nodekeeper/internal/test/textcheck"
 )
 
 // TestReferenceAgreement compares the pinned instance table with the published max-pods table and

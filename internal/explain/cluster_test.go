@@ -16,13 +16,13 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nodekeeper/nodekeeper/internal/audit/read"
-	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
 	"github.com/nodekeeper/nodekeeper/internal/doctor"
 	"github.com/nodekeeper/nodekeeper/internal/instances"
 	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
-	"github.com/nodekeeper/nodekeeper/internal/schematest"
-	"github.com/nodekeeper/nodekeeper/internal/testenv"
+	"github.com/nodekeeper/nodekeeper/internal/test/awsfake"
+	"github.com/nodekeeper/nodekeeper/internal/test/schematest"
+	"github.com/nodekeeper/nodekeeper/internal/test/testenv"
 )
 
 var env *testenv.Env

@@ -13,8 +13,8 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/doctor"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/chromium"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/headings"
+	"github.com/nodekeeper/nodekeeper/internal/test/chromium"
+	"github.com/nodekeeper/nodekeeper/internal/test/headings"
 )
 
 // Texts as hostile as a cluster, a log or a bundle lets someone else write them: each must stay

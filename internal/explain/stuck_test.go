@@ -19,12 +19,12 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
 	"github.com/nodekeeper/nodekeeper/internal/doctor"
-	"github.com/nodekeeper/nodekeeper/internal/doctor/kubeletstub"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
-	"github.com/nodekeeper/nodekeeper/internal/schematest"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/golden"
+	"github.com/nodekeeper/nodekeeper/internal/test/awsfake"
+	"github.com/nodekeeper/nodekeeper/internal/test/golden"
+	"github.com/nodekeeper/nodekeeper/internal/test/kubeletstub"
+	"github.com/nodekeeper/nodekeeper/internal/test/schematest"
 )
 
 // subnetExhaustedIPAMD is ipamd's /metrics (Prometheus text format, the series and labels ipamd

@@ -1,7 +1,7 @@
 package findings
 
 import (
-	"github.com/nodekeeper/nodekeeper/internal/schematest"
+	"github.com/nodekeeper/nodekeeper/internal/test/schematest"
 
 	"bytes"
 	"encoding/json"
@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/golden"
+	"github.com/nodekeeper/nodekeeper/internal/test/golden"
 )
 
 var (

@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/headings"
+	"github.com/nodekeeper/nodekeeper/internal/test/headings"
 )
 
 // The golden text reports' titles, section titles and rule lines carry no Go identifier, fmt

@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/chromium"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/headings"
+	"github.com/nodekeeper/nodekeeper/internal/test/chromium"
+	"github.com/nodekeeper/nodekeeper/internal/test/headings"
 )
 
 const hostileResource = `node/<img src=x onerror=alert(1)>`

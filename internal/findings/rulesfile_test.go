@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/textcheck"
+	"github.com/nodekeeper/nodekeeper/internal/test/textcheck"
 )
 
 // testRule is a complete rule of a rules file, with the fields given replaced (a field set to ""

@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodekeeper/nodekeeper/internal/lease"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/gobuild"
+	"github.com/nodekeeper/nodekeeper/internal/test/gobuild"
 )
 
 // benchPairs is how many paired runs BenchmarkGCProcessVsRaw makes (NODEKEEPER_BENCH_PAIRS).

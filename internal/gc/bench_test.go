@@ -24,7 +24,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/deleter"
 	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/gobuild"
+	"github.com/nodekeeper/nodekeeper/internal/test/gobuild"
 )
 
 // benchLeases is the size of the gc benchmark (override with NODEKEEPER_BENCH_LEASES).
@@ -221,5 +221,5 @@ func processCPU() time.Duration {
 // tests run the CLI in-process (cli_test.go).
 var (
 	buildNodekeeper = gobuild.Once("../../cmd/nodekeeper", "nodekeeper")
-	buildRaw        = gobuild.Once("./rawdelete", "rawdelete")
+	buildRaw        = gobuild.Once("../test/rawdelete", "rawdelete")
 )

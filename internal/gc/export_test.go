@@ -1,6 +1,6 @@
 package gc
 
-import "github.com/nodekeeper/nodekeeper/internal/testenv"
+import "github.com/nodekeeper/nodekeeper/internal/test/testenv"
 
 // What the in-process CLI test (package gc_test, which may import the command tree that
 // imports this package) shares with the package's own tests: one control plane, one fixture.

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/nodekeeper/nodekeeper/internal/deleter"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/headings"
+	"github.com/nodekeeper/nodekeeper/internal/test/headings"
 )
 
 // The plan table's header and the summary lines of gc's text output carry no Go identifier, fmt

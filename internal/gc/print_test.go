@@ -13,7 +13,7 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/deleter"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
-	"github.com/nodekeeper/nodekeeper/internal/schematest"
+	"github.com/nodekeeper/nodekeeper/internal/test/schematest"
 )
 
 func testPlan(now time.Time) *Plan {

@@ -11,8 +11,8 @@ import (
 	"github.com/aws/smithy-go"
 
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
-	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
 	"github.com/nodekeeper/nodekeeper/internal/instances"
+	"github.com/nodekeeper/nodekeeper/internal/test/awsfake"
 )
 
 var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)

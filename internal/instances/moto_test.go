@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/motoserver"
+	"github.com/nodekeeper/nodekeeper/internal/test/motoserver"
 )
 
 // TestListRunningPagesMoto: the listing follows MaxResults pages through moto, the model of EC2

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/nodekeeper/nodekeeper/internal/testenv"
+	"github.com/nodekeeper/nodekeeper/internal/test/testenv"
 )
 
 var env *testenv.Env

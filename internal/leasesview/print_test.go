@@ -1,7 +1,7 @@
 package leasesview
 
 import (
-	"github.com/nodekeeper/nodekeeper/internal/schematest"
+	"github.com/nodekeeper/nodekeeper/internal/test/schematest"
 
 	"bytes"
 	"encoding/json"
@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodekeeper/nodekeeper/internal/lease"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/golden"
+	"github.com/nodekeeper/nodekeeper/internal/test/golden"
 )
 
 // golden compares got with testdata/name, or rewrites the file with -update.

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/nodekeeper/nodekeeper/internal/eni"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/headings"
+	"github.com/nodekeeper/nodekeeper/internal/test/headings"
 )
 
 // Each result's title line ("m5.large: max pods 29") and the labels of its lines ("IP limit:")

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/textcheck"
+	"github.com/nodekeeper/nodekeeper/internal/test/textcheck"
 )
 
 func TestDetectNodeOS(t *testing.T) {

@@ -3,7 +3,7 @@ package rules
 import (
 	"testing"
 
-	"github.com/nodekeeper/nodekeeper/internal/findings/findingstest"
+	"github.com/nodekeeper/nodekeeper/internal/test/findingstest"
 )
 
 // TestRulesFileListedOnce: every rule of rules.yaml, the shared rules, is in Rules exactly once.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodekeeper/nodekeeper/internal/audit/gen"
+	"github.com/nodekeeper/nodekeeper/internal/test/auditgen"
 )
 
 // TestAuditChurnAndHeartbeatFlags: --churn-threshold decides which actors are named as lease
@@ -19,7 +19,7 @@ import (
 // NotReady, --fail-on grades both; values that cannot work are usage errors naming the flag.
 func TestAuditChurnAndHeartbeatFlags(t *testing.T) {
 	var b bytes.Buffer
-	truth, err := gen.Generate(&b, gen.Config{Nodes: 20, Duration: 4 * time.Minute, Seed: 5,
+	truth, err := auditgen.Generate(&b, auditgen.Config{Nodes: 20, Duration: 4 * time.Minute, Seed: 5,
 		CleanupCronJob: 30 * time.Second, ManualLeaseDelete: true, HeartbeatTrouble: true})
 	if err != nil {
 		t.Fatal(err)
@@ -28,8 +28,8 @@ func TestAuditChurnAndHeartbeatFlags(t *testing.T) {
 	if err := os.WriteFile(log, b.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cron := truth.Churns[gen.CleanupUser]
-	if cron <= 5 || truth.Churns[gen.AdminUser] != 1 {
+	cron := truth.Churns[auditgen.CleanupUser]
+	if cron <= 5 || truth.Churns[auditgen.AdminUser] != 1 {
 		t.Fatalf("the generator played %v churns: the cases below need the CronJob over 5 and one manual delete", truth.Churns)
 	}
 	over, near := truth.OverGrace[0], truth.NearGrace[0]
@@ -43,14 +43,14 @@ func TestAuditChurnAndHeartbeatFlags(t *testing.T) {
 		grace    time.Duration
 		errWants string
 	}{
-		{name: "defaults name the CronJob, not the manual delete", actors: []string{gen.CleanupUser},
+		{name: "defaults name the CronJob, not the manual delete", actors: []string{auditgen.CleanupUser},
 			nodes: map[string]string{over: "over-grace", near: "near-grace"}, grace: 50 * time.Second},
 		{name: "a threshold over the CronJob's count names nobody", args: []string{"--churn-threshold", "1000"}, actors: []string{},
 			nodes: map[string]string{over: "over-grace", near: "near-grace"}, grace: 50 * time.Second},
 		{name: "threshold 1 names the CronJob and the garbage collector", args: []string{"--churn-threshold", "1"},
-			actors: []string{gen.CleanupUser, gcUser}, nodes: map[string]string{over: "over-grace", near: "near-grace"}, grace: 50 * time.Second},
+			actors: []string{auditgen.CleanupUser, gcUser}, nodes: map[string]string{over: "over-grace", near: "near-grace"}, grace: 50 * time.Second},
 		{name: "a longer grace period: the over-grace node is near, the near one is fine", args: []string{"--node-monitor-grace-period", "70s", "--lease-renew-interval", "15s"},
-			actors: []string{gen.CleanupUser}, nodes: map[string]string{over: "near-grace"}, grace: 70 * time.Second},
+			actors: []string{auditgen.CleanupUser}, nodes: map[string]string{over: "near-grace"}, grace: 70 * time.Second},
 		{name: "fail-on error: a node over the grace period", args: []string{"--fail-on", "error"}, code: 3,
 			errWants: "1 nodes over the grace period, 1 near it, 1 lease churn actors"},
 		{name: "churn threshold 0", args: []string{"--churn-threshold", "0"}, code: 2, errWants: "--churn-threshold must be at least 1"},

@@ -10,8 +10,8 @@ import (
 	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
 
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
-	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
 	"github.com/nodekeeper/nodekeeper/internal/aws/cwaudit"
+	"github.com/nodekeeper/nodekeeper/internal/test/awsfake"
 )
 
 // TestAuditCloudWatchChecksAuditLogging: before `audit --cloudwatch` reads, DescribeCluster says

@@ -16,8 +16,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
-	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
 	"github.com/nodekeeper/nodekeeper/internal/aws/cwaudit"
+	"github.com/nodekeeper/nodekeeper/internal/test/awsfake"
 )
 
 // fakeAWS is the AWS client loader of the tests: the in-memory AWS, counting how often it is

@@ -13,9 +13,9 @@ import (
 	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
 	"github.com/nodekeeper/nodekeeper/internal/aws/cwaudit"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/awsserver"
+	"github.com/nodekeeper/nodekeeper/internal/test/awsfake"
+	"github.com/nodekeeper/nodekeeper/internal/test/awsserver"
 )
 
 // runShipped runs the command tree as main builds it (NewRootCommand: the real AWS loader,

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/gzipped"
+	"github.com/nodekeeper/nodekeeper/internal/test/gzipped"
 )
 
 // TestBundleInputs: bundle fails (exit 1, saying what it looked for) on an input with nothing

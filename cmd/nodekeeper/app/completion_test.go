@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/textcheck"
+	"github.com/nodekeeper/nodekeeper/internal/test/textcheck"
 )
 
 // TestCompletion runs cobra's __complete in-process, as the shell scripts do.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
+	"github.com/nodekeeper/nodekeeper/internal/test/awsfake"
 )
 
 // TestDoctorBootAndAuditFlags: --boot-window and --audit-log need --aws, the window must be

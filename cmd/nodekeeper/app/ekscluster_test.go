@@ -13,8 +13,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
-	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
 	"github.com/nodekeeper/nodekeeper/internal/aws/cwaudit"
+	"github.com/nodekeeper/nodekeeper/internal/test/awsfake"
 )
 
 const (

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/golden"
+	"github.com/nodekeeper/nodekeeper/internal/test/golden"
 )
 
 // TestFlagSetGolden records every command's flags (name, shorthand, type, default) in

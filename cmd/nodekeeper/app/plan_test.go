@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
 	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/plan"
 	"github.com/nodekeeper/nodekeeper/internal/plan/scenario"
+	"github.com/nodekeeper/nodekeeper/internal/test/awsfake"
 )
 
 // TestPlanUsage: what plan refuses exits 2 with the reason, before any cluster or AWS is asked

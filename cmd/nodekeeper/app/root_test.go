@@ -10,7 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/nodekeeper/nodekeeper/internal/cli"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/textcheck"
+	"github.com/nodekeeper/nodekeeper/internal/test/textcheck"
 )
 
 // execute runs a fresh command tree in-process, as main does (as the kubectl plugin with

@@ -5,14 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodekeeper/nodekeeper/internal/audit/gen"
+	"github.com/nodekeeper/nodekeeper/internal/test/auditgen"
 )
 
 // BenchmarkConvertLine measures the hot path alone: parsing one generated event line into a
 // record on one goroutine (no I/O, no merge, no analysis).
 func BenchmarkConvertLine(b *testing.B) {
 	var buf strings.Builder
-	if _, err := gen.Generate(&buf, gen.Config{Nodes: 200, Duration: time.Minute, Seed: 1, ThrottledClient: true}); err != nil {
+	if _, err := auditgen.Generate(&buf, auditgen.Config{Nodes: 200, Duration: time.Minute, Seed: 1, ThrottledClient: true}); err != nil {
 		b.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")

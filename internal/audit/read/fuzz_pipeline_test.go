@@ -8,7 +8,7 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
 	"github.com/nodekeeper/nodekeeper/internal/audit/read"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/gzipped"
+	"github.com/nodekeeper/nodekeeper/internal/test/gzipped"
 )
 
 // The fuzz targets of this file run the whole analysis on what the readers yield (an external

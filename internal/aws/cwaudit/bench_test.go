@@ -12,8 +12,8 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/audit/analyze"
 	"github.com/nodekeeper/nodekeeper/internal/audit/read"
-	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
 	"github.com/nodekeeper/nodekeeper/internal/aws/cwaudit"
+	"github.com/nodekeeper/nodekeeper/internal/test/awsfake"
 )
 
 // BenchmarkCloudWatchVsFile: `audit --cloudwatch` against the in-memory CloudWatch with 2

@@ -19,10 +19,10 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/controller/command"
-	"github.com/nodekeeper/nodekeeper/internal/doctor/kubeletstub"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
-	"github.com/nodekeeper/nodekeeper/internal/testenv"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/promscrape"
+	"github.com/nodekeeper/nodekeeper/internal/test/kubeletstub"
+	"github.com/nodekeeper/nodekeeper/internal/test/promscrape"
+	"github.com/nodekeeper/nodekeeper/internal/test/testenv"
 )
 
 // controllerArgsEnv, when set, makes the test binary run the controller's command with these

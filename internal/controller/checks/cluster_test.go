@@ -25,9 +25,9 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/controller/checks"
 	"github.com/nodekeeper/nodekeeper/internal/doctor"
-	"github.com/nodekeeper/nodekeeper/internal/doctor/kubeletstub"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
-	"github.com/nodekeeper/nodekeeper/internal/testenv"
+	"github.com/nodekeeper/nodekeeper/internal/test/kubeletstub"
+	"github.com/nodekeeper/nodekeeper/internal/test/testenv"
 )
 
 var env *testenv.Env
@@ -203,7 +203,7 @@ func gaugeValue(t *testing.T, reg *prometheus.Registry, name, label, value strin
 // free ones in the subnet. Within one check run nodekeeper_pods_stuck{cause="subnet"} counts
 // them and a Warning PodsStuck Event is on that Node; once the subnet is fixed (ipamd has
 // addresses again and the pods run), the next run's gauge is 0. The alert over the same series
-// fires and resolves in internal/deploytest/testdata/alerts.test.yaml (promtool).
+// fires and resolves in internal/test/deploytest/testdata/alerts.test.yaml (promtool).
 func TestStuckPodsSubnetExhaustion(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

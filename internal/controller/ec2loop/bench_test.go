@@ -16,9 +16,9 @@ import (
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
 	"github.com/nodekeeper/nodekeeper/internal/controller/ec2loop"
 	"github.com/nodekeeper/nodekeeper/internal/instances"
+	"github.com/nodekeeper/nodekeeper/internal/test/awsfake"
 )
 
 // BenchmarkEC2Loop5000 is one EC2 scan of a cluster of 5,000 running instances against awsfake:

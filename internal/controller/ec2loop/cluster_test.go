@@ -16,13 +16,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
 	"github.com/nodekeeper/nodekeeper/internal/controller"
 	"github.com/nodekeeper/nodekeeper/internal/controller/ec2loop"
 	"github.com/nodekeeper/nodekeeper/internal/instances"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
-	"github.com/nodekeeper/nodekeeper/internal/testenv"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/promscrape"
+	"github.com/nodekeeper/nodekeeper/internal/test/awsfake"
+	"github.com/nodekeeper/nodekeeper/internal/test/promscrape"
+	"github.com/nodekeeper/nodekeeper/internal/test/testenv"
 )
 
 var env *testenv.Env

@@ -11,10 +11,10 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
 	"github.com/nodekeeper/nodekeeper/internal/controller/ec2loop"
 	"github.com/nodekeeper/nodekeeper/internal/instances"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/awsserver"
+	"github.com/nodekeeper/nodekeeper/internal/test/awsfake"
+	"github.com/nodekeeper/nodekeeper/internal/test/awsserver"
 )
 
 // TestScanOverTheWire runs the loop's real EC2 client (LoadEC2: the SDK's default chain,

@@ -20,13 +20,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodekeeper/nodekeeper/internal/aws/awsfake"
 	"github.com/nodekeeper/nodekeeper/internal/clusterread"
 	"github.com/nodekeeper/nodekeeper/internal/plan"
 	"github.com/nodekeeper/nodekeeper/internal/plan/render"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
-	"github.com/nodekeeper/nodekeeper/internal/schematest"
-	"github.com/nodekeeper/nodekeeper/internal/testenv"
+	"github.com/nodekeeper/nodekeeper/internal/test/awsfake"
+	"github.com/nodekeeper/nodekeeper/internal/test/schematest"
+	"github.com/nodekeeper/nodekeeper/internal/test/testenv"
 )
 
 var env *testenv.Env

@@ -14,8 +14,8 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/plan"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/chromium"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/headings"
+	"github.com/nodekeeper/nodekeeper/internal/test/chromium"
+	"github.com/nodekeeper/nodekeeper/internal/test/headings"
 )
 
 // Names as hostile as the cluster and AWS allow someone else to make them (a scenario file allows

@@ -8,8 +8,8 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/eni"
 	"github.com/nodekeeper/nodekeeper/internal/plan"
-	"github.com/nodekeeper/nodekeeper/internal/schematest"
-	"github.com/nodekeeper/nodekeeper/internal/testsupport/headings"
+	"github.com/nodekeeper/nodekeeper/internal/test/headings"
+	"github.com/nodekeeper/nodekeeper/internal/test/schematest"
 )
 
 func seedResult(t testing.TB, changes map[string]string) *plan.Result {

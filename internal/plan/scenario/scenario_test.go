@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodekeeper/nodekeeper/internal/schematest"
+	"github.com/nodekeeper/nodekeeper/internal/test/schematest"
 )
 
 // The scenario in docs/plan.md (its first yaml block of kind PlanScenario) is valid against its
