@@ -146,7 +146,7 @@ func TestCheckBootVolumes(t *testing.T) {
 		t.Fatalf("findings %v, want %v", summary, want)
 	}
 	busy := got[0]
-	for _, want := range []string{"root volume vol-0123 of i-0busy", "30m0s ago", "4 minutes at its IOPS or throughput limit", "burst credits ran out", "2 pods stuck in ContainerCreating"} {
+	for _, want := range []string{"root volume vol-0123 of i-0busy", "30m ago", "4 minutes at its IOPS or throughput limit", "burst credits ran out", "2 pods stuck in ContainerCreating"} {
 		if !strings.Contains(busy.Message, want) {
 			t.Errorf("message %q lacks %q", busy.Message, want)
 		}
