@@ -13,6 +13,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/doctor"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/findings/findingshtml"
 	"github.com/nodekeeper/nodekeeper/internal/rules"
 )
 
@@ -109,7 +110,7 @@ func (f *reportFlags) finish(out io.Writer, rep *findings.Report) error {
 		return err
 	}
 	if f.htmlFile != "" {
-		if err := writeHTMLFile(f.htmlFile, func(w io.Writer) error { return findings.WriteHTML(w, rep) }); err != nil {
+		if err := writeHTMLFile(f.htmlFile, func(w io.Writer) error { return findingshtml.Write(w, rep) }); err != nil {
 			return fmt.Errorf("--html: %w", err)
 		}
 	}

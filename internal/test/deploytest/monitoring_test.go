@@ -239,7 +239,7 @@ var buildPromQLCheck = sync.OnceValues(func() (string, error) {
 		return "", err
 	}
 	bin := filepath.Join(root, "bin", "promqlcheck")
-	if _, err := run(filepath.Join(root, "internal", "deploytest", "promqlcheck"), nil, "go", "build", "-o", bin, "."); err != nil {
+	if _, err := run(filepath.Join(root, "internal", "test", "deploytest", "promqlcheck"), nil, "go", "build", "-o", bin, "."); err != nil {
 		return "", fmt.Errorf("building promqlcheck: %w", err)
 	}
 	return bin, nil

@@ -69,8 +69,9 @@ func TestSandbox(t *testing.T) {
 	}
 	var auditLog string
 	for _, line := range strings.Split(d.stdout.String(), "\n") {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "nodekeeper audit "); ok {
-			auditLog = rest
+		// The hints name the binary as it was run (bin/nodekeeper, or a path to it).
+		if f := strings.Fields(line); len(f) == 3 && filepath.Base(f[0]) == "nodekeeper" && f[1] == "audit" {
+			auditLog = f[2]
 		}
 	}
 	if auditLog == "" {

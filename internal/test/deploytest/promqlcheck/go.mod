@@ -1,4 +1,4 @@
-module github.com/nodekeeper/nodekeeper/internal/deploytest/promqlcheck
+module github.com/nodekeeper/nodekeeper/internal/test/deploytest/promqlcheck
 
 go 1.26.7
 

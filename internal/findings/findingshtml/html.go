@@ -1,30 +1,34 @@
-package findings
+// Package findingshtml writes a findings report (doctor --html) as one offline page in the
+// reports' style. It is its own package so that the controller, which links findings for its
+// check loop, links no page or template.
+package findingshtml
 
 import (
 	"fmt"
 	"html/template"
 	"io"
 
+	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/reportpage"
 )
 
 // HTMLHeadingSummary is the page's first section, before one section per report section.
-const HTMLHeadingSummary = "Summary"
+const HeadingSummary = "Summary"
 
-// WriteHTML writes the report (doctor --html) as one self-contained page in the style of the other
+// Write writes the report (doctor --html) as one self-contained page in the style of the other
 // HTML reports (internal/reportpage): summary cards, then each section with its score and one
 // row per finding, each with its own remediation, so that a fix that differs per object (a
 // command naming the instance, the node's max-pods value) is printed for that object. No script
 // and nothing loaded from elsewhere; every text goes through html/template's contextual escaping.
-func WriteHTML(w io.Writer, r *Report) error {
+func Write(w io.Writer, r *findings.Report) error {
 	v := htmlReport{R: r, Sections: r.Sections(), Max: r.MaxSeverity().String()}
 	for _, f := range r.Findings() {
 		switch f.Severity {
-		case Error:
+		case findings.Error:
 			v.Errors++
-		case Warning:
+		case findings.Warning:
 			v.Warnings++
-		case Skipped:
+		case findings.Skipped:
 			v.Skipped++
 		}
 	}
@@ -32,25 +36,25 @@ func WriteHTML(w io.Writer, r *Report) error {
 }
 
 type htmlReport struct {
-	R                         *Report
-	Sections                  []*Section
+	R                         *findings.Report
+	Sections                  []*findings.Section
 	Max                       string
 	Errors, Warnings, Skipped int
 }
 
 var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"sevClass": func(s Severity) string {
+	"sevClass": func(s findings.Severity) string {
 		switch s {
-		case Error:
+		case findings.Error:
 			return "bad"
-		case Warning:
+		case findings.Warning:
 			return "warn"
-		case OK:
+		case findings.OK:
 			return "ok"
 		}
 		return "muted"
 	},
-	"score": func(s *Section) string {
+	"score": func(s *findings.Section) string {
 		if n, ok := s.Score(); ok {
 			return fmt.Sprintf("%d%% of %d checked", n, s.Checked)
 		}

@@ -1,4 +1,4 @@
-package findings
+package findingshtml
 
 import (
 	"bytes"
@@ -11,15 +11,33 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/nodekeeper/nodekeeper/internal/findings"
 	"github.com/nodekeeper/nodekeeper/internal/test/chromium"
 	"github.com/nodekeeper/nodekeeper/internal/test/headings"
 )
+
+var ruleCap = findings.Rule{Code: "T101", Name: "test-capacity", Section: "nodes", Severity: findings.Error,
+	Title: "max pods above capacity", Remediation: "lower maxPods", DocURL: "https://example.com/t101"}
+
+// sample is a report with two sections judged, as the findings package's own tests build theirs.
+func sample() *findings.Report {
+	qps := findings.Rule{Code: "T201", Name: "test-qps", Section: "kubelet", Severity: findings.Warning,
+		Title: "pull QPS too low", Remediation: "raise registryPullQPS", DocURL: "https://example.com/t201"}
+	r := findings.NewReport("doctor", "https://127.0.0.1:6443", time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC),
+		findings.SectionSpec{Name: "nodes", Title: "Nodes"}, findings.SectionSpec{Name: "kubelet", Title: "Kubelet configuration"})
+	r.Checked("nodes", 4)
+	r.Checked("kubelet", 4)
+	r.Add(ruleCap.New("node/b", "capacity %d above %d", 110, 20))
+	r.Add(qps.New("node/a", "burst 10 below 110 pods"))
+	r.Add(qps.Skip("node/d", "needs get on nodes/proxy"))
+	return r
+}
 
 const hostileResource = `node/<img src=x onerror=alert(1)>`
 
 // htmlSample is sample() with two findings of one rule whose remediations differ per object (as
 // NK801's terminate command names its instance) and a hostile resource name.
-func htmlSample() *Report {
+func htmlSample() *findings.Report {
 	r := sample()
 	a := ruleCap.New("node/x", "capacity 58 above 29")
 	a.Remediation = "set maxPods to 29 on node/x"
@@ -29,8 +47,8 @@ func htmlSample() *Report {
 	return r
 }
 
-func wantHTMLHeadings(r *Report) []string {
-	out := []string{"nodekeeper doctor: " + r.Target, "nodekeeper doctor", HTMLHeadingSummary}
+func wantHTMLHeadings(r *findings.Report) []string {
+	out := []string{"nodekeeper doctor: " + r.Target, "nodekeeper doctor", HeadingSummary}
 	for _, s := range r.Sections() {
 		out = append(out, s.Title)
 		if len(s.Findings) > 0 {
@@ -43,10 +61,10 @@ func wantHTMLHeadings(r *Report) []string {
 // The doctor page's headings are exactly the expected ones, fit for people; each finding keeps
 // its own remediation (two of one rule, two fixes); hostile names are escaped; nothing in it
 // reaches the network.
-func TestWriteHTML(t *testing.T) {
+func TestWrite(t *testing.T) {
 	r := htmlSample()
 	var b bytes.Buffer
-	if err := WriteHTML(&b, r); err != nil {
+	if err := Write(&b, r); err != nil {
 		t.Fatal(err)
 	}
 	// The page's own markup reaches nothing (the check reads text too: a target URL or a hostile
@@ -54,7 +72,7 @@ func TestWriteHTML(t *testing.T) {
 	plain := sample()
 	plain.Target = "prod"
 	var pb bytes.Buffer
-	if err := WriteHTML(&pb, plain); err != nil {
+	if err := Write(&pb, plain); err != nil {
 		t.Fatal(err)
 	}
 	chromium.CheckSelfContained(t, pb.String())
@@ -82,7 +100,7 @@ func TestWriteHTMLRendersInChromium(t *testing.T) {
 	browser := chromium.Path(t)
 	r := htmlSample()
 	dir := t.TempDir()
-	url := chromium.WritePage(t, dir, "doctor.html", func(w io.Writer) error { return WriteHTML(w, r) })
+	url := chromium.WritePage(t, dir, "doctor.html", func(w io.Writer) error { return Write(w, r) })
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dom, console := chromium.DumpDOM(ctx, t, browser, dir, url)
