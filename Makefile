@@ -55,13 +55,15 @@ lint:
 ## cross-vet: type-check the other platforms cheaply (no link). darwin/arm64 gets go vet over every
 ## package; windows/amd64 compiles the product's packages without their tests (benchmarks and the
 ## control-plane helpers read Unix process facts such as rusage). internal/test/kubeletstub drives
-## Linux network namespaces for doctor's control-plane tests and is not linked into the binary, so it
-## and doctor's tests are left out of the vet run; doctor's own code is compiled instead.
-CROSS_VET_PKGS = $(shell $(GO) list ./cmd/... ./internal/... | grep -v -e '/internal/test/kubeletstub$$' -e '/internal/doctor$$')
+## Linux network namespaces for the control-plane tests of doctor, explain and the controller's
+## check loop, and is not linked into a binary, so it and those packages' tests are left out of the
+## vet run (KUBELETSTUB_USERS); their own code is compiled instead.
+KUBELETSTUB_USERS = ./internal/doctor ./internal/explain ./internal/controller/checks
+CROSS_VET_PKGS = $(shell $(GO) list ./cmd/... ./internal/... | grep -v -e '/internal/test/kubeletstub$$' -e '/internal/doctor$$' -e '/internal/explain$$' -e '/internal/controller/checks$$')
 CROSS_BUILD_PKGS = $(shell $(GO) list -f '{{if .GoFiles}}{{.ImportPath}}{{end}}' ./cmd/... ./internal/... | grep -v -e '/internal/test/kubeletstub$$')
 cross-vet:
 	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) vet $(CROSS_VET_PKGS)
-	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./internal/doctor
+	for p in $(KUBELETSTUB_USERS); do CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null $$p || exit 1; done
 	CGO_ENABLED=0 GOOS=windows GOARCH=amd64 $(GO) build $(CROSS_BUILD_PKGS)
 
 ## test: everything CI runs — install, build, lint, then all unit and integration tests
