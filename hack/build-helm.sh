@@ -2,7 +2,8 @@
 # Builds Helm from the helm.sh/helm/v3 Go module pinned in tools/helm/go.mod (through its `tool`
 # directive) into bin/helm (git-ignored). Helm is never downloaded as a binary: the module proxy
 # is the only source. The build is skipped when bin/helm already reports the pinned version and was
-# built from the same tools/helm/go.mod and go.sum, so a warm run costs a checksum.
+# built from the same tools/helm/go.mod and go.sum, so a warm run costs a checksum; a fresh clone
+# copies it from the tool cache (hack/lib/gobuild.sh) when this machine built it before.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -27,6 +28,12 @@ if [[ -x "$out/helm" ]] && stamp_matches "$out/.helm.stamp" "$stamp" &&
   exit 0
 fi
 
+if restore_tool helm "$stamp" "$out" helm; then
+  echo "$stamp" > "$out/.helm.stamp"
+  echo "helm $helm_version copied into bin/helm from the tool cache ($(tool_cache)/helm/$stamp)"
+  exit 0
+fi
+
 echo "building helm $helm_version into bin/helm (a cold build takes a minute or two)"
 begin_build "$out/.helm.stamp"
 ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$helm_version"
@@ -39,3 +46,4 @@ cd "$mod"
 # pins it); -mod=mod is not needed because go.sum is committed.
 go_build_into "$out/helm" -ldflags "$ldflags" helm.sh/helm/v3/cmd/helm
 end_build "$out/.helm.stamp" "$stamp" "helm $helm_version"
+save_tool helm "$stamp" "$out" helm
