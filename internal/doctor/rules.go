@@ -118,6 +118,8 @@ var (
 	RuleAddonRestarts        = findings.MustRule(ownRules, "NK753")
 	RuleCNIVersionForCluster = findings.MustRule(ownRules, "NK754")
 	RuleKarpenterLeaseGC     = findings.MustRule(ownRules, "NK755")
+	RuleKubeProxyVersion     = findings.MustRule(ownRules, "NK756")
+	RuleCoreDNSVersion       = findings.MustRule(ownRules, "NK757")
 	// NK8xx: EC2 (doctor --aws, the section in ec2.go).
 	RuleInstanceWithoutNode    = findings.MustRule(ownRules, "NK801")
 	RuleNodeInstanceGone       = findings.MustRule(ownRules, "NK802")
