@@ -1,8 +1,12 @@
 package doctor
 
 import (
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/test/findingstest"
 )
 
 const (
@@ -120,5 +124,21 @@ func TestAddonTablesParse(t *testing.T) {
 				t.Errorf("kube-proxy row 1.%d is %s", minor, v)
 			}
 		}
+	}
+}
+
+// TestAddonVersionEscapesImage: the image's repository (written by anyone who may edit the
+// workload) reaches the fix as written and the terminal only escaped.
+func TestAddonVersionEscapesImage(t *testing.T) {
+	const evil = "\x1b]0;pwned\x07\u202e"
+	f := addonFacts("v1.31.4", "registry"+evil+".example/eks/kube-proxy:v1.30.11-eksbuild.5", "registry"+evil+".example/eks/coredns:v1.10.1-eksbuild.38", false)()
+	rep := findings.NewReport("doctor", "unit", unitNow, Sections...)
+	RunChecks(rep, f, []Check{kubeProxyVersionCheck{}, coreDNSVersionCheck{}})
+	if got := findingstest.ReportCodes(rep); !slices.Equal(got, []string{"NK756:warning", "NK757:warning"}) {
+		t.Fatalf("findings %v", got)
+	}
+	out := findingstest.SafeText(t, "text", rep, findings.PrintOptions{Catalog: catalog})
+	if n := strings.Count(out, `\x1b]0;pwned\x07\u202e`); n != 2 {
+		t.Errorf("the image is shown escaped %d times, want 2:\n%s", n, out)
 	}
 }

@@ -83,7 +83,7 @@ func (a versionedAddon) fix(f *Facts, want addonVersion, ok bool) string {
 	} else {
 		set = fmt.Sprintf("kubectl -n kube-system set image %s/%s %s=%s:%s, after the user guide's CoreDNS upgrade considerations", kind, a.Name, a.Container, repo, v)
 	}
-	return fmt.Sprintf("self-managed: update its image (aws eks describe-addon --cluster-name %s --addon-name %s answering an error confirms the type): %s; or let EKS manage it: aws eks create-addon --cluster-name %s --addon-name %s --addon-version %s", cluster, a.addonName(), set, cluster, a.addonName(), v)
+	return fmt.Sprintf("self-managed: update its image (aws eks describe-addon --cluster-name %s --addon-name %s answering an error confirms the type): %s; or let EKS manage it: aws eks create-addon --cluster-name %s --addon-name %s --addon-version %s --resolve-conflicts OVERWRITE (EKS then owns the fields it manages)", cluster, a.addonName(), set, cluster, a.addonName(), v)
 }
 
 // imageRepository is an image reference without its tag and digest.
