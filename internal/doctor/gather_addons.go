@@ -26,7 +26,8 @@ import (
 // cluster's size, and each list reduced page by page to counts and a few examples:
 //
 //   - a GET of each add-on: the DaemonSets aws-node (--aws-node) and kube-proxy and the
-//     Deployment coredns in kube-system;
+//     Deployment coredns in kube-system (kube-proxy's and CoreDNS's image and managedFields, for
+//     their versions and whether EKS manages them, come with it);
 //   - the pods of each add-on found: a LIST in its namespace with the workload's own label
 //     selector, in pages of at most MaxPodPage;
 //   - core/v1 Events with reason=Failed from source kubelet, in pages of at most MaxEventPage:
