@@ -130,12 +130,14 @@ func TestDoctorAddons(t *testing.T) {
 	setDaemonSetStatus(ctx, t, admin, "aws-node", 1, 1)
 	addonPod(ctx, t, admin, "aws-node-x1", node, "10.75.0.1", awsLabels, base.Add(-2*time.Hour))
 
+	// kube-proxy and CoreDNS of the versions the EKS tables list for the control plane's minor.
+	proxyTag, dnsTag, rows := currentAddonTags(serverMinor(t, admin))
 	proxyLabels := map[string]string{"k8s-app": "kube-proxy"}
 	if _, err := admin.AppsV1().DaemonSets(metav1.NamespaceSystem).Create(ctx, &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "kube-proxy", Namespace: metav1.NamespaceSystem},
 		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: proxyLabels}, Template: corev1.PodTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Labels: proxyLabels},
-			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "kube-proxy", Image: "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/kube-proxy:v1.33.0-minimal-eksbuild.2"}}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "kube-proxy", Image: "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/kube-proxy:" + proxyTag}}},
 		}},
 	}, metav1.CreateOptions{FieldManager: "nodekeeper-test"}); err != nil {
 		t.Fatal(err)
@@ -148,7 +150,7 @@ func TestDoctorAddons(t *testing.T) {
 
 	dnsLabels := map[string]string{"k8s-app": "kube-dns"}
 	createAddonDeployment(ctx, t, admin, "coredns", map[string]string{"eks.amazonaws.com/component": "coredns"}, dnsLabels,
-		"602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/coredns:v1.12.1-eksbuild.2", 2, 2)
+		"602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/coredns:"+dnsTag, 2, 2)
 	dns1 := addonPod(ctx, t, admin, "coredns-x1", node, "10.75.0.1", dnsLabels, base.Add(-2*time.Hour))
 	addonPod(ctx, t, admin, "coredns-x2", node, "10.75.0.1", dnsLabels, base.Add(-2*time.Hour))
 
@@ -156,6 +158,11 @@ func TestDoctorAddons(t *testing.T) {
 	section := func(rep *findings.Report) *findings.Report {
 		out := findings.NewReport("doctor", "test-cluster", time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC), sectionAddons)
 		for _, f := range rep.Findings() {
+			// A control plane newer than the EKS tables' rows: kube-proxy and CoreDNS carry that
+			// info (TestDoctorAddonVersions judges it); the rest of the section is the same.
+			if !rows && (f.Code == RuleKubeProxyVersion.Code || f.Code == RuleCoreDNSVersion.Code) && strings.Contains(f.Message, "has no row") {
+				continue
+			}
 			if f.Section == SectionAddons {
 				out.Add(f)
 			}

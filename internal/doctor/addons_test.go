@@ -311,6 +311,8 @@ func TestGatherAddonsForbidden(t *testing.T) {
 		// aws-node itself could not be read (gather.go's awsNode).
 		"NK754 skipped daemonset/kube-system/aws-node skipped: needs get on daemonsets in kube-system",
 		"NK755 skipped deployments skipped: needs list on deployments",
+		"NK756 skipped daemonsets skipped: needs get on daemonsets in kube-system",
+		"NK757 skipped daemonsets skipped: needs get on daemonsets in kube-system",
 	}
 	slices.Sort(skipped)
 	if !slices.Equal(skipped, want) {

@@ -48,7 +48,7 @@ func ChecksFor(o Options, d Deps) []Check {
 	if !o.SkipPodNetworking {
 		cs = append(cs, karpenterCheck{}, stuckPodsCheck{}, servingCSRCheck{}, eniConfigCheck{}, csiNodeCheck{}, cniNodeCheck{})
 	}
-	cs = append(cs, pullQPSCheck{}, addonAvailabilityCheck{}, addonRestartsCheck{}, cniVersionCheck{}, karpenterLeaseGCCheck{})
+	cs = append(cs, pullQPSCheck{}, addonAvailabilityCheck{}, addonRestartsCheck{}, cniVersionCheck{}, kubeProxyVersionCheck{}, coreDNSVersionCheck{}, karpenterLeaseGCCheck{})
 	if !o.SkipCNIMetrics {
 		cs = append(cs, cniMetricsCheck{})
 		if !o.SkipPodNetworking {

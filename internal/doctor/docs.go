@@ -20,6 +20,8 @@ var docs = findings.DocPages{
 	"kubelet-pull-limits": "https://kubernetes.io/docs/reference/config-api/kubelet-config.v1beta1/#kubelet-config-k8s-io-v1beta1-KubeletConfiguration",
 	"eks-addons":          "https://docs.aws.amazon.com/eks/latest/userguide/eks-add-ons.html",
 	"karpenter-lease-gc":  "https://github.com/kubernetes-sigs/karpenter/pull/1586",
+	"kube-proxy-versions": "https://docs.aws.amazon.com/eks/latest/userguide/managing-kube-proxy.html",
+	"coredns-versions":    "https://docs.aws.amazon.com/eks/latest/userguide/managing-coredns.html",
 	// ipamd's metrics and the CNI metrics helper that publishes them.
 	"cni-metrics": "https://github.com/aws/amazon-vpc-cni-k8s/blob/master/cmd/cni-metrics-helper/README.md",
 }

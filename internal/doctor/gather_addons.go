@@ -26,7 +26,8 @@ import (
 // cluster's size, and each list reduced page by page to counts and a few examples:
 //
 //   - a GET of each add-on: the DaemonSets aws-node (--aws-node) and kube-proxy and the
-//     Deployment coredns in kube-system;
+//     Deployment coredns in kube-system (kube-proxy's and CoreDNS's image and managedFields, for
+//     their versions and whether EKS manages them, come with it);
 //   - the pods of each add-on found: a LIST in its namespace with the workload's own label
 //     selector, in pages of at most MaxPodPage;
 //   - core/v1 Events with reason=Failed from source kubelet, in pages of at most MaxEventPage:
@@ -78,6 +79,46 @@ type AddonFacts struct {
 	// Restarts groups the restarting containers by container, last termination reason and exit
 	// code, most pods first.
 	Restarts []*RestartGroup
+	// Image is the add-on container's image (kube-proxy and CoreDNS only; the container named
+	// after the add-on, else the first), clipped; Container names it.
+	Image, Container string
+	// EKSManaged: Amazon EKS applied the workload as an Amazon EKS add-on (managedFields).
+	EKSManaged bool
+}
+
+// eksFieldManager is the field manager of Amazon EKS add-ons: "Amazon EKS uses the Kubernetes
+// server-side apply feature to enable management of an add-on by Amazon EKS", and the fields it
+// manages "are tagged with manager: eks" (Amazon EKS user guide, "Determine fields you can
+// customize for Amazon EKS add-ons", kubernetes-field-management.html). A self-managed add-on
+// (what EKS installs with a new cluster unless told otherwise, or anything applied with kubectl
+// or Helm) has no server-side apply entry of that manager.
+const eksFieldManager = "eks"
+
+// eksManaged reports whether Amazon EKS applies the workload as a managed add-on.
+func eksManaged(m metav1.ObjectMeta) bool {
+	for _, e := range m.ManagedFields {
+		if e.Manager == eksFieldManager && e.Operation == metav1.ManagedFieldsOperationApply {
+			return true
+		}
+	}
+	return false
+}
+
+// addonImage picks the add-on's own container of a pod template: the one named after it, else
+// the first; its image is clipped (anyone who may edit the workload writes it).
+func addonImage(name string, spec corev1.PodSpec) (container, image string) {
+	cs := spec.Containers
+	if len(cs) == 0 {
+		return "", ""
+	}
+	c := cs[0]
+	for _, x := range cs {
+		if x.Name == name {
+			c = x
+			break
+		}
+	}
+	return textsafe.ClipRaw(c.Name, 63), textsafe.ClipRaw(c.Image, 300)
 }
 
 // RestartGroup is the restarting containers of one add-on that share container name, last
@@ -141,6 +182,8 @@ func (g *gatherer) addons(ctx context.Context) error {
 					desired = *d.Spec.Replicas
 				}
 				a.setCounts(desired, d.Status.AvailableReplicas, d.Status.UnavailableReplicas)
+				a.Container, a.Image = addonImage(s.name, d.Spec.Template.Spec)
+				a.EKSManaged = eksManaged(d.ObjectMeta)
 			}
 		} else {
 			a.Resource = "daemonset/" + s.namespace + "/" + s.workload
@@ -153,6 +196,10 @@ func (g *gatherer) addons(ctx context.Context) error {
 			if err == nil {
 				sel = ds.Spec.Selector
 				a.setCounts(ds.Status.DesiredNumberScheduled, ds.Status.NumberAvailable, ds.Status.NumberUnavailable)
+				if s.name == kubeProxyName {
+					a.Container, a.Image = addonImage(s.name, ds.Spec.Template.Spec)
+					a.EKSManaged = eksManaged(ds.ObjectMeta)
+				}
 			}
 		}
 		kind := strings.SplitN(a.Resource, "/", 2)[0] + "s"

@@ -20,7 +20,8 @@ const (
 	SectionPodNet     = "pod-networking"
 	// SectionAddons holds the image pull and add-on findings (NK75x): what the kubelets' pull
 	// limiter turned away, the health of the add-ons every node depends on (aws-node, kube-proxy,
-	// CoreDNS), the VPC CNI's version against the cluster's, and Karpenter's lease collector.
+	// CoreDNS), the VPC CNI's, kube-proxy's and CoreDNS's versions against the cluster's, and
+	// Karpenter's lease collector.
 	SectionAddons = "addons"
 	// SectionCNIMetrics holds what each node's ipamd says about itself (aws-node /metrics) and the
 	// cause of stuck pods measured there.
@@ -118,6 +119,8 @@ var (
 	RuleAddonRestarts        = findings.MustRule(ownRules, "NK753")
 	RuleCNIVersionForCluster = findings.MustRule(ownRules, "NK754")
 	RuleKarpenterLeaseGC     = findings.MustRule(ownRules, "NK755")
+	RuleKubeProxyVersion     = findings.MustRule(ownRules, "NK756")
+	RuleCoreDNSVersion       = findings.MustRule(ownRules, "NK757")
 	// NK8xx: EC2 (doctor --aws, the section in ec2.go).
 	RuleInstanceWithoutNode    = findings.MustRule(ownRules, "NK801")
 	RuleNodeInstanceGone       = findings.MustRule(ownRules, "NK802")
