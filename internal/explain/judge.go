@@ -25,7 +25,7 @@ func (t *teller) judge() {
 		if t.node == nil && !t.deletedAt.IsZero() {
 			v := lease.Classify(t.lease.l, nil, t.now, t.o.Lease)
 			if v.RenewTime.After(t.deletedAt) {
-				t.add(v.RenewTime, SourceLease, "", "lease renewed %s after the Node's deletion: its kubelet still runs", roundDur(v.RenewTime.Sub(t.deletedAt)))
+				t.add(v.RenewTime, SourceLease, "", "lease renewed %s after the Node's deletion: its kubelet still runs", elapsed(v.RenewTime.Sub(t.deletedAt)))
 			}
 		}
 	}
