@@ -29,8 +29,10 @@ func (t *teller) judge() {
 			}
 		}
 	}
+	var stuck map[string]*doctor.StuckPod
 	if t.s.Target.Node != "" {
 		f := doctor.NodeFacts(in)
+		stuck = f.Pods.Stuck
 		rep := findings.NewReport("explain", t.s.Target.Node, t.now, doctor.Sections...)
 		doctor.RunChecks(rep, f, doctor.NodeChecks())
 		for _, fd := range rep.Findings() {
@@ -62,6 +64,9 @@ func (t *teller) judge() {
 		}
 		for _, v := range t.templates {
 			t.fs = append(t.fs, doctor.CheckTemplateVersion(v, ns, nil, nil)...)
+		}
+		if t.boot != nil {
+			t.fs = append(t.fs, doctor.CheckBootVolumes([]doctor.BootVolume{*t.boot}, stuck, t.now)...)
 		}
 	}
 }
