@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/findings/findingshtml"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
 	"github.com/nodekeeper/nodekeeper/internal/test/awsfake"
+	"github.com/nodekeeper/nodekeeper/internal/test/awsserver"
 	"github.com/nodekeeper/nodekeeper/internal/test/chromium"
 	"github.com/nodekeeper/nodekeeper/internal/test/headings"
 	"github.com/nodekeeper/nodekeeper/internal/test/testenv"
@@ -73,6 +76,61 @@ func TestExplainAndDoctorHTMLOnAControlPlane(t *testing.T) {
 		}
 		if aws.loads == 0 || aws.region != "ap-northeast-2" {
 			t.Errorf("AWS loaded %d times, region %q", aws.loads, aws.region)
+		}
+	})
+
+	// `explain --aws` over the wire: the SDK's EC2 and CloudWatch clients (CloudWatch speaks
+	// Smithy RPC v2 CBOR) reach the local AWS (awsserver, backed by awsfake), and the root
+	// volume's IO over the boot window is on the timeline from the source CloudWatch.
+	t.Run("explain --aws boot volume over the wire", func(t *testing.T) {
+		const node, id, vol = "ip-10-64-2-2.ec2.internal", "i-0c0ffee0c0ffee002", "vol-0c0ffee0c0ffee002"
+		env.CreateNode(t, node)
+		nodes := env.AdminClient().CoreV1().Nodes()
+		n, err := nodes.Get(t.Context(), node, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Spec.ProviderID = "aws:///us-west-2a/" + id
+		if _, err := nodes.Update(t.Context(), n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		cloud := awsfake.New()
+		launched := time.Now().Add(-20 * time.Minute).UTC().Truncate(time.Second)
+		size, iops, mibps := int32(20), int32(3000), int32(125)
+		cloud.Instances = []ec2types.Instance{{InstanceId: awssdk.String(id), InstanceType: "m5.large", PrivateDnsName: awssdk.String(node),
+			LaunchTime: &launched, State: &ec2types.InstanceState{Name: ec2types.InstanceStateNameRunning}, RootDeviceName: awssdk.String("/dev/xvda"),
+			BlockDeviceMappings: []ec2types.InstanceBlockDeviceMapping{{DeviceName: awssdk.String("/dev/xvda"),
+				Ebs: &ec2types.EbsInstanceBlockDevice{VolumeId: awssdk.String(vol), Status: ec2types.AttachmentStatusAttached}}}}}
+		cloud.Volumes = []ec2types.Volume{{VolumeId: awssdk.String(vol), VolumeType: ec2types.VolumeTypeGp3, Size: &size, Iops: &iops, Throughput: &mibps, State: ec2types.VolumeStateInUse}}
+		// Four calm minutes after the launch: 600 IOPS on a gp3 volume of 3,000.
+		for i := range 4 {
+			at := launched.Truncate(time.Minute).Add(time.Duration(i+1) * time.Minute)
+			cloud.AddMetricSamples("AWS/EBS", "VolumeWriteOps", map[string]string{"VolumeId": vol}, awsfake.MetricSample{Time: at, Value: 600 * 60})
+		}
+		srv := awsserver.Start(t, cloud)
+		srv.Setenv(t, "us-west-2")
+		out, stderr, err := runShipped(t, "explain", node, "--aws", "--eks-cluster", "arn:aws:eks:us-west-2:111122223333:cluster/prod",
+			"--kubeconfig", env.KubeconfigPath(), "-o", "json")
+		if err != nil {
+			t.Fatalf("%v\nstderr:\n%s", err, stderr)
+		}
+		var story explain.Story
+		if err := json.Unmarshal([]byte(out), &story); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		found := false
+		for _, l := range story.Timeline {
+			found = found || l.Source == explain.SourceCloudWatch && strings.Contains(l.What, "root volume "+vol+" (gp3, 20 GiB: 3000 IOPS, 125 MiB/s)") &&
+				strings.Contains(l.What, "peak 600 IOPS") && strings.Contains(l.What, "never at its IOPS or throughput limit")
+		}
+		if !found || len(story.Gaps) != 0 {
+			t.Errorf("no CloudWatch line of the boot volume's IO (gaps %+v):\n%s", story.Gaps, out)
+		}
+		ops := srv.Operations()
+		for _, op := range []string{"ec2:DescribeVolumes", "cloudwatch:GetMetricData"} {
+			if !slices.Contains(ops, op) {
+				t.Errorf("no %s call over the wire: %v", op, ops)
+			}
 		}
 	})
 
