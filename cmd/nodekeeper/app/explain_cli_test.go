@@ -205,3 +205,18 @@ func TestExplainAndDoctorHTMLOnAControlPlane(t *testing.T) {
 		chromium.CheckSelfContained(t, strings.NewReplacer(rep.Target, "TARGET", escaped, "MESSAGE").Replace(string(b)))
 	})
 }
+
+// TestExplainBootWindowNeedsAWS: --boot-window says how long after the launch the boot volume's
+// IO is read, which only --aws reads: alone it is a usage error naming both flags, and AWS is
+// never loaded.
+func TestExplainBootWindowNeedsAWS(t *testing.T) {
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	aws := &fakeAWS{}
+	_, _, err := runCmd(t, aws, "explain", zombieNode, "--boot-window", "2h")
+	if err == nil || !strings.Contains(err.Error(), "--boot-window needs --aws") {
+		t.Errorf("--boot-window without --aws: %v", err)
+	}
+	if aws.loads != 0 {
+		t.Errorf("AWS loaded %d times", aws.loads)
+	}
+}
