@@ -84,8 +84,15 @@ const bottlerocketDataDevice = "/dev/xvdb"
 // bootVolumeID is the EBS volume a node's boot waits on, and what it is: the root device's, or
 // on Bottlerocket the data volume's. "" when the instance has no such EBS volume.
 func bootVolumeID(inst ec2types.Instance, n *corev1.Node) (id, what string) {
+	return BootVolumeID(inst, n.Status.NodeInfo.OSImage)
+}
+
+// BootVolumeID is the EBS volume the boot of an instance running osImage (the Node's
+// status.nodeInfo.osImage; "" when unknown, as for a Node that is gone) waits on, and what it
+// is: the root device's, or on Bottlerocket the data volume's. "" when it has no such volume.
+func BootVolumeID(inst ec2types.Instance, osImage string) (id, what string) {
 	device, what := strDeref(inst.RootDeviceName), "root volume"
-	if rules.DetectNodeOS(n.Status.NodeInfo.OSImage) == rules.OSBottlerocket {
+	if rules.DetectNodeOS(osImage) == rules.OSBottlerocket {
 		device, what = bottlerocketDataDevice, "data volume ("+bottlerocketDataDevice+", Bottlerocket's images)"
 	}
 	for _, m := range inst.BlockDeviceMappings {
@@ -145,8 +152,24 @@ func (g *gatherer) bootVolumes(ctx context.Context) error {
 			start = minTime(start, b.Launched)
 		}
 	}
+	if failed, err := g.awsFailed(FactBootVolumes, "CloudWatch", ReadBootMetrics(ctx, o.Metrics, found, start, g.f.Now)); failed {
+		return err
+	}
+	for _, b := range found {
+		g.f.EC2.Boot.Volumes = append(g.f.EC2.Boot.Volumes, *b)
+	}
+	sort.Slice(g.f.EC2.Boot.Volumes, func(i, j int) bool { return g.f.EC2.Boot.Volumes[i].Node < g.f.EC2.Boot.Volumes[j].Node })
+	return nil
+}
+
+// ReadBootMetrics reads the AWS/EBS metrics of the boot volumes vols (each with its Volume as
+// EC2 described it) from start to end, minute by minute, in as few GetMetricData requests as
+// the queries need (six a volume), and fills each volume's series with its minutes from its
+// launch on. The error is GetMetricData's, explained (nkaws.Explain: AccessDenied names the
+// IAM action).
+func ReadBootMetrics(ctx context.Context, api nkaws.CloudWatchAPI, vols []*BootVolume, start, end time.Time) error {
 	var queries []cwtypes.MetricDataQuery
-	for i, b := range found {
+	for i, b := range vols {
 		for _, m := range bootMetrics {
 			queries = append(queries, cwtypes.MetricDataQuery{Id: strp(fmt.Sprintf("v%d_%s", i, m.id)), MetricStat: &cwtypes.MetricStat{
 				Period: int32p(metricPeriod), Stat: strp(m.stat),
@@ -157,11 +180,11 @@ func (g *gatherer) bootVolumes(ctx context.Context) error {
 	if len(queries) == 0 {
 		return nil
 	}
-	series, err := nkaws.GetMetricData(ctx, o.Metrics, queries, start.Truncate(time.Minute), g.f.Now)
-	if failed, err := g.awsFailed(FactBootVolumes, "CloudWatch", err); failed {
+	series, err := nkaws.GetMetricData(ctx, api, queries, start.Truncate(time.Minute), end)
+	if err != nil {
 		return err
 	}
-	for i, b := range found {
+	for i, b := range vols {
 		for _, m := range bootMetrics {
 			pts := map[time.Time]float64{}
 			if s := series[fmt.Sprintf("v%d_%s", i, m.id)]; s != nil {
@@ -176,9 +199,7 @@ func (g *gatherer) bootVolumes(ctx context.Context) error {
 			}
 			*m.series(b) = pts
 		}
-		g.f.EC2.Boot.Volumes = append(g.f.EC2.Boot.Volumes, *b)
 	}
-	sort.Slice(g.f.EC2.Boot.Volumes, func(i, j int) bool { return g.f.EC2.Boot.Volumes[i].Node < g.f.EC2.Boot.Volumes[j].Node })
 	return nil
 }
 
@@ -275,6 +296,47 @@ type bootVerdict struct {
 }
 
 func (v bootVerdict) ioBound() bool { return v.minutesAt >= boundMinutes || v.burstOut }
+
+// BootIO is what the minutes of one boot volume say, for a line of a timeline (explain).
+type BootIO struct {
+	// Limits are the volume's as the EC2 console shows them ("gp3, 20 GiB: 3000 IOPS,
+	// 125 MiB/s"); "" for a type not judged.
+	Limits string
+	// Minutes with IO figures; MinutesAtLimit of them at 90% of the IOPS or throughput limit,
+	// from FirstAtLimit to LastAtLimit (minute starts).
+	Minutes, MinutesAtLimit   int
+	FirstAtLimit, LastAtLimit time.Time
+	// Peaks of the per-minute averages, and of the queue length.
+	PeakIOPS, PeakMiBps, PeakQueue float64
+	// MinBurst is the lowest BurstBalance (percent), -1 without the metric.
+	MinBurst float64
+	// IOBound is NK805's verdict: three minutes at the limit, or the burst credits run out.
+	IOBound bool
+}
+
+// JudgeBootVolume reads a boot volume's minutes against its limits as NK805 does.
+func JudgeBootVolume(b BootVolume) BootIO {
+	v := judgeBoot(b)
+	io := BootIO{MinutesAtLimit: v.minutesAt, FirstAtLimit: v.firstAt, LastAtLimit: v.last, PeakIOPS: v.peakIOPS, PeakMiBps: v.peakMiBps,
+		PeakQueue: v.peakQueue, MinBurst: v.minBurst, IOBound: v.ioBound()}
+	if v.judged {
+		io.Limits = describeLimits(b.Volume, v.limits)
+	}
+	minutes := map[time.Time]bool{}
+	for _, s := range []map[time.Time]float64{b.ReadOps, b.WriteOps, b.ReadBytes, b.WriteBytes} {
+		for t := range s {
+			minutes[t] = true
+		}
+	}
+	io.Minutes = len(minutes)
+	return io
+}
+
+// CheckBootVolumes is NK805 over vols: the nodes whose boot volume was IO-bound, with the pods
+// of stuck (doctor's Facts.Pods.Stuck) stuck on them.
+func CheckBootVolumes(vols []BootVolume, stuck map[string]*StuckPod, now time.Time) []findings.Finding {
+	return checkBootVolumes(vols, stuck, now)
+}
 
 // judgeBoot reads a boot volume's minutes against its limits.
 func judgeBoot(b BootVolume) bootVerdict {

@@ -46,7 +46,7 @@ func (t *teller) readAudit() error {
 				d.FirstRequest.UTC().Format(time.RFC3339), d.LastRequest.UTC().Format(time.RFC3339))
 		}
 		if f := d.NodeRecreated; f != nil {
-			t.add(f.Time, src, "", "%s by %s, %s after the deletion", f.How, actor(f.Actor), roundDur(f.After))
+			t.add(f.Time, src, "", "%s by %s, %s after the deletion", f.How, actor(f.Actor), elapsed(f.After))
 		}
 	}
 	for _, ll := range rep.Leases {
@@ -86,7 +86,7 @@ func (t *teller) readAudit() error {
 		}
 		t.add(z.FirstSeen, src, "", "kubelet still calling after its Node's deletion: first request (from %s)", strings.Join(z.SourceIPs, ", "))
 		what := fmt.Sprintf("kubelet kept calling for %s after the deletion: %d requests (%s), %d lease renewals, %d lease re-creations; %s",
-			roundDur(z.Duration), z.Requests, strings.Join(calls, ", "), renewals, z.LeaseRecreations, z.Status)
+			elapsed(z.Duration), z.Requests, strings.Join(calls, ", "), renewals, z.LeaseRecreations, z.Status)
 		t.add(z.LastSeen, src, "", "%s", what)
 	}
 	if !rep.Bounds.Exact() {
@@ -104,12 +104,6 @@ func actor(a analyze.Actor) string {
 	return s
 }
 
-func roundDur(d time.Duration) time.Duration {
-	switch {
-	case d >= time.Hour:
-		return d.Round(time.Minute)
-	case d >= time.Minute:
-		return d.Round(time.Second)
-	}
-	return d.Round(time.Millisecond)
-}
+// elapsed prints a duration as the rest of the CLI does, kubectl's way ("60m", "3h", "2m30s"),
+// never Go's "1h0m0s".
+func elapsed(d time.Duration) string { return lease.Elapsed(d) }

@@ -129,7 +129,7 @@ func (t *teller) readAWS(ctx context.Context) error {
 			t.readTemplate(ctx, ltID, v)
 		}
 	}
-	return nil
+	return t.readBootVolume(ctx, inst)
 }
 
 // readTemplate reads the launch-template version the instance was launched from and judges its

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
@@ -21,6 +22,21 @@ type countedEC2 struct {
 func (c countedEC2) DescribeInstances(ctx context.Context, in *ec2.DescribeInstancesInput, o ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error) {
 	c.n.Add(1)
 	return c.EC2API.DescribeInstances(ctx, in, o...)
+}
+
+func (c countedEC2) DescribeVolumes(ctx context.Context, in *ec2.DescribeVolumesInput, o ...func(*ec2.Options)) (*ec2.DescribeVolumesOutput, error) {
+	c.n.Add(1)
+	return c.EC2API.DescribeVolumes(ctx, in, o...)
+}
+
+type countedMetrics struct {
+	nkaws.CloudWatchAPI
+	n *atomic.Int64
+}
+
+func (c countedMetrics) GetMetricData(ctx context.Context, in *cloudwatch.GetMetricDataInput, o ...func(*cloudwatch.Options)) (*cloudwatch.GetMetricDataOutput, error) {
+	c.n.Add(1)
+	return c.CloudWatchAPI.GetMetricData(ctx, in, o...)
 }
 
 type countedTemplates struct {
@@ -58,6 +74,9 @@ func counted(a *AWSOptions) *AWSOptions {
 	}
 	if c.AutoScaling != nil {
 		c.AutoScaling = countedASG{c.AutoScaling, n}
+	}
+	if c.Metrics != nil {
+		c.Metrics = countedMetrics{c.Metrics, n}
 	}
 	c.Calls = n.Load
 	return &c

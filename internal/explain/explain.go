@@ -84,6 +84,10 @@ type AWSOptions struct {
 	EC2             nkaws.EC2API
 	LaunchTemplates nkaws.LaunchTemplatesAPI
 	AutoScaling     nkaws.AutoScalingAPI
+	// Metrics, when set, reads the boot volume's IO from CloudWatch (AWS/EBS) over the
+	// BootWindow after the launch (default doctor.DefaultBootWindow).
+	Metrics         nkaws.CloudWatchAPI
+	BootWindow      time.Duration
 	Cluster, Region string
 	// Calls, when set, returns how many AWS calls were made.
 	Calls func() int64
@@ -194,7 +198,9 @@ type teller struct {
 	deletedAt time.Time
 	fs        []findings.Finding
 	templates []doctor.TemplateVersion
-	stories   []*bundle.Story
+	// boot is the instance's boot volume and its metrics over the boot window (NK805).
+	boot    *doctor.BootVolume
+	stories []*bundle.Story
 }
 
 // Tell resolves the target, reads every source and tells the story. A *TargetError means the

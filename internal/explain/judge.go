@@ -25,12 +25,14 @@ func (t *teller) judge() {
 		if t.node == nil && !t.deletedAt.IsZero() {
 			v := lease.Classify(t.lease.l, nil, t.now, t.o.Lease)
 			if v.RenewTime.After(t.deletedAt) {
-				t.add(v.RenewTime, SourceLease, "", "lease renewed %s after the Node's deletion: its kubelet still runs", roundDur(v.RenewTime.Sub(t.deletedAt)))
+				t.add(v.RenewTime, SourceLease, "", "lease renewed %s after the Node's deletion: its kubelet still runs", elapsed(v.RenewTime.Sub(t.deletedAt)))
 			}
 		}
 	}
+	var stuck map[string]*doctor.StuckPod
 	if t.s.Target.Node != "" {
 		f := doctor.NodeFacts(in)
+		stuck = f.Pods.Stuck
 		rep := findings.NewReport("explain", t.s.Target.Node, t.now, doctor.Sections...)
 		doctor.RunChecks(rep, f, doctor.NodeChecks())
 		for _, fd := range rep.Findings() {
@@ -62,6 +64,9 @@ func (t *teller) judge() {
 		}
 		for _, v := range t.templates {
 			t.fs = append(t.fs, doctor.CheckTemplateVersion(v, ns, nil, nil)...)
+		}
+		if t.boot != nil {
+			t.fs = append(t.fs, doctor.CheckBootVolumes([]doctor.BootVolume{*t.boot}, stuck, t.now)...)
 		}
 	}
 }

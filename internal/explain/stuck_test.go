@@ -280,7 +280,8 @@ func TestStuckPodsStory(t *testing.T) {
 
 var reTime = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`)
 
-// relativeTimes writes each time of text as its distance to base ("base-12m0s"), and those more
+// relativeTimes writes each time of text as its distance to base, as the CLI prints durations
+// ("base-12m"), and those more
 // than half an hour before it (the Node's creation, on the control plane's clock) as
 // "created"; kubectl's columns are laid out again by the same widths since every time keeps
 // its width padded.
@@ -298,7 +299,7 @@ func relativeTimes(text []byte, base time.Time) []byte {
 		case d == 0:
 			s = "base"
 		default:
-			s = "base-" + d.String()
+			s = "base-" + elapsed(d)
 		}
 		return []byte(fmt.Sprintf("%-20s", s))
 	})

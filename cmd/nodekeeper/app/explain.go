@@ -35,6 +35,7 @@ type explainOptions struct {
 	logGroup, since, until      string
 	awsNode                     string
 	leaseGrace, stuckAfter, cfz time.Duration
+	bootWindow                  time.Duration
 
 	explain explain.Options
 }
@@ -59,6 +60,8 @@ func newExplainCommand(g *globalOptions) *cobra.Command {
              when (file:line), what its kubelet did afterwards (renewals of a zombie)
   EC2        with --aws (read-only): the instance's state, launch time, Auto Scaling group
              and launch-template version, and that version's user data
+  CloudWatch with --aws: its boot volume's IO over the --boot-window after its launch
+             (GetMetricData, AWS/EBS), judged against the volume's limits (NK805)
   bundle     with --bundle FILE: that node's logs-collector bundle (matched by instance
              ID or hostname; another node's is refused), its boot and ipamd's first
              connection refused (NK622)
@@ -102,7 +105,8 @@ func (o *explainOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.logGroup, "log-group", "", "with --cloudwatch: the log group (default /aws/eks/CLUSTER/cluster)")
 	f.StringVar(&o.since, "since", "", "with --cloudwatch: read from this time (RFC 3339, or 2006-01-02[ 15:04[:05]] UTC; default: an hour ago)")
 	f.StringVar(&o.until, "until", "", "with --cloudwatch: read until this time (default: now)")
-	f.BoolVar(&o.useAWS, "aws", false, "also read EC2 (read-only): the instance's state, Auto Scaling group, launch-template version and its user data")
+	f.BoolVar(&o.useAWS, "aws", false, "also read EC2 (read-only): the instance's state, Auto Scaling group, launch-template version and its user data, and its boot volume's IO from CloudWatch")
+	f.DurationVar(&o.bootWindow, "boot-window", doctor.DefaultBootWindow, "with --aws: how long after the launch the boot volume's IO is read (CloudWatch GetMetricData, EC2 DescribeVolumes) and judged against its IOPS and throughput limits")
 	o.aws.AddFlags(f)
 	o.aws.AddClusterFlag(f, "with --aws or --cloudwatch")
 	f.StringArrayVar(&o.bundles, "bundle", nil, "the node's EKS logs-collector bundle (.tar.gz, its directory, or a kubelet journal; repeatable): its boot joins the timeline; another node's is refused")
@@ -125,6 +129,11 @@ func (o *explainOptions) Complete(cmd *cobra.Command, args []string) error {
 	}
 	if !o.useAWS && !o.cloudWatch {
 		if err := cli.FlagsNeed(f.Changed, "aws", "region", "profile", "eks-cluster"); err != nil {
+			return err
+		}
+	}
+	if !o.useAWS {
+		if err := cli.FlagsNeed(f.Changed, "aws", "boot-window"); err != nil {
 			return err
 		}
 	}
@@ -154,7 +163,7 @@ func (o *explainOptions) Complete(cmd *cobra.Command, args []string) error {
 
 // Validate refuses settings explain cannot run with.
 func (o *explainOptions) Validate() error {
-	if err := refuseNegative(durationFlag("grace-period", o.leaseGrace), durationFlag("stuck-after", o.stuckAfter), durationFlag("configz-timeout", o.cfz)); err != nil {
+	if err := refuseNegative(durationFlag("grace-period", o.leaseGrace), durationFlag("stuck-after", o.stuckAfter), durationFlag("configz-timeout", o.cfz), durationFlag("boot-window", o.bootWindow)); err != nil {
 		return err
 	}
 	return o.client.Validate()
@@ -180,7 +189,7 @@ func (o *explainOptions) Run(ctx context.Context) error {
 			return fmt.Errorf("--aws for the EKS cluster %q: %w", cluster, err)
 		}
 		o.explain.AWS = &explain.AWSOptions{EC2: clients.EC2, LaunchTemplates: clients.LaunchTemplates, AutoScaling: clients.AutoScaling,
-			Cluster: cluster, Region: clients.Region}
+			Metrics: clients.CloudWatch, BootWindow: o.bootWindow, Cluster: cluster, Region: clients.Region}
 	}
 	if o.cloudWatch {
 		since, err := read.ParseTimeFlag(o.since)
