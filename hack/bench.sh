@@ -19,6 +19,9 @@
 #   audit-worst     audit vs jq on 1 M events that are all kubelet lease or Node requests (~1.3 GB)
 #   audit-leaky     audit -o json (the real binary, whole process) vs jq on 300,000 events that are all kubelet
 #              lease or Node requests, nearly every lease leaking (a 10 MB report), paired runs (issue 20: >= 8x)
+#   audit-scan      audit (text, then -o json; the real binary, whole process) vs grep -c -F of a string every
+#              event holds, on the leaky log's 300,000 events: median times, median of the paired ratios
+#              audit/scan, peak RSS (issue 32: at most 2x the scan)
 #   audit-distinct  audit peak RSS on 10 million distinct leases and users (every key new)
 #   doctor     doctor on 2,000 simulated nodes through the real node proxy; then the pod
 #              networking section on 2,000 nodes, 20,000 pods (2,000 stuck), 50,000 events,
@@ -55,6 +58,7 @@ declare -A cmd=(
   [audit-rss]="./internal/audit -bench BenchmarkAuditPeakRSS\$ -timeout 60m"
   [audit-worst]="./internal/audit -bench BenchmarkAuditWorstCaseVsJQ\$ -timeout 60m"
   [audit-leaky]="./internal/audit -bench BenchmarkAuditLeakyJSONVsJQ\$ -timeout 60m"
+  [audit-scan]="./internal/audit -bench BenchmarkAuditVsScan\$ -timeout 60m"
   [audit-distinct]="./internal/audit -bench BenchmarkAuditDistinctKeys\$ -timeout 60m"
   [doctor]="./internal/doctor -bench Doctor2000|DoctorPodNetworking -timeout 60m"
   [doctor-cni]="./internal/doctor -bench DoctorPodNetworking/with- -timeout 60m"
@@ -64,7 +68,7 @@ declare -A cmd=(
   [ec2loop]="./internal/controller/ec2loop -bench EC2Loop5000 -benchtime 20x -timeout 10m"
   [controller-checks]="./internal/controller/checks -bench ControllerChecks2000 -timeout 60m"
 )
-order=(binary testenv gc gc-process controller faults leases audit audit-rss audit-worst audit-leaky audit-distinct doctor doctor-cni doctor-rss aws ec2loop controller-checks explain capacity)
+order=(binary testenv gc gc-process controller faults leases audit audit-rss audit-worst audit-leaky audit-scan audit-distinct doctor doctor-cni doctor-rss aws ec2loop controller-checks explain capacity)
 # The audit RSS benchmark measures at 1 GB and 4 GB unless told otherwise.
 export NODEKEEPER_AUDIT_BENCH_RSS_SIZES=${NODEKEEPER_AUDIT_BENCH_RSS_SIZES:-1G,4G}
 selected=(${BENCH:-${order[*]}})

@@ -29,10 +29,19 @@ func renderAll(t *testing.T, r *analyze.Report) (text, js []byte) {
 	if err := render.WriteText(&tb, r); err != nil {
 		t.Fatal(err)
 	}
-	enc := json.NewEncoder(&jb)
+	// The JSON as -o json streams it, which must be the bytes the indenting encoder writes for
+	// the whole Report (its MarshalJSON).
+	if err := r.WriteJSON(&jb); err != nil {
+		t.Fatal(err)
+	}
+	var eb bytes.Buffer
+	enc := json.NewEncoder(&eb)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(r); err != nil {
 		t.Fatal(err)
+	}
+	if !bytes.Equal(jb.Bytes(), eb.Bytes()) {
+		t.Errorf("WriteJSON differs from the encoder:\n%s\nencoder:\n%s", jb.Bytes(), eb.Bytes())
 	}
 	schematest.Validate(t, analyze.ReportKind, jb.Bytes())
 	return tb.Bytes(), jb.Bytes()

@@ -138,11 +138,31 @@ type converter struct {
 	since   int64 // events received before since or after until are dropped (0 = no bound)
 	until   int64
 	// Most events come from kubelets of one version about leases: one-entry caches for the
-	// user agent and the resource skip most string hashing, and the node name of a
-	// system:node: user is looked up by the user's ID.
+	// user agent and the resource skip most string hashing, and what else stays the same
+	// from one request of a user to the next (its node name, source IP, instance identity and
+	// the object it asks about) is remembered by the user's ID.
 	uaCache, resCache, nsCache idCache
-	nodeOf                     map[uint32]uint32
+	users                      *[userMemoSlots]userMemo
 }
+
+// userMemo is what a user's last event carried. A kubelet sends the same source IP and
+// instance identity on every request and mostly asks about its own Node and lease: comparing
+// those bytes with the last ones replaces three lookups in the string table per event.
+type userMemo struct {
+	user            uint32
+	set             bool
+	nodeOf          uint32 // the node name's ID of a system:node: user
+	ip, ident, name idCache
+}
+
+const (
+	// userMemoSlots is the size of the direct-mapped user memo (by user ID): a user whose slot
+	// another took is looked up again, so the memo stays one fixed array whatever the number
+	// of users.
+	userMemoSlots = 4096
+	// maxCachedKey bounds the bytes an idCache keeps; longer values are looked up each time.
+	maxCachedKey = 256
+)
 
 type idCache struct {
 	key []byte
@@ -155,8 +175,28 @@ func (c *converter) cachedID(cache *idCache, b []byte) uint32 {
 		return cache.id
 	}
 	id := c.li.id(b)
-	cache.key, cache.id, cache.set = append(cache.key[:0], b...), id, true
+	if len(b) <= maxCachedKey {
+		cache.key, cache.id, cache.set = append(cache.key[:0], b...), id, true
+	}
 	return id
+}
+
+// userMemo returns the memo of the user whose name is username and ID is id, emptied when
+// it was another user's.
+func (c *converter) userMemo(id uint32, username []byte) *userMemo {
+	if c.users == nil {
+		c.users = new([userMemoSlots]userMemo)
+	}
+	m := &c.users[id%userMemoSlots]
+	if m.set && m.user == id {
+		return m
+	}
+	m.user, m.set, m.nodeOf = id, true, 0
+	m.ip.set, m.ident.set, m.name.set = false, false, false
+	if bytes.HasPrefix(username, []byte(NodeUserPrefix)) {
+		m.nodeOf = c.li.id(username[len(NodeUserPrefix):])
+	}
+	return m
 }
 
 type convResult uint8
@@ -238,27 +278,18 @@ func (c *converter) convert(line []byte, exportTime int64, rec *Record) (convRes
 		rec.Flags |= FlagImpersonated
 	}
 	rec.User = c.li.id(user.Username)
-	if bytes.HasPrefix(user.Username, []byte(NodeUserPrefix)) {
-		n, ok := c.nodeOf[rec.User]
-		if !ok {
-			if c.nodeOf == nil || len(c.nodeOf) >= maxLocalCache {
-				c.nodeOf = map[uint32]uint32{}
-			}
-			n = c.li.id(user.Username[len(NodeUserPrefix):])
-			c.nodeOf[rec.User] = n
-		}
-		rec.NodeOf = n
-	}
+	um := c.userMemo(rec.User, user.Username)
+	rec.NodeOf = um.nodeOf
 	switch {
 	case len(user.SessionName) > 0:
-		rec.Ident = c.li.id(user.SessionName)
+		rec.Ident = c.cachedID(&um.ident, user.SessionName)
 	case len(user.ARN) > 0:
-		rec.Ident = c.li.id(user.ARN)
+		rec.Ident = c.cachedID(&um.ident, user.ARN)
 	case len(user.CredentialID) > 0:
-		rec.Ident = c.li.id(user.CredentialID)
+		rec.Ident = c.cachedID(&um.ident, user.CredentialID)
 	}
 	rec.UA = c.cachedID(&c.uaCache, ev.UserAgent)
-	rec.IP = c.li.id(ev.SourceIP)
+	rec.IP = c.cachedID(&um.ip, ev.SourceIP)
 
 	o := &ev.ObjectRef
 	if ev.HasObjectRef && len(o.Resource) > 0 {
@@ -271,10 +302,10 @@ func (c *converter) convert(line []byte, exportTime int64, rec *Record) (convRes
 			case string(o.Resource) == "leases" && string(o.APIGroup) == "coordination.k8s.io":
 				rec.Flags |= FlagLease
 				rec.NS = c.cachedID(&c.nsCache, o.Namespace)
-				rec.Name = c.li.id(o.Name)
+				rec.Name = c.cachedID(&um.name, o.Name)
 			case string(o.Resource) == "nodes" && len(o.APIGroup) == 0:
 				rec.Flags |= FlagNode
-				rec.Name = c.li.id(o.Name)
+				rec.Name = c.cachedID(&um.name, o.Name)
 			}
 		}
 	} else {

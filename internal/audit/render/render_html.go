@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bufio"
 	"fmt"
 	"html/template"
 	"io"
@@ -17,7 +18,12 @@ import (
 // no script and no external resource, so it opens offline and can be attached to a ticket.
 func WriteHTML(w io.Writer, r *analyze.Report) error {
 	v := htmlView{R: r, Lanes: buildLanes(r), Chart: buildChart(r)}
-	return pageTmpl.Execute(w, v)
+	// The template writes every piece on its own; buffered, the page is a few large writes.
+	bw := bufio.NewWriterSize(w, 64<<10)
+	if err := pageTmpl.Execute(bw, v); err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
 type htmlView struct {

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"strconv"
@@ -123,6 +124,16 @@ func printNonZero(p func(string, ...any), cs []counted) {
 
 // WriteText writes the report for people.
 func WriteText(w io.Writer, r *analyze.Report) error {
+	// The table writer writes every cell on its own: unbuffered, a report of 7,500 leaks was a
+	// quarter of a million write system calls.
+	bw := bufio.NewWriterSize(w, 64<<10)
+	if err := writeText(bw, r); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+func writeText(w io.Writer, r *analyze.Report) error {
 	t := newTextWriter(w)
 	p := t.p
 

@@ -1,6 +1,8 @@
 package render
 
 import (
+	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -96,6 +98,41 @@ func TestHeartbeatsCountedNouns(t *testing.T) {
 		}
 		if !strings.Contains(out.String(), tc.want) {
 			t.Errorf("want %q in:\n%s", tc.want, out.String())
+		}
+	}
+}
+
+// countingWriter counts the Write calls it gets.
+type countingWriter struct {
+	writes int
+	bytes  int
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	c.writes++
+	c.bytes += len(p)
+	return len(p), nil
+}
+
+// The text report and the page reach their writer in large pieces, not a write per table cell
+// (a system call each on standard output).
+func TestReportsWriteBuffered(t *testing.T) {
+	r := &analyze.Report{}
+	for i := range 2000 {
+		name := fmt.Sprintf("ip-10-0-%d-%d.compute.internal", i/250, i%250)
+		r.Leaks = append(r.Leaks, analyze.Leak{Namespace: "kube-node-lease", Name: name, Cause: analyze.CauseNodeMissing, Status: analyze.LeakLeaked,
+			Created: analyze.Event{Action: "create", Code: 201, Actor: analyze.Actor{User: "system:node:" + name}}})
+	}
+	for _, f := range []struct {
+		name  string
+		write func(io.Writer, *analyze.Report) error
+	}{{"text", WriteText}, {"html", WriteHTML}} {
+		var c countingWriter
+		if err := f.write(&c, r); err != nil {
+			t.Fatal(err)
+		}
+		if max := c.bytes/(32<<10) + 2; c.writes > max {
+			t.Errorf("%s: %d writes for %d bytes, want at most %d", f.name, c.writes, c.bytes, max)
 		}
 	}
 }
