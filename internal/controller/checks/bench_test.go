@@ -42,36 +42,59 @@ func runControllerChild(args string) int {
 type child struct {
 	cmd    *exec.Cmd
 	addr   string
+	log    string // the child's stdout and stderr
 	exited chan struct{}
 }
 
-func startController(b *testing.B, kubeconfig string, extra ...string) *child {
-	b.Helper()
-	addr := testenv.FreeAddr(b)
-	args := append([]string{"--kubeconfig=" + kubeconfig, "--leader-elect=false", "--metrics-bind-address=" + addr,
-		"--health-probe-bind-address=0", "--grace-period=8760h"}, extra...)
-	c := &child{addr: addr, exited: make(chan struct{})}
-	logf, err := os.Create(filepath.Join(b.TempDir(), "controller.log"))
+// startController runs the controller's command in a process of its own (the test binary in
+// the child mode of TestMain) with its metrics on a free loopback port (plain HTTP) and no
+// probes; env is added to the process's environment. The child is stopped when the test ends.
+func startController(t testing.TB, env []string, args ...string) *child {
+	t.Helper()
+	addr := testenv.FreeAddr(t)
+	args = append([]string{"--metrics-bind-address=" + addr, "--metrics-secure=false", "--health-probe-bind-address=0"}, args...)
+	c := &child{addr: addr, log: filepath.Join(t.TempDir(), "controller.log"), exited: make(chan struct{})}
+	logf, err := os.Create(c.log)
 	if err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
 	c.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	c.cmd.Env = append(os.Environ(), controllerArgsEnv+"="+strings.Join(args, "\x1f"))
+	c.cmd.Env = append(append(os.Environ(), env...), controllerArgsEnv+"="+strings.Join(args, "\x1f"))
 	c.cmd.Stdout, c.cmd.Stderr = logf, logf
 	if err := c.cmd.Start(); err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
 	go func() { _ = c.cmd.Wait(); logf.Close(); close(c.exited) }()
-	b.Cleanup(func() {
-		_ = c.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-c.exited:
-		case <-time.After(30 * time.Second):
-			_ = c.cmd.Process.Kill()
-			<-c.exited
-		}
-	})
+	t.Cleanup(func() { c.stop() })
 	return c
+}
+
+// stop sends SIGTERM, as the kubelet does to a pod it stops, and waits for the process to end
+// (killing it if it has not after 30 s).
+func (c *child) stop() {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.exited:
+	case <-time.After(30 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.exited
+	}
+}
+
+// tail is the end of the child's log, for a failing test's message.
+func (c *child) tail() string {
+	raw, _ := os.ReadFile(c.log)
+	if len(raw) > 4000 {
+		raw = raw[len(raw)-4000:]
+	}
+	return string(raw)
+}
+
+// startBenchController runs a controller with the benchmark's settings: no leader election (each
+// controller acts alone) and a grace period that deletes no lease.
+func startBenchController(b *testing.B, kubeconfig string, extra ...string) *child {
+	b.Helper()
+	return startController(b, nil, append([]string{"--kubeconfig=" + kubeconfig, "--leader-elect=false", "--grace-period=8760h"}, extra...)...)
 }
 
 // metric sums the samples of name (with label=value when label is set) on the child's /metrics.
@@ -215,8 +238,8 @@ func BenchmarkControllerChecks2000(b *testing.B) {
 		b.Fatal(err)
 	}
 	for range b.N {
-		today := startController(b, kubeconfig)
-		checks := startController(b, kubeconfig, "--checks", "--checks-interval=5m")
+		today := startBenchController(b, kubeconfig)
+		checks := startBenchController(b, kubeconfig, "--checks", "--checks-interval=5m")
 		checks.waitMetric(b, "nodekeeper_check_runs_total", "", "", 1, 15*time.Minute)
 		reqs0, _ := checks.metric("rest_client_requests_total", "", "")
 		cpu0, base0 := checks.cpuSeconds(b), today.cpuSeconds(b)
