@@ -339,7 +339,7 @@ func (l *Loop) RunOnce(ctx context.Context) Run {
 		l.metrics.setHeadroom(headroom)
 	}
 	r.Events = l.events.report(ctx, r.StuckNodes, awsNodeFindings(all, o))
-	logger.V(1).Info("Check run", "findings", len(all), "stuck", r.Stuck, "nodeGroups", len(headroom), "events", r.Events, "result", r.Result)
+	logger.V(1).Info("Check run", "findings", len(all), "stuck", r.Stuck, "nodeGroups", len(headroom), "events", r.Events, "result", r.Result, "duration", time.Since(start))
 	return r
 }
 

@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 	if args := os.Getenv(controllerArgsEnv); args != "" {
 		os.Exit(runControllerChild(args))
 	}
-	// The two replicas' requests are audited: TestOnlyTheLeaderChecks reads who checked.
+	// The two replicas' requests are audited: TestTwoReplicasOnlyTheLeaderChecks reads who checked.
 	testenv.RunMain(m, testenv.MainOptions{Options: testenv.Options{AuditPolicy: auditReplicas}, BenchmarksStartTheirOwn: true, QuietKlog: true}, &env)
 }
 
