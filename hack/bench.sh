@@ -40,7 +40,10 @@
 #   ec2loop    the controller's EC2 loop (--aws): one scan of 5,000 instances against awsfake, its
 #              DescribeInstances calls (paginated, no per-instance call), Node LISTs and memory
 #   controller-checks  controller --checks at 2,000 nodes, 20,000 pods (300 stuck), 2,000 aws-node metrics
-#              endpoints: API requests and CPU seconds per interval, peak RSS against today's controller
+#              endpoints: API requests per interval, CPU seconds per run and idle, the share of one core
+#              over an hour at the 5m default, peak RSS against today's controller (a first run, then
+#              2 measured at a 180 s interval; NODEKEEPER_CHECKS_BENCH_NODES=200 proves it at a tenth
+#              of the size)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$PATH:$PWD/bin/controlplane"

@@ -239,8 +239,13 @@ func doctorDefaults(o doctor.Options) doctor.Options {
 	return o
 }
 
+// StandbyRecheck is how often a replica that does not lead looks whether it leads now, as the
+// EC2 loop's standby does: a replica that wins the election (the first one at start-up too,
+// whose caches sync before it leads) checks within it rather than an Interval later.
+const StandbyRecheck = time.Second
+
 // Run runs the checks at once and then every Interval until ctx ends, on the leader only. A run
-// that fails is logged and counted; the next one starts on time.
+// that fails is logged and counted; the next one starts on time, Interval after this one started.
 func (l *Loop) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithName("checks")
 	ctx = klog.NewContext(ctx, logger)
@@ -250,9 +255,9 @@ func (l *Loop) Run(ctx context.Context) {
 		wg.Go(func() { run(ctx) })
 	}
 	logger.Info("Check loop started", "interval", l.opts.Interval, "ec2", l.opts.Doctor.EC2 != nil)
-	t := l.clock.NewTicker(l.opts.Interval)
-	defer t.Stop()
 	for {
+		start := l.clock.Now()
+		next := l.opts.Interval
 		if l.deps.Leading == nil || l.deps.Leading() {
 			l.RunOnce(ctx)
 		} else {
@@ -260,9 +265,12 @@ func (l *Loop) Run(ctx context.Context) {
 			// a former leader's would go stale.
 			l.metrics.clear()
 			l.events.forget()
+			next = min(next, StandbyRecheck)
 		}
+		t := l.clock.NewTimer(max(next-l.clock.Since(start), 0))
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case <-t.C():
 		}
@@ -331,7 +339,7 @@ func (l *Loop) RunOnce(ctx context.Context) Run {
 		l.metrics.setHeadroom(headroom)
 	}
 	r.Events = l.events.report(ctx, r.StuckNodes, awsNodeFindings(all, o))
-	logger.V(1).Info("Check run", "findings", len(all), "stuck", r.Stuck, "nodeGroups", len(headroom), "events", r.Events, "result", r.Result)
+	logger.V(1).Info("Check run", "findings", len(all), "stuck", r.Stuck, "nodeGroups", len(headroom), "events", r.Events, "result", r.Result, "duration", time.Since(start))
 	return r
 }
 

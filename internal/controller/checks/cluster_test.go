@@ -36,7 +36,8 @@ func TestMain(m *testing.M) {
 	if args := os.Getenv(controllerArgsEnv); args != "" {
 		os.Exit(runControllerChild(args))
 	}
-	testenv.RunMain(m, testenv.MainOptions{BenchmarksStartTheirOwn: true, QuietKlog: true}, &env)
+	// The two replicas' requests are audited: TestTwoReplicasOnlyTheLeaderChecks reads who checked.
+	testenv.RunMain(m, testenv.MainOptions{Options: testenv.Options{AuditPolicy: auditReplicas}, BenchmarksStartTheirOwn: true, QuietKlog: true}, &env)
 }
 
 // waitFor polls cond until it holds; the limit only ends a test that is already failing.

@@ -273,3 +273,42 @@ func TestHeadroomPerNodeGroup(t *testing.T) {
 		t.Errorf("threshold gauge %v, want %d", got, DefaultHeadroomAlert)
 	}
 }
+
+// TestNewLeaderChecksAtOnce: a replica that does not lead yet (every replica at start-up, before
+// its caches sync and it wins the election) reads nothing, and checks within StandbyRecheck of
+// leading, not an Interval (5 minutes by default) later.
+func TestNewLeaderChecksAtOnce(t *testing.T) {
+	r := &fakeReader{facts: subnetFacts(3)}
+	h := newHarness(t, r)
+	h.leading.Store(false)
+	runs := make(chan Run, 10)
+	h.loop.opts.OnRun = func(run Run) { runs <- run }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); h.loop.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitTimer := func() {
+		for !h.clock.HasWaiters() {
+			time.Sleep(time.Millisecond) // the loop is about to wait
+		}
+	}
+	// Standing by: each recheck reads nothing.
+	for range 3 {
+		waitTimer()
+		h.clock.Step(StandbyRecheck)
+	}
+	waitTimer()
+	if n := r.factReads.Load(); n != 0 {
+		t.Fatalf("a standby read the cluster %d times", n)
+	}
+	h.leading.Store(true)
+	h.clock.Step(StandbyRecheck)
+	select {
+	case run := <-runs:
+		if n := r.factReads.Load(); n != 1 || run.Result == ResultError {
+			t.Errorf("the new leader's run: %s (%v) after %d reads, want one read", run.Result, run.Err, n)
+		}
+	case <-time.After(time.Minute): // only ends a test that already failed
+		t.Fatalf("no check run %s after leading (the interval is %s)", StandbyRecheck, DefaultInterval)
+	}
+}

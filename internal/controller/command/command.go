@@ -258,6 +258,9 @@ func (a *awsOptions) newLoop(ctx context.Context, cfg *rest.Config, c *controlle
 	return ec2loop.New(deps, opts)
 }
 
+// The check loop's EC2 checks take the client the EC2 loop is loaded with.
+var _ nkaws.EC2API = ec2loop.EC2{}
+
 // newChecks builds the check loop, its metrics in the controller's registry and its Events
 // recorded by the leader only; with --aws its EC2 client adds doctor's EC2 checks and plan's
 // subnet limit.
@@ -270,11 +273,7 @@ func (o *controllerOptions) newChecks(ctx context.Context, cfg *rest.Config, c *
 		if err != nil {
 			return nil, err
 		}
-		ec2API, ok := loaded.(nkaws.EC2API)
-		if !ok {
-			return nil, fmt.Errorf("the EC2 client cannot describe subnets and volumes")
-		}
-		api = ec2API
+		api = loaded
 		opts.Doctor.EC2 = &doctor.EC2Options{Cluster: o.aws.loop.Cluster, RegisterGrace: o.aws.loop.RegisterGrace, Region: o.aws.region}
 	}
 	deps, err := checks.NewDeps(cfg, api, c.Leading, o.checks.kubeletConfig)
