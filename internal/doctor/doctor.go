@@ -57,6 +57,12 @@ type Options struct {
 	CNIMetricsProgress func(done, total int)
 	// SkipCNIMetrics leaves out the aws-node metrics reads and their checks (for comparisons).
 	SkipCNIMetrics bool
+	// SkipConfigz leaves out the read of the kubelets' configuration through the node proxy: the
+	// fact is missing (SkippedConfigz says why) unless the caller fills it another way. The
+	// controller's check loop sets it: it never reads nodes/proxy, whose get also authorizes exec
+	// in every container, whatever its credentials allow (--checks-kubelet-config reads
+	// nodes/configz from the kubelets themselves).
+	SkipConfigz bool
 	// ChunkSize is the LIST page size (default kube.DefaultChunkSize). Pods and Events are read
 	// in pages of at most MaxPodPage and MaxEventPage whatever it is (see gather_podnet.go).
 	ChunkSize int64

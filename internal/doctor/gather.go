@@ -143,9 +143,16 @@ func awsNodeFacts(read clusterread.AWSNode) AWSNodeFacts {
 		Env: read.Env, Unread: read.Unread, Version: read.Version}
 }
 
+// SkippedConfigz is the reason the configz fact is missing from a run with Options.SkipConfigz.
+const SkippedConfigz = "not read: this run does not read kubelets through the node proxy"
+
 // configz reads every Ready node's kubelet configuration through the API server's node proxy:
 // one request per node, no retries, at most Workers in flight.
 func (g *gatherer) configz(ctx context.Context) error {
+	if g.o.SkipConfigz {
+		g.f.miss(FactConfigz, "nodes/proxy", SkippedConfigz)
+		return nil
+	}
 	out, st, err := g.r.ConfigzAll(ctx, g.f.Nodes, clusterread.ConfigzOptions{Workers: g.o.Workers, Timeout: g.o.ConfigzTimeout, Progress: g.o.ConfigzProgress})
 	g.f.Configz = out
 	if m, ok := clusterread.AsMissing(err); ok {

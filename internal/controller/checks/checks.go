@@ -236,6 +236,9 @@ func doctorDefaults(o doctor.Options) doctor.Options {
 	if o.CSRPendingAfter <= 0 {
 		o.CSRPendingAfter = doctor.DefaultCSRPendingAfter
 	}
+	// The loop never reads nodes/proxy, whatever its credentials allow: the kubelets'
+	// configuration comes only from Deps.KubeletConfig (nodes/configz).
+	o.SkipConfigz = true
 	return o
 }
 
