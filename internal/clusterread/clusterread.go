@@ -21,7 +21,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/nodekeeper/nodekeeper/internal/kube"
@@ -32,7 +31,7 @@ import (
 type Reader struct {
 	// Client reads the small objects: the aws-node DaemonSet, Karpenter's Deployments and
 	// ConfigMaps, discovery, SelfSubjectAccessReviews.
-	Client kubernetes.Interface
+	Client kube.Interface
 	// Dynamic reads the custom resources (ENIConfigs).
 	Dynamic dynamic.Interface
 	// REST sends the raw requests: /configz through the node proxy and the API server's

@@ -34,9 +34,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	coordinationinformers "k8s.io/client-go/informers/coordination/v1"
-	coreinformers "k8s.io/client-go/informers/core/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
@@ -153,7 +150,7 @@ type Controller struct {
 // clients and a fake clock. NewDeps builds them from a client configuration.
 type Deps struct {
 	// Client sends the lease DELETEs and PATCHes and the start-up SelfSubjectAccessReviews.
-	Client kubernetes.Interface
+	Client kube.Interface
 	// Metadata sends the live Node GET that confirms each action.
 	Metadata metadata.Interface
 	// Leases informs about the Leases in kube-node-lease, Nodes about Nodes (metadata only is
@@ -165,7 +162,7 @@ type Deps struct {
 	// Election is the client for the election Lease, needed when leader election is enabled. It
 	// should have its own rate limit and a short request timeout (NewDeps gives it both), so that
 	// lease work never delays a renewal.
-	Election kubernetes.Interface
+	Election kube.Interface
 	// ElectionRecorder records core Events on the election Lease (nil: none).
 	ElectionRecorder resourcelock.EventRecorder
 	// Clock drives classification and requeues (nil: the real clock).
@@ -200,15 +197,15 @@ func NewDeps(cfg *rest.Config, opts Options) (Deps, error) {
 	// Informers without the namespace index the factories add: one namespace (or none, for
 	// Nodes) makes it a second copy of every key.
 	noIndex := cache.Indexers{}
-	d.Leases = coordinationinformers.NewFilteredLeaseInformer(d.Client, lease.NodeLeaseNamespace, 0, noIndex, nil)
+	d.Leases = kube.LeaseInformer(d.Client, lease.NodeLeaseNamespace, noIndex, nil)
 	if opts.fullNodes {
-		d.Nodes = coreinformers.NewFilteredNodeInformer(d.Client, 0, noIndex, nil)
+		d.Nodes = kube.NodeInformer(d.Client, noIndex, nil)
 	} else {
 		d.Nodes = metadatainformer.NewFilteredMetadataInformer(d.Metadata, kube.NodesResource, "", 0, noIndex, nil).Informer()
 	}
 
 	// Events are best effort and must not eat the lease work's rate limit: own client, own limit.
-	evClient, err := kubernetes.NewForConfig(kube.SideConfig(cfg, "events", kube.Events))
+	evClient, err := kube.NewForConfig(kube.SideConfig(cfg, "events", kube.Events))
 	if err != nil {
 		return Deps{}, err
 	}
@@ -226,7 +223,7 @@ func NewDeps(cfg *rest.Config, opts Options) (Deps, error) {
 		if err := le.complete(); err != nil {
 			return Deps{}, err
 		}
-		if d.Election, err = kubernetes.NewForConfig(le.electionConfig(cfg)); err != nil {
+		if d.Election, err = kube.NewForConfig(le.electionConfig(cfg)); err != nil {
 			return Deps{}, err
 		}
 		// Leadership changes are recorded as core Events on the election Lease, through

@@ -24,7 +24,6 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -65,7 +64,7 @@ func MetricsAuthPermissions() []Permission {
 
 // MetricsAuth authenticates and authorizes requests with the API server.
 type MetricsAuth struct {
-	client kubernetes.Interface
+	client kube.Interface
 	clock  clock.PassiveClock
 	slots  chan struct{}
 
@@ -80,7 +79,7 @@ type authEntry struct {
 // NewMetricsAuthForConfig builds a MetricsAuth with its own client made from cfg
 // (kube.SideConfig, MetricsAuthRateLimit).
 func NewMetricsAuthForConfig(cfg *rest.Config) (*MetricsAuth, error) {
-	client, err := kubernetes.NewForConfig(kube.SideConfig(cfg, "metrics-auth", MetricsAuthRateLimit))
+	client, err := kube.NewForConfig(kube.SideConfig(cfg, "metrics-auth", MetricsAuthRateLimit))
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +88,7 @@ func NewMetricsAuthForConfig(cfg *rest.Config) (*MetricsAuth, error) {
 
 // NewMetricsAuth returns a MetricsAuth that reviews with client; clk (nil: the real clock)
 // expires remembered decisions.
-func NewMetricsAuth(client kubernetes.Interface, clk clock.PassiveClock) *MetricsAuth {
+func NewMetricsAuth(client kube.Interface, clk clock.PassiveClock) *MetricsAuth {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}

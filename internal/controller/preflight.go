@@ -10,9 +10,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
@@ -135,7 +135,7 @@ func (c *Controller) preflight(ctx context.Context) error {
 	return nil
 }
 
-func checkPermissions(ctx context.Context, client kubernetes.Interface, perms []Permission) ([]Permission, error) {
+func checkPermissions(ctx context.Context, client kube.Interface, perms []Permission) ([]Permission, error) {
 	var missing []Permission
 	for _, p := range perms {
 		review, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 )
 
 // BackdatedAnnotation marks a lease whose creationTimestamp BackdateLease rewrote; its value is
@@ -27,7 +28,11 @@ const BackdatedAnnotation = "controlplane.nodekeeper.io/backdated"
 // lease is still at the revision that was read, so a concurrent writer is never overwritten; the
 // API server's watch delivers the change to informers as an update.
 func (e *Env) BackdateLease(ctx context.Context, namespace, name string, created time.Time) (*coordinationv1.Lease, error) {
-	leases := e.AdminClient().CoordinationV1().Leases(namespace)
+	coordination, err := coordinationv1client.NewForConfig(e.AdminConfig())
+	if err != nil {
+		return nil, err
+	}
+	leases := coordination.Leases(namespace)
 	for attempt := 0; attempt < 5; attempt++ {
 		l, err := leases.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {

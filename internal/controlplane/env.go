@@ -31,7 +31,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -309,19 +309,19 @@ func (e *Env) startAPIServer(ctx context.Context) error {
 	if err := e.api.start(); err != nil {
 		return err
 	}
-	client, err := kubernetes.NewForConfig(e.AdminConfig())
+	client, err := e.adminCore()
 	if err != nil {
 		return err
 	}
 	if err := e.waitFor(ctx, e.api, "kube-apiserver /readyz", func() bool {
-		body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		body, err := client.RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err == nil && string(body) == "ok"
 	}); err != nil {
 		return err
 	}
 	// The system namespaces controller creates kube-node-lease shortly after /readyz.
 	return e.waitFor(ctx, e.api, "namespace kube-node-lease", func() bool {
-		_, err := client.CoreV1().Namespaces().Get(ctx, corev1.NamespaceNodeLease, metav1.GetOptions{})
+		_, err := client.Namespaces().Get(ctx, corev1.NamespaceNodeLease, metav1.GetOptions{})
 		return err == nil
 	})
 }
@@ -449,9 +449,12 @@ func (e *Env) ComponentLog(name string) string {
 // AdminConfig returns a fresh copy of a system:masters client configuration.
 func (e *Env) AdminConfig() *rest.Config { return rest.CopyConfig(e.admin) }
 
-// AdminClient returns a clientset with the admin identity.
-func (e *Env) AdminClient() kubernetes.Interface {
-	return kubernetes.NewForConfigOrDie(e.AdminConfig())
+// adminCore is the core group's client with the admin identity. The control plane hands out no
+// whole clientset (the tests' harness does, testenv.Env.AdminClient): it runs in the CLI
+// (sandbox), where one would keep every API group's typed client in the binary (see
+// internal/kube's Interface).
+func (e *Env) adminCore() (*corev1client.CoreV1Client, error) {
+	return corev1client.NewForConfig(e.AdminConfig())
 }
 
 // UserConfig returns a client configuration that authenticates as user in groups with a client
@@ -480,16 +483,19 @@ func (e *Env) UserConfig(user string, groups ...string) *rest.Config {
 // ServiceAccountConfig returns a client configuration for namespace/name with a bound token from
 // the TokenRequest API, creating the namespace and the ServiceAccount when they are missing.
 func (e *Env) ServiceAccountConfig(ctx context.Context, namespace, name string) (*rest.Config, error) {
-	client := e.AdminClient()
-	_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
+	client, err := e.adminCore()
+	if err != nil {
+		return nil, err
+	}
+	_, err = client.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("create namespace %s: %w", namespace, err)
 	}
-	_, err = client.CoreV1().ServiceAccounts(namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	_, err = client.ServiceAccounts(namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("create service account %s/%s: %w", namespace, name, err)
 	}
-	tr, err := client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+	tr, err := client.ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)},
 	}, metav1.CreateOptions{})
 	if err != nil {

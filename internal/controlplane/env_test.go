@@ -153,3 +153,8 @@ func TestNodeProxyNeverLeavesTheMachine(t *testing.T) {
 		t.Fatalf("refused egress: got %v, want [10.1.2.3:10250] (err from proxy: %v)", got, err)
 	}
 }
+
+// AdminClient is testenv.Env's, for this package's own tests (which cannot import testenv).
+func (e *Env) AdminClient() kubernetes.Interface {
+	return kubernetes.NewForConfigOrDie(e.AdminConfig())
+}

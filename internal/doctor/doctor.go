@@ -26,7 +26,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
@@ -161,10 +160,10 @@ func (o Options) Validate() error {
 type Deps struct {
 	// Client reads what is small or has no protobuf: discovery, the aws-node DaemonSet,
 	// Karpenter's Deployment and ConfigMap, SelfSubjectAccessReviews, CSRs and CSINodes.
-	Client kubernetes.Interface
+	Client kube.Interface
 	// Bulk reads the large lists (Nodes, leases, pods, events) as protobuf: a fraction of JSON's
 	// decoding cost on tens of thousands of objects.
-	Bulk kubernetes.Interface
+	Bulk kube.Interface
 	// Dynamic reads the custom resources (ENIConfigs, CNINodes).
 	Dynamic dynamic.Interface
 	// REST sends the raw requests: each kubelet's /configz through the node proxy and /metrics
@@ -198,7 +197,7 @@ func DepsFrom(c *kube.Clients, requests func() int64) Deps {
 	d := Deps{Client: c.JSON, Bulk: c.Kube, Dynamic: c.Dynamic, REST: c.JSON.CoreV1().RESTClient(), Requests: requests}
 	if c.Config != nil {
 		// The side client counts in requests too: it copies the configuration's transport.
-		if side, err := kubernetes.NewForConfig(kube.SideConfig(c.Config, "cni-metrics", kube.RateLimit{})); err == nil {
+		if side, err := kube.NewForConfig(kube.SideConfig(c.Config, "cni-metrics", kube.RateLimit{})); err == nil {
 			d.Proxy = side.CoreV1().RESTClient()
 		}
 	}

@@ -26,7 +26,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/nodekeeper/nodekeeper/internal/audit/read"
@@ -34,6 +33,7 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/bundle"
 	"github.com/nodekeeper/nodekeeper/internal/doctor"
 	"github.com/nodekeeper/nodekeeper/internal/findings"
+	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
@@ -95,7 +95,7 @@ type AWSOptions struct {
 
 // Deps are the clients explain reads the cluster with (doctor's, see doctor.Deps).
 type Deps struct {
-	Client, Bulk kubernetes.Interface
+	Client, Bulk kube.Interface
 	// REST reads the kubelet's /configz through the node proxy, Proxy ipamd's /metrics through
 	// the pod proxy (nil: REST).
 	REST, Proxy rest.Interface

@@ -10,7 +10,6 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -31,7 +30,7 @@ func TestMain(m *testing.M) { testenv.Main(m, testenv.Options{}, &env) }
 func reset(t testing.TB) { env.DeleteNodesAndLeases(t) }
 
 // clients are the typed (protobuf) and metadata clients gc is given, built as the command does.
-func clients(t testing.TB, cfg *rest.Config) (kubernetes.Interface, metadata.Interface) {
+func clients(t testing.TB, cfg *rest.Config) (kube.Interface, metadata.Interface) {
 	t.Helper()
 	c, err := kube.NewClients(cfg)
 	if err != nil {

@@ -2,7 +2,6 @@ package kube
 
 import (
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 )
@@ -14,10 +13,10 @@ type Clients struct {
 	// protobuf, such as CRDs, configz and /metrics).
 	Config *rest.Config
 	// Kube is the typed clientset, in protobuf.
-	Kube kubernetes.Interface
+	Kube Interface
 	// JSON is the typed clientset in JSON, for APIs and raw paths without protobuf (the node
 	// proxy's /configz, /metrics) and small reads.
-	JSON kubernetes.Interface
+	JSON Interface
 	// Dynamic reads custom resources (JSON).
 	Dynamic dynamic.Interface
 	// Metadata reads metadata only (Nodes: NodesResource).
@@ -27,11 +26,11 @@ type Clients struct {
 // NewClients builds Clients from cfg, used as it is but for the content type. Building a client
 // sends no request.
 func NewClients(cfg *rest.Config) (*Clients, error) {
-	kube, err := kubernetes.NewForConfig(Protobuf(cfg))
+	kube, err := NewForConfig(Protobuf(cfg))
 	if err != nil {
 		return nil, err
 	}
-	json, err := kubernetes.NewForConfig(cfg)
+	json, err := NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}

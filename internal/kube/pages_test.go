@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodekeeper/nodekeeper/internal/test/testenv"
 )
@@ -133,7 +132,7 @@ func TestPagesExpiredContinueToken(t *testing.T) {
 }
 
 // touch writes one object so that etcd's revision moves past the one the continue token pins.
-func touch(t *testing.T, c kubernetes.Interface, ns string) {
+func touch(t *testing.T, c Interface, ns string) {
 	t.Helper()
 	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "touch"}}
 	if _, err := c.CoordinationV1().Leases(ns).Create(context.Background(), l, metav1.CreateOptions{}); err != nil {

@@ -21,8 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/component-helpers/apimachinery/lease"
@@ -168,9 +166,10 @@ type instance struct {
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	transport http.RoundTripper
-	heartbeat kubernetes.Interface // timeout = heartbeat timeout, no client-side throttling
-	informers informers.SharedInformerFactory
-	nodes     corelisters.NodeLister
+	heartbeat Client // timeout = heartbeat timeout, no client-side throttling
+	// informerDone is closed when the Node informer has stopped (after cancel).
+	informerDone chan struct{}
+	nodes        corelisters.NodeLister
 
 	// Node status bookkeeping, touched only by the status goroutine.
 	lastStatusReport time.Time
@@ -219,7 +218,7 @@ func (k *Kubelet) stopLocked() {
 	k.run = nil
 	r.cancel()
 	r.wg.Wait()
-	r.informers.Shutdown()
+	<-r.informerDone
 	utilnet.CloseIdleConnectionsFor(r.transport)
 }
 
@@ -235,7 +234,7 @@ func (k *Kubelet) Restart(ctx context.Context) error {
 // new UID while the kubelet keeps running — as an operator's `kubectl replace --force` or an
 // autoscaler reusing a name would. The lease keeps its ownerReference to the old UID until the
 // garbage collector notices. client needs permission to delete and create nodes (an admin).
-func (k *Kubelet) RecreateNode(ctx context.Context, client kubernetes.Interface) (types.UID, error) {
+func (k *Kubelet) RecreateNode(ctx context.Context, client Client) (types.UID, error) {
 	old, err := client.CoreV1().Nodes().Get(ctx, k.cfg.Name, metav1.GetOptions{})
 	if err != nil {
 		return "", fmt.Errorf("get node %s: %w", k.cfg.Name, err)
@@ -274,11 +273,11 @@ func (k *Kubelet) start(ctx context.Context) error {
 		return fmt.Errorf("kubeletsim: transport for %s: %w", k.cfg.Name, err)
 	}
 	counted := &countingTransport{next: rt, c: &k.c, trace: &k.trace}
-	heartbeat, err := kubernetes.NewForConfigAndClient(cfg, &http.Client{Transport: counted, Timeout: k.cfg.heartbeatTimeout()})
+	heartbeat, err := NewClient(cfg, &http.Client{Transport: counted, Timeout: k.cfg.heartbeatTimeout()})
 	if err != nil {
 		return err
 	}
-	watching, err := kubernetes.NewForConfigAndClient(cfg, &http.Client{Transport: counted})
+	watching, err := NewClient(cfg, &http.Client{Transport: counted})
 	if err != nil {
 		return err
 	}
@@ -292,16 +291,17 @@ func (k *Kubelet) start(ctx context.Context) error {
 
 	// The kubelet reads its own Node through an informer restricted to its name; the first
 	// status attempt of every sync is served from it, retries GET from the API server.
-	r.informers = informers.NewSharedInformerFactoryWithOptions(watching, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector(metav1.ObjectNameField, k.cfg.Name).String()
-		}))
-	r.nodes = r.informers.Core().V1().Nodes().Lister()
-	nodeInformer := r.informers.Core().V1().Nodes().Informer()
+	// One informer rather than a SharedInformerFactory, whose ForResource links every API group's.
+	nodeInformer := newNodeInformer(watching, fields.OneTermEqualSelector(metav1.ObjectNameField, k.cfg.Name).String())
+	r.nodes = corelisters.NewNodeLister(nodeInformer.GetIndexer())
 
 	runCtx, cancel := context.WithCancel(klog.NewContext(context.WithoutCancel(ctx), logger))
 	r.cancel = cancel
-	r.informers.Start(runCtx.Done())
+	r.informerDone = make(chan struct{})
+	go func() {
+		defer close(r.informerDone)
+		nodeInformer.RunWithContext(runCtx)
+	}()
 
 	r.wg.Add(2)
 	go func() {
@@ -366,7 +366,7 @@ func (r *instance) runLease(ctx context.Context) {
 	default:
 		// The upstream controller is what 1.29+ kubelets run. Only Run is used: Start and Stop
 		// delete the lease, which is API server identity behaviour, not kubelet behaviour.
-		c := lease.NewController(clock.RealClock{}, r.heartbeat, k.cfg.Name, k.cfg.LeaseDurationSeconds,
+		c := lease.NewController(clock.RealClock{}, leaseOnly{c: r.heartbeat}, k.cfg.Name, k.cfg.LeaseDurationSeconds,
 			r.onRepeatedHeartbeatFailure, k.cfg.RenewInterval, k.cfg.Name, NodeLeaseNamespace, owner)
 		c.Run(ctx)
 	}
@@ -375,7 +375,7 @@ func (r *instance) runLease(ctx context.Context) {
 // setNodeOwner is the kubelet's lease post-processing: while the lease has no ownerReference it
 // GETs the Node and, if that works, makes the Node the lease's only owner. Its error is what the
 // two generations treat differently: modern controllers skip the write, legacy ones write anyway.
-func setNodeOwner(ctx context.Context, client kubernetes.Interface, nodeName string) lease.ProcessLeaseFunc {
+func setNodeOwner(ctx context.Context, client Client, nodeName string) lease.ProcessLeaseFunc {
 	return func(l *coordinationv1.Lease) error {
 		if len(l.OwnerReferences) > 0 {
 			return nil

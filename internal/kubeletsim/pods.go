@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
 // This file writes what a kubelet reports about the pods bound to its node — pod status and
@@ -21,7 +20,7 @@ const PodFieldManager = "kubeletsim"
 
 // EnsureNamespace creates a namespace and its default ServiceAccount (the ServiceAccount
 // admission plugin wants one, and no controller creates it in the test control plane).
-func EnsureNamespace(ctx context.Context, c kubernetes.Interface, name string) error {
+func EnsureNamespace(ctx context.Context, c Client, name string) error {
 	_, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{FieldManager: PodFieldManager})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
@@ -69,7 +68,7 @@ func (p PodSpec) scheduled() metav1.Time {
 
 // CreateRunningPod creates a pod on its node and reports it Running with address ip, as the
 // kubelet does once the sandbox and containers started.
-func CreateRunningPod(ctx context.Context, c kubernetes.Interface, p PodSpec, ip string) (*corev1.Pod, error) {
+func CreateRunningPod(ctx context.Context, c Client, p PodSpec, ip string) (*corev1.Pod, error) {
 	return createReporting(ctx, c, p, func(at metav1.Time) corev1.PodStatus {
 		return corev1.PodStatus{
 			Phase:     corev1.PodRunning,
@@ -91,7 +90,7 @@ func CreateRunningPod(ctx context.Context, c kubernetes.Interface, p PodSpec, ip
 // CreateStuckPod creates a pod on its node and reports it the way the kubelet does while the
 // sandbox cannot be created: phase Pending, no address, every container waiting with reason
 // ContainerCreating.
-func CreateStuckPod(ctx context.Context, c kubernetes.Interface, p PodSpec) (*corev1.Pod, error) {
+func CreateStuckPod(ctx context.Context, c Client, p PodSpec) (*corev1.Pod, error) {
 	return createReporting(ctx, c, p, func(at metav1.Time) corev1.PodStatus {
 		return corev1.PodStatus{
 			Phase:     corev1.PodPending,
@@ -110,7 +109,7 @@ func CreateStuckPod(ctx context.Context, c kubernetes.Interface, p PodSpec) (*co
 
 // createReporting creates p's pod, then writes the status the kubelet reports for it; status gets
 // the time the pod was scheduled.
-func createReporting(ctx context.Context, c kubernetes.Interface, p PodSpec, status func(scheduled metav1.Time) corev1.PodStatus) (*corev1.Pod, error) {
+func createReporting(ctx context.Context, c Client, p PodSpec, status func(scheduled metav1.Time) corev1.PodStatus) (*corev1.Pod, error) {
 	created, err := c.CoreV1().Pods(p.Namespace).Create(ctx, p.pod(), metav1.CreateOptions{FieldManager: PodFieldManager})
 	if err != nil {
 		return nil, err
@@ -121,7 +120,7 @@ func createReporting(ctx context.Context, c kubernetes.Interface, p PodSpec, sta
 
 // RecordSandboxFailure writes the kubelet's FailedCreatePodSandBox event for a pod: a Warning
 // from source kubelet on the node, aggregated count times between first and last.
-func RecordSandboxFailure(ctx context.Context, c kubernetes.Interface, pod *corev1.Pod, message string, count int32, first, last time.Time) (*corev1.Event, error) {
+func RecordSandboxFailure(ctx context.Context, c Client, pod *corev1.Pod, message string, count int32, first, last time.Time) (*corev1.Event, error) {
 	e := &corev1.Event{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      fmt.Sprintf("%s.%x", pod.Name, last.UnixNano()),

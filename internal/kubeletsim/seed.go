@@ -8,7 +8,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 )
 
@@ -18,7 +17,7 @@ import (
 // The creation timestamp is now (the API server sets it), and the lease is only as old as that:
 // it is a zombie until the grace period has passed since its creation. SeedOldLeakedLease makes
 // one that is really old.
-func SeedLeakedLease(ctx context.Context, client kubernetes.Interface, name string, renewTime time.Time) (*coordinationv1.Lease, error) {
+func SeedLeakedLease(ctx context.Context, client Client, name string, renewTime time.Time) (*coordinationv1.Lease, error) {
 	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
 		return nil, fmt.Errorf("kubeletsim: lease name %q: %v", name, msgs)
 	}
@@ -50,7 +49,7 @@ type Backdater interface {
 // creationTimestamp is moved back to renewTime (a kubelet creates its lease with its first
 // renewal). A lease merely created now with an old renewTime is only as old as its creation, the
 // server-stamped time, and is not leaked until the grace period has passed since then.
-func SeedOldLeakedLease(ctx context.Context, client kubernetes.Interface, b Backdater, name string, renewTime time.Time) (*coordinationv1.Lease, error) {
+func SeedOldLeakedLease(ctx context.Context, client Client, b Backdater, name string, renewTime time.Time) (*coordinationv1.Lease, error) {
 	if _, err := SeedLeakedLease(ctx, client, name, renewTime); err != nil {
 		return nil, err
 	}

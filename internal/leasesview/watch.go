@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -58,10 +57,13 @@ func Watch(ctx context.Context, c *Clients, opts Options, sink Sink) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
-	factory := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0,
-		informers.WithNamespace(opts.Namespace), informers.WithTransform(kube.StripLease),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = opts.LabelSelector }))
-	leaseInf := factory.Coordination().V1().Leases().Informer()
+	// One informer rather than a SharedInformerFactory, whose ForResource links every API group's.
+	leaseInf := kube.LeaseInformer(c.Kube, opts.Namespace,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+		func(o *metav1.ListOptions) { o.LabelSelector = opts.LabelSelector })
+	if err := leaseInf.SetTransform(kube.StripLease); err != nil {
+		return err
+	}
 	synced := []cache.InformerSynced{leaseInf.HasSynced}
 	t := newTracker(opts, sink, func(err error) { cancel(err) })
 	t.getLease = func(key string) (*coordinationv1.Lease, bool) {
@@ -125,8 +127,9 @@ func Watch(ctx context.Context, c *Clients, opts Options, sink Sink) error {
 	}
 	t.seed(full.Items)
 
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
+	var running sync.WaitGroup
+	defer running.Wait() // after ctx ends: every return below follows it
+	running.Go(func() { leaseInf.RunWithContext(ctx) })
 	if metaFactory != nil {
 		metaFactory.Start(ctx.Done())
 		defer metaFactory.Shutdown()

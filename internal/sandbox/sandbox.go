@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
@@ -122,11 +122,15 @@ func Start(ctx context.Context, mix Mix, opts Options) (_ *Sandbox, err error) {
 	}
 	adminCfg := env.AdminConfig()
 	adminCfg.UserAgent = ua
-	admin, err := kubernetes.NewForConfig(adminCfg)
+	admin, err := kubeletsim.NewClient(adminCfg, nil)
 	if err != nil {
 		return nil, err
 	}
-	modernVersion, err := kubeletVersionFor(admin)
+	versions, err := discovery.NewDiscoveryClientForConfig(adminCfg)
+	if err != nil {
+		return nil, err
+	}
+	modernVersion, err := kubeletVersionFor(versions)
 	if err != nil {
 		return nil, err
 	}
@@ -246,8 +250,8 @@ const tunedPullQPS = 50
 // kubeletVersionFor is the version the modern simulated kubelets report: the API server's own
 // (major.minor.patch), so that they run within the supported skew of whatever control plane the
 // sandbox was given, as the kubelets of a healthy EKS node group do.
-func kubeletVersionFor(c kubernetes.Interface) (string, error) {
-	sv, err := c.Discovery().ServerVersion()
+func kubeletVersionFor(c discovery.ServerVersionInterface) (string, error) {
+	sv, err := c.ServerVersion()
 	if err != nil {
 		return "", fmt.Errorf("read the API server's version: %w", err)
 	}
@@ -263,7 +267,7 @@ func kubeletVersionFor(c kubernetes.Interface) (string, error) {
 // lifecycle controller writes once the grace period has passed (Ready Unknown, "Kubelet stopped
 // posting node status."). The sandbox writes that history at once instead of waiting the
 // controller's grace period, so that the first report shows a stale machine.
-func stopMachine(ctx context.Context, env *controlplane.Env, admin kubernetes.Interface, k *kubeletsim.Kubelet, died time.Time) error {
+func stopMachine(ctx context.Context, env *controlplane.Env, admin kubeletsim.Client, k *kubeletsim.Kubelet, died time.Time) error {
 	k.Stop()
 	env.NodeDown(k.Address())
 	l, err := admin.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, k.Name(), metav1.GetOptions{})

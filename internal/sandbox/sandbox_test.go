@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 // TestStartArrangesTheMix starts a small sandbox and checks the cluster holds what the mix promises:
@@ -20,7 +21,7 @@ func TestStartArrangesTheMix(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sb.Stop()
-	admin := sb.Env.AdminClient()
+	admin := kubernetes.NewForConfigOrDie(sb.Env.AdminConfig())
 
 	nodes, err := admin.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {

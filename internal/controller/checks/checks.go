@@ -26,7 +26,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
@@ -108,7 +107,7 @@ func NewDeps(cfg *rest.Config, ec2 nkaws.EC2API, leading func() bool, kubeletCon
 	if err != nil {
 		return Deps{}, err
 	}
-	client, err := kubernetes.NewForConfig(kube.SideConfig(cfg, "checks-events", kube.Events))
+	client, err := kube.NewForConfig(kube.SideConfig(cfg, "checks-events", kube.Events))
 	if err != nil {
 		return Deps{}, err
 	}

@@ -23,7 +23,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
@@ -81,7 +80,7 @@ type Deps struct {
 	// EC2 lists the instances.
 	EC2 instances.API
 	// Client lists Nodes; give it its own rate limit (NewDeps uses RateLimit).
-	Client kubernetes.Interface
+	Client kube.Interface
 	// Recorder records the Warning Events (nil: none).
 	Recorder events.EventRecorder
 	// Leading reports whether this replica is the leader; only the leader scans (and records
@@ -100,7 +99,7 @@ func NewDeps(cfg *rest.Config, api instances.API, leading func() bool) (Deps, er
 	if cfg == nil || api == nil {
 		return Deps{}, errors.New("ec2loop: a client configuration and an EC2 client are required")
 	}
-	client, err := kubernetes.NewForConfig(kube.Protobuf(kube.SideConfig(cfg, "ec2-loop", RateLimit)))
+	client, err := kube.NewForConfig(kube.Protobuf(kube.SideConfig(cfg, "ec2-loop", RateLimit)))
 	if err != nil {
 		return Deps{}, err
 	}

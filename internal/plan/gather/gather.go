@@ -21,7 +21,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
@@ -84,7 +83,7 @@ const (
 
 type reader struct {
 	o      Options
-	client kubernetes.Interface
+	client kube.Interface
 	// cr reads what plan shares with doctor (clusterread), so that both read it alike.
 	cr clusterread.Reader
 	in plan.Input
@@ -99,7 +98,7 @@ func Gather(ctx context.Context, cfg *rest.Config, o Options, reqs []Request) (p
 	cfg = kube.Configure(cfg, "plan", o.Limit)
 	r := &reader{o: o, in: plan.Input{Subnets: map[string]plan.Subnet{}}, eniLabels: map[string]string{}}
 	var err error
-	if r.client, err = kubernetes.NewForConfig(cfg); err != nil {
+	if r.client, err = kube.NewForConfig(cfg); err != nil {
 		return r.in, err
 	}
 	dyn, err := dynamic.NewForConfig(cfg)

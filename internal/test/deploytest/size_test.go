@@ -98,6 +98,7 @@ func TestBinarySizes(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkEC2Methods(t, data)
+			checkNoWholeClientset(t, data)
 		}
 	}
 	if *update {
@@ -122,6 +123,30 @@ func checkEC2Methods(t *testing.T, binary []byte) {
 	for _, unused := range []string{"RunInstances", "TerminateInstances", "CreateVpc", "DeleteSubnet"} {
 		if bytes.Contains(binary, []byte(client+unused)) {
 			t.Errorf("the CLI's binary links %s%s, which it never calls: an *ec2.Client is held in an interface value (give the narrow interfaces method values, as internal/aws's methods.go does)", client, unused)
+		}
+	}
+}
+
+// checkNoWholeClientset fails when the CLI's binary holds client-go's whole typed clientset or a
+// SharedInformerFactory. For the reason checkEC2Methods gives, a *kubernetes.Clientset held in an
+// interface value keeps the typed client of every API group, with their apply configurations
+// (about 9 MiB), and a factory's ForResource every group's informer and lister; the CLI builds
+// its clients with kube.NewForConfig (kubeletsim.NewClient in the sandbox) and its informers one
+// by one. The core group's Nodes shows that the names are there to be found.
+func checkNoWholeClientset(t *testing.T, binary []byte) {
+	t.Helper()
+	const found = "k8s.io/client-go/kubernetes/typed/core/v1.(*CoreV1Client).Nodes"
+	if !bytes.Contains(binary, []byte(found)) {
+		t.Fatalf("the CLI's binary names no %s: the check reads nothing", found)
+	}
+	for _, unused := range []string{
+		"k8s.io/client-go/kubernetes.NewForConfigAndClient",
+		"k8s.io/client-go/kubernetes.(*Clientset).BatchV1",
+		"k8s.io/client-go/kubernetes/typed/batch/v1.(*BatchV1Client).Jobs",
+		"k8s.io/client-go/informers.(*sharedInformerFactory).ForResource",
+	} {
+		if bytes.Contains(binary, []byte(unused)) {
+			t.Errorf("the CLI's binary links %s: a whole clientset or informer factory is built somewhere it runs (use kube.Interface and kube.NewForConfig, kube.LeaseInformer; go build -ldflags=-dumpdep shows the chain)", unused)
 		}
 	}
 }

@@ -10,6 +10,8 @@ package testenv
 import (
 	"context"
 
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/nodekeeper/nodekeeper/internal/controlplane"
 )
 
@@ -28,4 +30,11 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		return nil, err
 	}
 	return &Env{Env: e}, nil
+}
+
+// AdminClient returns a clientset with the admin identity. It lives here, not on
+// controlplane.Env, so that the CLI, which runs the control plane in `sandbox`, links no whole
+// clientset (see internal/kube's Interface).
+func (e *Env) AdminClient() kubernetes.Interface {
+	return kubernetes.NewForConfigOrDie(e.AdminConfig())
 }
