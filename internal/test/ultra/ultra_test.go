@@ -256,6 +256,9 @@ func mainCluster(b *testing.B, s sizes, nk, ctrl, floorBin, rawBin, kubectl stri
 	if left := countLeaked(b, admin, "ip-10-201-0"); left != 0 {
 		b.Fatalf("rawdelete left %d leases", left)
 	}
+	if live := countLeaked(b, admin, ""); live != s.nodes {
+		b.Fatalf("%d leases left in %s after rawdelete -prefix, want the %d live Nodes' leases", live, lease.NodeLeaseNamespace, s.nodes)
+	}
 	rate := func(d time.Duration) float64 { return float64(s.leaked) / d.Seconds() }
 	add(row{fmt.Sprintf("gc --dry-run, %s leaked among %s leases", count(s.leaked), count(wantLeases)), secs(dry.wall), "", "", "", ""})
 	add(row{fmt.Sprintf("gc --yes, %s leaked: wall (deletes/s)", count(s.leaked)), fmt.Sprintf("%s (%.0f/s, %.2f of raw)", secs(yes.wall), rate(yes.wall), rate(yes.wall)/rate(raw.wall)),
@@ -360,7 +363,7 @@ func controller(b *testing.B, s sizes, e *testenv.Env, bin, kc string, admin kub
 	}
 	converge, convergeN := byVerb(start, all)
 	afterSync, _ := byVerb(synced, idleEnd)
-	_, idleN := byVerb(idleStart, idleEnd)
+	idle, idleN := byVerb(idleStart, idleEnd)
 	pages := func(n int) int { return (n + int(kube.DefaultChunkSize) - 1) / int(kube.DefaultChunkSize) }
 	floorReq := pages(s.nodes+s.leaked) + pages(s.nodes) + 2 + s.leaked // two paginated LISTs, two WATCHes, one DELETE per leaked lease
 	qps := "--qps " + s.controllerQPS
@@ -374,8 +377,8 @@ func controller(b *testing.B, s sizes, e *testenv.Env, bin, kc string, admin kub
 	lists := afterSync["list leases"] + afterSync["list nodes"]
 	add(row{"controller: LISTs after the caches synced, to the end of the idle window", strconv.Itoa(lists), "0", "", "no periodic re-LIST", verdict(true, lists == 0)})
 	add(row{fmt.Sprintf("controller: steady state, %s idle after converging", s.idle),
-		fmt.Sprintf("%.2f%% of a core, %.1f requests/min, RSS %s", 100*idleCPU.Seconds()/idleEnd.Sub(idleStart).Seconds(),
-			float64(idleN)/idleEnd.Sub(idleStart).Minutes(), kib(rssIdle)), "", "", "", ""})
+		fmt.Sprintf("%.2f%% of a core, %.1f requests/min (%s), RSS %s", 100*idleCPU.Seconds()/idleEnd.Sub(idleStart).Seconds(),
+			float64(idleN)/idleEnd.Sub(idleStart).Minutes(), verbs(idle), kib(rssIdle)), "", "", "", ""})
 }
 
 // doctorCluster seeds a second control plane with Nodes, pods and events, and times doctor on it.
@@ -453,7 +456,13 @@ func seedPodsAndEvents(b *testing.B, c kubernetes.Interface, nodes, pods, events
 	b.Helper()
 	ctx := context.Background()
 	for i := range 10 {
-		if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("team-%d", i)}}, metav1.CreateOptions{}); err != nil {
+		ns := fmt.Sprintf("team-%d", i)
+		if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		// No kube-controller-manager runs to create each namespace's default ServiceAccount, which
+		// the ServiceAccount admission plugin wants before it admits a pod.
+		if _, err := c.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -507,7 +516,7 @@ func explain(b *testing.B, e *testenv.Env, nk, kc, node string) (time.Duration, 
 	return r.wall, n
 }
 
-// countLeaked counts the leases in kube-node-lease whose name starts with prefix.
+// countLeaked counts the leases in kube-node-lease whose name starts with prefix (all of them for "").
 func countLeaked(b *testing.B, c kubernetes.Interface, prefix string) int {
 	b.Helper()
 	n := 0
