@@ -221,7 +221,9 @@ func mainCluster(b *testing.B, s sizes, nk, ctrl, floorBin, rawBin, kubectl stri
 	}
 	var floorRuns, inRuns, nkRuns, kcRuns []run
 	sides := []func(){
-		func() { floorRuns = append(floorRuns, timeProcess(b, floorBin, "--kubeconfig", cliKC, "-chunk-size", strconv.FormatInt(leasesview.DefaultChunkSize, 10))) },
+		func() {
+			floorRuns = append(floorRuns, timeProcess(b, floorBin, "--kubeconfig", cliKC, "-chunk-size", strconv.FormatInt(leasesview.DefaultChunkSize, 10)))
+		},
 		func() { nkRuns = append(nkRuns, timeProcess(b, nk, "leases", "-A", "--kubeconfig", cliKC)) },
 		func() { kcRuns = append(kcRuns, timeProcess(b, kubectl, "get", "lease", "-A", "--kubeconfig", cliKC)) },
 		func() {
