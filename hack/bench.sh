@@ -39,6 +39,11 @@
 #              wall time of one node's story (issue 29: at most 20 requests, under 2 s)
 #   ec2loop    the controller's EC2 loop (--aws): one scan of 5,000 instances against awsfake, its
 #              DescribeInstances calls (paginated, no per-instance call), Node LISTs and memory
+#   ultra      issue 32's one table at 100,000 Nodes and 10,000 leaked leases (internal/test/ultra): the controller
+#              (first and last deletion, peak RSS, requests, idle LISTs and CPU), leases -A against a bare protobuf
+#              LIST and kubectl, gc --dry-run/--yes against 64 raw DELETEs, doctor at 10,000 nodes, explain at
+#              100,000 against 2,000, the kubelet simulator's ceiling, audit against grep -c -F, binary sizes;
+#              NODEKEEPER_ULTRA_NODES=5000 scales it down (docs/scale.md)
 #   controller-checks  controller --checks at 2,000 nodes, 20,000 pods (300 stuck), 2,000 aws-node metrics
 #              endpoints: API requests per interval, CPU seconds per run and idle, the share of one core
 #              over an hour at the 5m default, peak RSS against today's controller (a first run, then
@@ -69,9 +74,10 @@ declare -A cmd=(
   [aws]="./internal/aws/cwaudit -bench CloudWatchVsFile -timeout 30m"
   [explain]="./internal/explain -bench Explain2000 -benchtime 5x -timeout 30m"
   [ec2loop]="./internal/controller/ec2loop -bench EC2Loop5000 -benchtime 20x -timeout 10m"
+  [ultra]="./internal/test/ultra -bench Ultra -timeout 180m"
   [controller-checks]="./internal/controller/checks -bench ControllerChecks2000 -timeout 60m"
 )
-order=(binary testenv gc gc-process controller faults leases audit audit-rss audit-worst audit-leaky audit-scan audit-distinct doctor doctor-cni doctor-rss aws ec2loop controller-checks explain capacity)
+order=(binary testenv gc gc-process controller faults leases audit audit-rss audit-worst audit-leaky audit-scan audit-distinct doctor doctor-cni doctor-rss aws ec2loop controller-checks explain capacity ultra)
 # The audit RSS benchmark measures at 1 GB and 4 GB unless told otherwise.
 export NODEKEEPER_AUDIT_BENCH_RSS_SIZES=${NODEKEEPER_AUDIT_BENCH_RSS_SIZES:-1G,4G}
 selected=(${BENCH:-${order[*]}})

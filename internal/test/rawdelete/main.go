@@ -2,7 +2,8 @@
 // the fastest plain way to empty kube-node-lease, as a script author would write it in Go. It
 // lists the leases (protobuf, pages of 500 like gc's default --chunk-size), then deletes every
 // one with 64 protobuf DELETEs in flight: no Node check, no preconditions, no client-side rate
-// limit, nothing printed but the count. It is a benchmark tool, not shipped.
+// limit, nothing printed but the count. With -prefix it deletes only the leases whose name starts with it, so
+// that a cluster's live leases stay (the ultra benchmark's raw DELETE rate). It is a benchmark tool, not shipped.
 package main
 
 import (
@@ -10,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -25,14 +27,15 @@ import (
 func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file")
 	workers := flag.Int("workers", 64, "DELETEs in flight")
+	prefix := flag.String("prefix", "", "delete only the leases whose name starts with this (the leaked set of a cluster whose live leases stay)")
 	flag.Parse()
-	if err := run(*kubeconfig, *workers); err != nil {
+	if err := run(*kubeconfig, *workers, *prefix); err != nil {
 		fmt.Fprintln(os.Stderr, "rawdelete:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig string, workers int) error {
+func run(kubeconfig string, workers int, prefix string) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
@@ -47,7 +50,9 @@ func run(kubeconfig string, workers int) error {
 	var names []string
 	err = kube.ListLeases(ctx, client.CoordinationV1(), lease.NodeLeaseNamespace, kube.DefaultChunkSize, func(l *coordinationv1.LeaseList) error {
 		for i := range l.Items {
-			names = append(names, l.Items[i].Name)
+			if strings.HasPrefix(l.Items[i].Name, prefix) {
+				names = append(names, l.Items[i].Name)
+			}
 		}
 		return nil
 	})
