@@ -23,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/component-helpers/apimachinery/lease"
@@ -274,11 +276,11 @@ func (k *Kubelet) start(ctx context.Context) error {
 		return fmt.Errorf("kubeletsim: transport for %s: %w", k.cfg.Name, err)
 	}
 	counted := &countingTransport{next: rt, c: &k.c, trace: &k.trace}
-	heartbeat, err := kubernetes.NewForConfigAndClient(cfg, &http.Client{Transport: counted, Timeout: k.cfg.heartbeatTimeout()})
+	heartbeat, err := newNodeClients(cfg, &http.Client{Transport: counted, Timeout: k.cfg.heartbeatTimeout()})
 	if err != nil {
 		return err
 	}
-	watching, err := kubernetes.NewForConfigAndClient(cfg, &http.Client{Transport: counted})
+	watching, err := newNodeClients(cfg, &http.Client{Transport: counted})
 	if err != nil {
 		return err
 	}
@@ -393,4 +395,32 @@ func setNodeOwner(ctx context.Context, client kubernetes.Interface, nodeName str
 		}}
 		return nil
 	}
+}
+
+// nodeClients is the part of a clientset a kubelet uses: the core group (its Node) and the
+// coordination group (its lease). kubernetes.NewForConfigAndClient builds a REST client for every
+// API group, about 44 KiB, which a fleet of thousands would pay twice per kubelet for nothing.
+// Any other group is nil, so a new use fails at once instead of going unnoticed.
+type nodeClients struct {
+	kubernetes.Interface
+	core         corev1client.CoreV1Interface
+	coordination coordinationv1client.CoordinationV1Interface
+}
+
+func newNodeClients(cfg *rest.Config, client *http.Client) (kubernetes.Interface, error) {
+	core, err := corev1client.NewForConfigAndClient(cfg, client)
+	if err != nil {
+		return nil, err
+	}
+	coordination, err := coordinationv1client.NewForConfigAndClient(cfg, client)
+	if err != nil {
+		return nil, err
+	}
+	return nodeClients{core: core, coordination: coordination}, nil
+}
+
+func (c nodeClients) CoreV1() corev1client.CoreV1Interface { return c.core }
+
+func (c nodeClients) CoordinationV1() coordinationv1client.CoordinationV1Interface {
+	return c.coordination
 }
