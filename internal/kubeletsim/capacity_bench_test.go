@@ -371,8 +371,11 @@ func cpuTimes() map[string]float64 {
 	return out
 }
 
-func rssMiB() int64 {
-	data, err := os.ReadFile("/proc/self/status")
+func rssMiB() int64 { return rssMiBOf("self") }
+
+// rssMiBOf is the resident memory of process pid ("self" for this one) in MiB, 0 if unknown.
+func rssMiBOf(pid string) int64 {
+	data, err := os.ReadFile("/proc/" + pid + "/status")
 	if err != nil {
 		return 0
 	}

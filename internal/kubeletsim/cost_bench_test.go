@@ -126,6 +126,7 @@ type cost struct {
 	heap      uint64             // simulator heap in use per kubelet, bytes
 	stack     uint64             // simulator goroutine stacks per kubelet, bytes
 	routines  float64            // simulator goroutines per kubelet
+	rssMiB    map[string]int64   // resident memory of each process after the window
 }
 
 // perKubeletSecond is the CPU seconds process spends per kubelet and second of steady state,
@@ -159,8 +160,8 @@ func (c cost) String() string {
 	s := fmt.Sprintf("%d kubelets, %s window: %d renewals (%.2f/kubelet/s), %d requests\n",
 		c.kubelets, c.window, c.renewals, float64(c.renewals)/float64(c.kubelets)/c.window.Seconds(), c.requests)
 	for _, p := range costProcesses {
-		s += fmt.Sprintf("  %-24s %7.1f µs CPU per kubelet-second (%6.0f µs per renewal), idle %.3f cores\n", p,
-			c.perKubeletSecond(p)*1e6, c.perKubeletSecond(p)*1e6*float64(c.kubelets)*c.window.Seconds()/float64(max(c.renewals, 1)), c.idleCores[p])
+		s += fmt.Sprintf("  %-24s %7.1f µs CPU per kubelet-second (%6.0f µs per renewal), idle %.3f cores, RSS %d MiB\n", p,
+			c.perKubeletSecond(p)*1e6, c.perKubeletSecond(p)*1e6*float64(c.kubelets)*c.window.Seconds()/float64(max(c.renewals, 1)), c.idleCores[p], c.rssMiB[p])
 	}
 	n, top := c.ceiling(2)
 	s += fmt.Sprintf("  simulator: %.0f allocs and %.1f KiB allocated per renewal, %.1f goroutines, %.1f KiB heap and %.1f KiB stacks per kubelet\n",
@@ -235,6 +236,12 @@ func BenchmarkRenewalCost(b *testing.B) {
 	c.heap = (after.HeapInuse - min(after.HeapInuse, before.HeapInuse)) / uint64(n)
 	c.stack = (after.StackInuse - min(after.StackInuse, before.StackInuse)) / uint64(n)
 	c.routines = float64(runtime.NumGoroutine()-routines0) / float64(n)
+	c.rssMiB = map[string]int64{"simulator": rssMiBOf("self")}
+	for i, pid := range env.PIDs() {
+		if i < len(costProcesses)-1 {
+			c.rssMiB[[]string{"etcd", "kube-apiserver", "kube-controller-manager"}[i]] = rssMiBOf(strconv.Itoa(pid))
+		}
+	}
 	if path := os.Getenv(costPprofEnv); path != "" {
 		if f, err := os.Create(path + ".simulator-heap"); err == nil {
 			pprof.WriteHeapProfile(f)
