@@ -47,8 +47,8 @@ func envInt(name string, def int) int {
 // 40 s duration at every sample, and the node lifecycle controller never marking a node
 // anything but Ready. It runs the ramp once whatever b.N is.
 //
-// Each step also prints what a kubelet costs each process (CPU per kubelet-second above the
-// idle control plane) and the ceiling of 2 cores at that cost, and the step that fails says
+// Each step also prints what a renewal costs each process (CPU above the idle control plane)
+// and the ceiling of 2 cores at that cost, and the step that fails says
 // what saturated: the machine's CPU, which process used most of it, and how late renewals were.
 // To ask "does it hold 5,000?" directly:
 //
@@ -131,6 +131,8 @@ type stepResult struct {
 	idle                   map[string]float64 // cores used before any kubelet ran, by component
 	machineBusy            float64            // cores the whole machine used during the window
 	renewInterval          time.Duration
+	window                 time.Duration
+	renewals               int64 // lease PUTs answered during the window
 	rssMB                  int64
 	goroutines             int
 	firstProblem           string
@@ -156,22 +158,25 @@ func (r stepResult) String() string {
 
 // cost is the window's CPU as a steady-state cost per kubelet (see BenchmarkRenewalCost).
 func (r stepResult) cost() cost {
-	c := cost{kubelets: r.kubelets, window: time.Second, idleCores: r.idle, cpu: map[string]float64{}}
+	c := cost{kubelets: r.kubelets, window: r.window, idleCores: r.idle, cpu: map[string]float64{}, renewals: r.renewals}
+	if r.renewInterval > 0 {
+		c.renewRate = 1 / r.renewInterval.Seconds()
+	}
 	for k, v := range r.cpu {
-		c.cpu[k] = v // cores over a 1 s window are CPU seconds
+		c.cpu[k] = v * r.window.Seconds()
 	}
 	return c
 }
 
-// costLine is the step's CPU per kubelet-second of each process and the 2-core ceiling it implies.
+// costLine is the step's CPU per renewal of each process and the 2-core ceiling it implies.
 func (r stepResult) costLine() string {
 	c := r.cost()
 	var parts []string
 	for _, p := range costProcesses {
-		parts = append(parts, fmt.Sprintf("%s %.0f", p, c.perKubeletSecond(p)*1e6))
+		parts = append(parts, fmt.Sprintf("%s %.0f", p, c.perRenewal(p)*1e6))
 	}
 	n, top := c.ceiling(2)
-	return fmt.Sprintf("cost µs CPU per kubelet-second: %s | 2-core ceiling at this cost %d (largest: %s) | machine busy %.2f of %d cores",
+	return fmt.Sprintf("cost µs CPU per renewal: %s | 2-core ceiling at this cost %d (largest: %s) | machine busy %.2f of %d cores",
 		strings.Join(parts, ", "), n, top, r.machineBusy, runtime.NumCPU())
 }
 
@@ -285,6 +290,7 @@ func observe(ctx context.Context, w *watcher, fleet *kubeletsim.Fleet, names []s
 		res.cpu[k] = (v - cpu0[k]) / elapsed
 	}
 	st := fleet.Stats().Sub(stats0)
+	res.window, res.renewals = time.Duration(elapsed*float64(time.Second)), st.LeaseUpdate
 	res.requestsPerSec = float64(st.Total) / elapsed
 	res.errors = float64(st.Errors) / elapsed
 	sort.Slice(ages, func(i, j int) bool { return ages[i] < ages[j] })
