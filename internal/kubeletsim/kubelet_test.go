@@ -3,6 +3,7 @@ package kubeletsim_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -25,8 +26,15 @@ var env *testenv.Env
 
 // The package shares one control plane with the garbage collector and node lifecycle controller
 // at their default settings, which the capacity benchmark needs to be meaningful.
+//
+// With NODEKEEPER_COST_PPROF set the API server serves /debug/pprof, and BenchmarkRenewalCost
+// writes a CPU profile of its window there.
 func TestMain(m *testing.M) {
-	testenv.Main(m, testenv.Options{ControllerManager: true}, &env)
+	opts := testenv.Options{ControllerManager: true}
+	if os.Getenv(costPprofEnv) != "" {
+		opts.APIServerArgs = []string{"--profiling=true"}
+	}
+	testenv.Main(m, opts, &env)
 }
 
 // uniqueName gives each test its own node so tests never see each other's objects.

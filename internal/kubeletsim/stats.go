@@ -172,17 +172,47 @@ func (r Request) String() string {
 // traceSize bounds the per-kubelet request history.
 const traceSize = 256
 
-// trace is a ring of the most recent requests.
+// traceInternLimit bounds the distinct paths a trace shares; a kubelet uses about five.
+const traceInternLimit = 32
+
+// trace is a ring of the most recent requests. Entries are kept compact and share their path
+// strings, because a fleet keeps thousands of full rings: a ring of Requests, each holding the
+// path string its request allocated, would cost about 40 KiB per kubelet.
 type trace struct {
-	mu   sync.Mutex
-	buf  [traceSize]Request
-	next int
-	n    int
+	mu    sync.Mutex
+	buf   [traceSize]traceEntry
+	next  int
+	n     int
+	paths map[string]string // interned paths, at most traceInternLimit
+}
+
+type traceEntry struct {
+	unixNano int64
+	method   string // an interned constant for the usual methods
+	path     string
+	code     int
+}
+
+// methods lets a trace keep one shared string per HTTP method.
+var methods = map[string]string{
+	http.MethodGet: http.MethodGet, http.MethodPut: http.MethodPut, http.MethodPost: http.MethodPost,
+	http.MethodPatch: http.MethodPatch, http.MethodDelete: http.MethodDelete,
 }
 
 func (t *trace) add(r Request) {
 	t.mu.Lock()
-	t.buf[t.next] = r
+	if m, ok := methods[r.Method]; ok {
+		r.Method = m
+	}
+	if p, ok := t.paths[r.Path]; ok {
+		r.Path = p
+	} else if len(t.paths) < traceInternLimit {
+		if t.paths == nil {
+			t.paths = map[string]string{}
+		}
+		t.paths[r.Path] = r.Path
+	}
+	t.buf[t.next] = traceEntry{unixNano: r.Time.UnixNano(), method: r.Method, path: r.Path, code: r.Code}
 	t.next = (t.next + 1) % traceSize
 	if t.n < traceSize {
 		t.n++
@@ -196,9 +226,10 @@ func (t *trace) since(from time.Time) []Request {
 	defer t.mu.Unlock()
 	out := make([]Request, 0, t.n)
 	for i := 0; i < t.n; i++ {
-		r := t.buf[(t.next-t.n+i+traceSize)%traceSize]
-		if !r.Time.Before(from) {
-			out = append(out, r)
+		e := t.buf[(t.next-t.n+i+traceSize)%traceSize]
+		at := time.Unix(0, e.unixNano)
+		if !at.Before(from) {
+			out = append(out, Request{Time: at, Method: e.method, Path: e.path, Code: e.code})
 		}
 	}
 	return out

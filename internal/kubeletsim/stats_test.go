@@ -1,10 +1,13 @@
 package kubeletsim
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func TestStatsClassification(t *testing.T) {
@@ -92,6 +95,22 @@ func TestTrace(t *testing.T) {
 	}
 	if got := tr.since(t0.Add(time.Duration(traceSize+8) * time.Second)); len(got) != 2 {
 		t.Errorf("since: got %d, want 2", len(got))
+	}
+	// Requests of one path share one string however many the ring holds (each request's path
+	// is a fresh string), and paths past the intern limit are still recorded as they were.
+	var shared trace
+	for i := 0; i < 3; i++ {
+		shared.add(Request{Time: t0, Method: strings.Clone("PUT"), Path: strings.Clone(leasePathPrefix + "/n1"), Code: 200})
+	}
+	for i := 0; i < traceInternLimit+5; i++ {
+		shared.add(Request{Time: t0, Method: "GET", Path: fmt.Sprintf("/api/v1/nodes/n%d", i), Code: 200})
+	}
+	got := shared.since(time.Time{})
+	if unsafe.StringData(got[0].Path) != unsafe.StringData(got[2].Path) || unsafe.StringData(got[0].Method) != unsafe.StringData(got[2].Method) {
+		t.Error("the ring keeps a string per request instead of sharing the path and method")
+	}
+	if last := got[len(got)-1]; last.Path != fmt.Sprintf("/api/v1/nodes/n%d", traceInternLimit+4) || last.Method != "GET" || last.Code != 200 || !last.Time.Equal(t0) {
+		t.Errorf("last request past the intern limit: %+v", last)
 	}
 	for _, tt := range []struct {
 		r    Request
