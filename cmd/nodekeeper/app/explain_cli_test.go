@@ -13,9 +13,11 @@ import (
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodekeeper/nodekeeper/internal/aws/cwaudit"
+	"github.com/nodekeeper/nodekeeper/internal/cli"
 	"github.com/nodekeeper/nodekeeper/internal/explain"
 	"github.com/nodekeeper/nodekeeper/internal/findings/findingshtml"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
@@ -131,6 +133,68 @@ func TestExplainAndDoctorHTMLOnAControlPlane(t *testing.T) {
 			if !slices.Contains(ops, op) {
 				t.Errorf("no %s call over the wire: %v", op, ops)
 			}
+		}
+	})
+
+	// `explain` as a user who may not list Events, with EC2 denying DescribeInstances: both reads
+	// are named gaps in the story, the rest of it is told, and the exit code is 0 as
+	// docs/exit-codes.md says (a forbidden or failed read is a gap, not a failure).
+	t.Run("explain with forbidden reads exits 0", func(t *testing.T) {
+		const node, id, user = "ip-10-64-3-3.ec2.internal", "i-0c0ffee0c0ffee003", "explain-cli-no-events"
+		env.CreateNode(t, node)
+		nodes := env.AdminClient().CoreV1().Nodes()
+		n, err := nodes.Get(t.Context(), node, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Spec.ProviderID = "aws:///us-west-2a/" + id
+		if _, err := nodes.Update(t.Context(), n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		env.GrantClusterRole(t, user,
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes", "pods"}, Verbs: []string{"get", "list"}},
+			rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list"}},
+			rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"get"}},
+		)
+		kubeconfig := filepath.Join(t.TempDir(), "limited.kubeconfig")
+		if err := env.WriteKubeconfig(kubeconfig, env.UserConfig(user)); err != nil {
+			t.Fatal(err)
+		}
+		cloud := awsfake.New()
+		cloud.Instances = []ec2types.Instance{{InstanceId: awssdk.String(id), State: &ec2types.InstanceState{Name: ec2types.InstanceStateNameRunning}}}
+		cloud.Deny["ec2:DescribeInstances"] = true
+		out, stderr, err := runCmd(t, &fakeAWS{cloud: cloud}, "explain", node, "--aws", "--eks-cluster", "arn:aws:eks:us-west-2:111122223333:cluster/prod",
+			"--kubeconfig", kubeconfig, "-o", "json")
+		if code := cli.ExitCode(err); code != cli.ExitOK {
+			t.Fatalf("exit %d (%v), want %d: a forbidden read is a gap\nstderr:\n%s", code, err, cli.ExitOK, stderr)
+		}
+		var story explain.Story
+		if err := json.Unmarshal([]byte(out), &story); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		// Each gap names its verb and its resource: the Events of this Node, this instance.
+		names := map[string]string{"Event list": "events (involvedObject.name=" + node + ")", "EC2 ec2:DescribeInstances": "instance " + id}
+		want := map[string]bool{}
+		for k := range names {
+			want[k] = false
+		}
+		for _, g := range story.Gaps {
+			k := g.Source + " " + g.Verb
+			if r, ok := names[k]; ok && g.Resource == r {
+				want[k] = true
+			}
+		}
+		for k, seen := range want {
+			if !seen {
+				t.Errorf("no gap %q naming its resource in %+v", k, story.Gaps)
+			}
+		}
+		created := false
+		for _, l := range story.Timeline {
+			created = created || l.Source == explain.SourceNode && strings.HasPrefix(l.What, "Node "+node+" created")
+		}
+		if !created {
+			t.Errorf("the story stopped at the gaps:\n%s", out)
 		}
 	})
 
