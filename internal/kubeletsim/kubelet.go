@@ -326,6 +326,10 @@ func (k *Kubelet) start(ctx context.Context) error {
 func (r *instance) register(ctx context.Context) error {
 	k := r.k
 	backoff := 100 * time.Millisecond
+	// answer is the last error the API server itself gave: the attempt the context cut short
+	// says only "context deadline exceeded", which on a slow machine would hide why every
+	// earlier attempt failed (a NodeRestriction refusal, say).
+	var answer error
 	for {
 		node, err := r.heartbeat.CoreV1().Nodes().Create(ctx, k.cfg.newNode(time.Now()), metav1.CreateOptions{FieldManager: FieldManager})
 		if apierrors.IsAlreadyExists(err) {
@@ -337,9 +341,12 @@ func (r *instance) register(ctx context.Context) error {
 			return nil
 		}
 		r.logger.Error(err, "Unable to register node with API server")
+		if ctx.Err() == nil || answer == nil {
+			answer = err
+		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("kubeletsim: register node %s: %w (last error: %v)", k.cfg.Name, ctx.Err(), err)
+			return fmt.Errorf("kubeletsim: register node %s: %w (last error: %v)", k.cfg.Name, ctx.Err(), answer)
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 7*time.Second)

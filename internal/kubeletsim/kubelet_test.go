@@ -6,9 +6,11 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
@@ -353,12 +356,20 @@ func TestStartErrors(t *testing.T) {
 	if _, err := kubeletsim.NewFleet(nil).Start(ctx, kubeletsim.Config{Name: "x"}); err == nil {
 		t.Error("a fleet without ConfigFunc must refuse to start kubelets")
 	}
-	// A kubelet with another node's identity is refused by NodeRestriction; Start reports it
-	// once its context ends.
+	// A kubelet with another node's identity is refused by NodeRestriction, and retries as the
+	// kubelet does; Start reports the refusal once its context ends. The context ends on the
+	// event, once the refusal was logged, not after a time window that a loaded machine may
+	// spend before the first answer.
 	wrong := kubeletsim.NewFleet(func(string) *rest.Config { return env.UserConfig("system:node:someone-else", "system:nodes") })
-	short, cancel := context.WithTimeout(ctx, time.Second)
+	short, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	_, err := wrong.Start(short, kubeletsim.Config{Name: uniqueName()})
+	var refused sync.Once
+	logger := funcr.New(func(_, args string) {
+		if strings.Contains(args, "is forbidden") {
+			refused.Do(cancel)
+		}
+	}, funcr.Options{})
+	_, err := wrong.Start(klog.NewContext(short, logger), kubeletsim.Config{Name: uniqueName()})
 	if err == nil || !strings.Contains(err.Error(), "forbidden") {
 		t.Errorf("wrong identity: %v", err)
 	}
