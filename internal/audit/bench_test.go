@@ -441,15 +441,17 @@ func timedRun(tb testing.TB, name string, args ...string) (wall, cpu time.Durati
 // 5) after one warm-up of each, and it prints each pair and the median of the per-pair ratios jq
 // time / audit time (wall and CPU). Run it once: -run '^$' -bench BenchmarkAuditLeakyJSONVsJQ
 // -benchtime 1x.
-func BenchmarkAuditLeakyJSONVsJQ(b *testing.B) {
-	jq, err := exec.LookPath("jq")
-	if err != nil {
-		b.Skip("jq not found")
-	}
-	n := int(benchSize("NODEKEEPER_AUDIT_BENCH_LEAKY", 300_000))
-	pairs := int(benchSize("NODEKEEPER_AUDIT_BENCH_PAIRS", 5))
-	path, size := writeLeakyLog(b, b.TempDir(), n)
-	bin := gobuild.Must(b, buildNodekeeper)
+// leakyBench is the setup the leaky-log benchmarks share: the log of
+// NODEKEEPER_AUDIT_BENCH_LEAKY events (n) written once, the number of paired runs, the built
+// binary, and a first `audit -o json` of the log that must count every event and leak, so that
+// the timed runs compare work that read the whole log; leaks and report are that report's leak
+// count and size in bytes.
+func leakyBench(b *testing.B) (n, pairs int, path string, size int64, bin string, leaks, report int) {
+	b.Helper()
+	n = int(benchSize("NODEKEEPER_AUDIT_BENCH_LEAKY", 300_000))
+	pairs = int(benchSize("NODEKEEPER_AUDIT_BENCH_PAIRS", 5))
+	path, size = writeLeakyLog(b, b.TempDir(), n)
+	bin = gobuild.Must(b, buildNodekeeper)
 	out, err := exec.Command(bin, "audit", "-o", "json", path).Output()
 	if err != nil {
 		b.Fatal(err)
@@ -464,6 +466,15 @@ func BenchmarkAuditLeakyJSONVsJQ(b *testing.B) {
 	if rep.Totals.Events != int64(n) || len(rep.Leaks) != n/40 {
 		b.Fatalf("report of the leaky log: %d events (want %d), %d leaks (want %d)", rep.Totals.Events, n, len(rep.Leaks), n/40)
 	}
+	return n, pairs, path, size, bin, len(rep.Leaks), len(out)
+}
+
+func BenchmarkAuditLeakyJSONVsJQ(b *testing.B) {
+	jq, err := exec.LookPath("jq")
+	if err != nil {
+		b.Skip("jq not found")
+	}
+	n, pairs, path, size, bin, leaks, report := leakyBench(b)
 	auditArgs := []string{"audit", "-o", "json", path}
 	jqArgs := []string{"-c", jqFilter, path}
 	timedRun(b, bin, auditArgs...) // warm-up: page cache, binary
@@ -492,7 +503,7 @@ func BenchmarkAuditLeakyJSONVsJQ(b *testing.B) {
 	slices.Sort(audits)
 	wall, cpu, med := wallRatios[len(wallRatios)/2], cpuRatios[len(cpuRatios)/2], audits[len(audits)/2]
 	fmt.Fprintf(os.Stderr, "BenchmarkAuditLeakyJSONVsJQ: %d events, %.0f MB, %d leaks, a %.1f MB report: audit -o json median %s; median of pair ratios jq/audit: %.1fx wall, %.1fx CPU\n",
-		n, float64(size)/1e6, len(rep.Leaks), float64(len(out))/1e6, med.Round(time.Millisecond), wall, cpu)
+		n, float64(size)/1e6, leaks, float64(report)/1e6, med.Round(time.Millisecond), wall, cpu)
 	b.ReportMetric(wall, "x-jq")
 	b.ReportMetric(cpu, "x-jq-cpu")
 }

@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodekeeper/nodekeeper/internal/test/gobuild"
 )
 
 // scanNeedle is the fixed string grep -c -F looks for: every event of writeKubeletLog's logs
@@ -97,26 +95,7 @@ func BenchmarkAuditVsScan(b *testing.B) {
 	if err != nil {
 		b.Skip("grep not found")
 	}
-	n := int(benchSize("NODEKEEPER_AUDIT_BENCH_LEAKY", 300_000))
-	pairs := int(benchSize("NODEKEEPER_AUDIT_BENCH_PAIRS", 5))
-	path, size := writeLeakyLog(b, b.TempDir(), n)
-	bin := gobuild.Must(b, buildNodekeeper)
-
-	// Both must have read the whole log before their times mean anything.
-	out, err := exec.Command(bin, "audit", "-o", "json", path).Output()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var rep struct {
-		Totals struct{ Events int64 } `json:"totals"`
-		Leaks  []json.RawMessage      `json:"leaks"`
-	}
-	if err := json.Unmarshal(out, &rep); err != nil {
-		b.Fatal(err)
-	}
-	if rep.Totals.Events != int64(n) || len(rep.Leaks) != n/40 {
-		b.Fatalf("report of the leaky log: %d events (want %d), %d leaks (want %d)", rep.Totals.Events, n, len(rep.Leaks), n/40)
-	}
+	n, pairs, path, size, bin, leaks, report := leakyBench(b)
 	scanArgs := []string{"-c", "-F", scanNeedle, path}
 	count, err := exec.Command(grep, scanArgs...).Output()
 	if err != nil {
@@ -137,8 +116,8 @@ func BenchmarkAuditVsScan(b *testing.B) {
 
 	fmt.Fprintf(os.Stderr, "BenchmarkAuditVsScan: %d events, %.0f MB, %d leaks: audit median %s against grep -c -F median %s, %.2fx (median of %d pair ratios), peak %.0f MiB; "+
 		"audit -o json (a %.1f MB report) median %s against %s, %.2fx, peak %.0f MiB\n",
-		n, float64(size)/1e6, len(rep.Leaks), audit.Round(time.Millisecond), scan.Round(time.Millisecond), ratio, pairs, float64(peak)/(1<<20),
-		float64(len(out))/1e6, js.Round(time.Millisecond), jscan.Round(time.Millisecond), jratio, float64(jpeak)/(1<<20))
+		n, float64(size)/1e6, leaks, audit.Round(time.Millisecond), scan.Round(time.Millisecond), ratio, pairs, float64(peak)/(1<<20),
+		float64(report)/1e6, js.Round(time.Millisecond), jscan.Round(time.Millisecond), jratio, float64(jpeak)/(1<<20))
 	b.ReportMetric(audit.Seconds(), "audit-s")
 	b.ReportMetric(scan.Seconds(), "scan-s")
 	b.ReportMetric(ratio, "x-scan")
