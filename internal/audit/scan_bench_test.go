@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
 )
 
 // scanNeedle is the fixed string grep -c -F looks for: every event of writeKubeletLog's logs
