@@ -3,9 +3,7 @@ package aws
 import (
 	"context"
 
-	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	"github.com/aws/aws-sdk-go-v2/service/eks"
 )
 
 // EC2API is the part of EC2 nodekeeper reads. *ec2.Client satisfies it.
@@ -16,35 +14,14 @@ type EC2API interface {
 	DescribeVolumes(context.Context, *ec2.DescribeVolumesInput, ...func(*ec2.Options)) (*ec2.DescribeVolumesOutput, error)
 }
 
-// LogsAPI is the part of CloudWatch Logs nodekeeper reads: Logs Insights queries, and
-// FilterLogEvents where Insights is not allowed. *cloudwatchlogs.Client satisfies it.
-type LogsAPI interface {
-	StartQuery(context.Context, *cloudwatchlogs.StartQueryInput, ...func(*cloudwatchlogs.Options)) (*cloudwatchlogs.StartQueryOutput, error)
-	GetQueryResults(context.Context, *cloudwatchlogs.GetQueryResultsInput, ...func(*cloudwatchlogs.Options)) (*cloudwatchlogs.GetQueryResultsOutput, error)
-	StopQuery(context.Context, *cloudwatchlogs.StopQueryInput, ...func(*cloudwatchlogs.Options)) (*cloudwatchlogs.StopQueryOutput, error)
-	FilterLogEvents(context.Context, *cloudwatchlogs.FilterLogEventsInput, ...func(*cloudwatchlogs.Options)) (*cloudwatchlogs.FilterLogEventsOutput, error)
-}
-
-// EKSAPI is the part of EKS nodekeeper reads: the cluster's tags and logging configuration.
-// *eks.Client satisfies it.
-type EKSAPI interface {
-	DescribeCluster(context.Context, *eks.DescribeClusterInput, ...func(*eks.Options)) (*eks.DescribeClusterOutput, error)
-}
-
-// Clients holds one implementation of each API.
-type Clients struct {
-	EC2  EC2API
-	Logs LogsAPI
-	EKS  EKSAPI
-	// CloudWatch reads metrics (metrics.go).
-	CloudWatch CloudWatchAPI
-	// LaunchTemplates (EC2), Nodegroups (EKS) and AutoScaling are what doctor --aws reads to
-	// find the launch template version each node was launched from.
-	LaunchTemplates LaunchTemplatesAPI
-	Nodegroups      NodegroupsAPI
-	AutoScaling     AutoScalingAPI
-	// Region the clients talk to, for messages.
-	Region string
-	// Throttles counts the calls AWS throttled (each retried by the SDK); nil for fakes.
-	Throttles *ThrottleCounter
+// NodegroupTemplatesAPI is what doctor reads of a cluster's EKS managed node groups: their names
+// and the launch template each was created with. It takes none of the EKS SDK's types, so that
+// doctor, and with it the controller's check loop, links no EKS client; allclients.Nodegroups
+// adapts the EKS client (allclients.NodegroupsAPI) to it. Errors are explained as Explain does.
+type NodegroupTemplatesAPI interface {
+	// NodegroupNames lists the names of the cluster's managed node groups, from every page.
+	NodegroupNames(ctx context.Context, cluster string) ([]string, error)
+	// NodegroupLaunchTemplate is the id and version of the launch template the group was
+	// created with; ok is false when it was created without one.
+	NodegroupLaunchTemplate(ctx context.Context, cluster, name string) (id, version string, ok bool, err error)
 }

@@ -23,7 +23,7 @@ func DescribeAutoScalingGroups(ctx context.Context, api AutoScalingAPI, names []
 		batch := names[:min(len(names), 50)]
 		names = names[len(batch):]
 		p := autoscaling.NewDescribeAutoScalingGroupsPaginator(api, &autoscaling.DescribeAutoScalingGroupsInput{AutoScalingGroupNames: batch, IncludeInstances: &noInstances})
-		groups, err := allPages(ctx, PermDescribeAutoScalingGroups, p.HasMorePages, p.NextPage, func(page *autoscaling.DescribeAutoScalingGroupsOutput) []asgtypes.AutoScalingGroup {
+		groups, err := AllPages(ctx, PermDescribeAutoScalingGroups, p.HasMorePages, p.NextPage, func(page *autoscaling.DescribeAutoScalingGroupsOutput) []asgtypes.AutoScalingGroup {
 			return page.AutoScalingGroups
 		})
 		out = append(out, groups...)

@@ -3,6 +3,7 @@ package aws_test
 import (
 	"context"
 	"errors"
+	"github.com/nodekeeper/nodekeeper/internal/aws/allclients"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -53,7 +54,7 @@ func TestLoadDeadline(t *testing.T) {
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(stop) }) // first: the handlers return, then the server closes
 	t.Setenv("AWS_ENDPOINT_URL", srv.URL)
-	c, err := nkaws.Load(context.Background(), nkaws.LoadOptions{Timeout: 500 * time.Millisecond})
+	c, err := allclients.Load(context.Background(), nkaws.LoadOptions{Timeout: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

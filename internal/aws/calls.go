@@ -4,12 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
-	logtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs/types"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	"github.com/aws/aws-sdk-go-v2/service/eks"
-	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
 )
 
 // The helpers below walk every page with the SDK's paginators and explain errors (see Explain).
@@ -22,7 +18,7 @@ type ec2Pager[Page any] interface {
 
 // allEC2Pages collects the items of every page of p; an error is explained with permission.
 func allEC2Pages[Page, Item any](ctx context.Context, permission string, p ec2Pager[Page], items func(Page) []Item) ([]Item, error) {
-	return allPages(ctx, permission, p.HasMorePages, p.NextPage, items)
+	return AllPages(ctx, permission, p.HasMorePages, p.NextPage, items)
 }
 
 // The bounds of one paginated listing. The SDK's paginators stop on an empty or repeated
@@ -48,10 +44,10 @@ func (e *PagesError) Error() string {
 		e.Permission, e.Pages, e.Items, MaxPages, MaxItems)
 }
 
-// allPages collects the items of every page of an SDK paginator of any service (more and next
+// AllPages collects the items of every page of an SDK paginator of any service (more and next
 // are its HasMorePages and NextPage), at most MaxPages pages and MaxItems items; an error is
 // explained with permission.
-func allPages[Page, Item, Opt any](ctx context.Context, permission string, more func() bool, next func(context.Context, ...func(*Opt)) (Page, error), items func(Page) []Item) ([]Item, error) {
+func AllPages[Page, Item, Opt any](ctx context.Context, permission string, more func() bool, next func(context.Context, ...func(*Opt)) (Page, error), items func(Page) []Item) ([]Item, error) {
 	var out []Item
 	pages := 0
 	for more() {
@@ -94,29 +90,4 @@ func DescribeInstanceTypes(ctx context.Context, api EC2API, in *ec2.DescribeInst
 	return allEC2Pages(ctx, PermDescribeInstanceTypes, ec2.NewDescribeInstanceTypesPaginator(api, in), func(page *ec2.DescribeInstanceTypesOutput) []ec2types.InstanceTypeInfo {
 		return page.InstanceTypes
 	})
-}
-
-// FilterLogEvents calls page for every page of events matching in, in the order CloudWatch
-// returns them; it stops at the first error of page.
-func FilterLogEvents(ctx context.Context, api LogsAPI, in *cloudwatchlogs.FilterLogEventsInput, page func([]logtypes.FilteredLogEvent) error) error {
-	p := cloudwatchlogs.NewFilterLogEventsPaginator(api, in)
-	for p.HasMorePages() {
-		out, err := p.NextPage(ctx)
-		if err != nil {
-			return Explain(PermFilterLogEvents, err)
-		}
-		if err := page(out.Events); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// DescribeCluster returns an EKS cluster's description.
-func DescribeCluster(ctx context.Context, api EKSAPI, name string) (*ekstypes.Cluster, error) {
-	out, err := api.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: &name})
-	if err != nil {
-		return nil, Explain(PermDescribeCluster, err)
-	}
-	return out.Cluster, nil
 }

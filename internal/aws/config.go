@@ -12,11 +12,6 @@ import (
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
-	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
-	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/smithy-go/logging"
 	"github.com/aws/smithy-go/middleware"
 )
@@ -34,11 +29,11 @@ type LoadOptions struct {
 	Timeout time.Duration
 }
 
-// Load builds the clients from the SDK's default configuration chain with the standard
-// retryer. It is the only function of the CLI that reads AWS credentials (the controller's
-// EC2 loop builds its EC2 client alone with ec2loop.LoadEC2, so that its image links no other
-// AWS service).
-func Load(ctx context.Context, o LoadOptions) (*Clients, error) {
+// LoadConfig reads the SDK's default configuration chain (credentials asked for once, region
+// required) and, with o.Timeout, adds Deadline to every call. allclients.Load builds the CLI's
+// clients from it; the controller's EC2 loop builds its EC2 client alone with ec2loop.LoadEC2,
+// so that its image links no other AWS service.
+func LoadConfig(ctx context.Context, o LoadOptions) (awssdk.Config, error) {
 	opts := []func(*config.LoadOptions) error{config.WithLogger(quietIMDSLogger(o.Log))}
 	if o.Profile != "" {
 		opts = append(opts, config.WithSharedConfigProfile(o.Profile))
@@ -48,23 +43,23 @@ func Load(ctx context.Context, o LoadOptions) (*Clients, error) {
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("loading the AWS configuration: %w", err)
+		return cfg, fmt.Errorf("loading the AWS configuration: %w", err)
 	}
 	if cfg.Region == "" {
-		return nil, fmt.Errorf("no AWS region: pass --region, or set AWS_REGION or a region in the profile")
+		return cfg, fmt.Errorf("no AWS region: pass --region, or set AWS_REGION or a region in the profile")
 	}
 	// Credentials are asked for once here, so that a machine without any gets one line that
 	// says what to set, not the SDK's chain of every provider it tried at the first call.
 	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return cfg, ctx.Err()
 		}
-		return nil, &NoCredentialsError{Profile: o.Profile, Err: err}
+		return cfg, &NoCredentialsError{Profile: o.Profile, Err: err}
 	}
 	if o.Timeout > 0 {
 		cfg.APIOptions = append(cfg.APIOptions, Deadline(time.Now().Add(o.Timeout), o.Timeout))
 	}
-	return NewClients(cfg, ""), nil
+	return cfg, nil
 }
 
 // NoCredentialsError is the SDK's default chain finding no credentials. Its text is one line
@@ -136,44 +131,14 @@ func Deadline(deadline time.Time, timeout time.Duration) func(*middleware.Stack)
 	}
 }
 
-// NewClients builds the SDK clients from cfg with the standard retryer, counting throttled
-// calls. endpoint, when set, replaces every service's endpoint (tests: a local server); when
-// empty, each client keeps the endpoint the SDK resolved itself: AWS_ENDPOINT_URL and the
-// service-specific AWS_ENDPOINT_URL_<SERVICE>, endpoint_url in the shared config, or else the
-// public endpoint of the region. (Setting BaseEndpoint to nil in an option function would undo
-// that resolution, which runs before the option functions.)
-func NewClients(cfg awssdk.Config, endpoint string) *Clients {
+// CountThrottles gives cfg the SDK's standard retryer, counting the throttled calls it
+// retries in the counter it returns.
+func CountThrottles(cfg *awssdk.Config) *ThrottleCounter {
 	tc := &ThrottleCounter{}
 	cfg.Retryer = func() awssdk.Retryer {
 		return &countingRetryer{RetryerV2: retry.NewStandard(), counter: tc}
 	}
-	var (
-		ec2Opts  []func(*ec2.Options)
-		logsOpts []func(*cloudwatchlogs.Options)
-		eksOpts  []func(*eks.Options)
-		cwOpts   []func(*cloudwatch.Options)
-		asgOpts  []func(*autoscaling.Options)
-	)
-	if endpoint != "" {
-		ec2Opts = append(ec2Opts, func(o *ec2.Options) { o.BaseEndpoint = awssdk.String(endpoint) })
-		logsOpts = append(logsOpts, func(o *cloudwatchlogs.Options) { o.BaseEndpoint = awssdk.String(endpoint) })
-		eksOpts = append(eksOpts, func(o *eks.Options) { o.BaseEndpoint = awssdk.String(endpoint) })
-		cwOpts = append(cwOpts, func(o *cloudwatch.Options) { o.BaseEndpoint = awssdk.String(endpoint) })
-		asgOpts = append(asgOpts, func(o *autoscaling.Options) { o.BaseEndpoint = awssdk.String(endpoint) })
-	}
-	// Each client as the methods nodekeeper calls (methods.go), never as itself.
-	ec2Client, eksClient := newEC2Methods(ec2.NewFromConfig(cfg, ec2Opts...)), newEKSMethods(eks.NewFromConfig(cfg, eksOpts...))
-	return &Clients{
-		EC2:             ec2Client,
-		Logs:            newLogsMethods(cloudwatchlogs.NewFromConfig(cfg, logsOpts...)),
-		EKS:             eksClient,
-		LaunchTemplates: ec2Client,
-		Nodegroups:      eksClient,
-		AutoScaling:     autoScalingMethod(autoscaling.NewFromConfig(cfg, asgOpts...).DescribeAutoScalingGroups),
-		CloudWatch:      cloudWatchMethod(cloudwatch.NewFromConfig(cfg, cwOpts...).GetMetricData),
-		Region:          cfg.Region,
-		Throttles:       tc,
-	}
+	return tc
 }
 
 // ThrottleCounter counts the calls AWS throttled and the SDK retried, so that a command can

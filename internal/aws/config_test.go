@@ -26,7 +26,7 @@ func (r *recordingLogger) Logf(c logging.Classification, format string, v ...any
 	r.logs = append(r.logs, string(c)+" "+fmt.Sprintf(format, v...))
 }
 
-// TestLoadWithoutCredentials: on a machine with no credentials anywhere, Load fails with one line
+// TestLoadWithoutCredentials: on a machine with no credentials anywhere, LoadConfig fails with one line
 // that names the sources to set (not the SDK's chain of providers), and the SDK's "falling back
 // to IMDSv1" warning is not logged. The instance metadata service is a local server that answers
 // 404 to the IMDSv2 token request and to the role lookup, as an address that is not EC2's
@@ -54,7 +54,7 @@ func TestLoadWithoutCredentials(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	log := &recordingLogger{}
-	_, err := Load(context.Background(), LoadOptions{Region: "us-east-1", Log: log})
+	_, err := LoadConfig(context.Background(), LoadOptions{Region: "us-east-1", Log: log})
 	var nc *NoCredentialsError
 	if !errors.As(err, &nc) {
 		t.Fatalf("Load: %v, want a NoCredentialsError", err)

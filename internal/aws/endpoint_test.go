@@ -2,6 +2,7 @@ package aws_test
 
 import (
 	"context"
+	"github.com/nodekeeper/nodekeeper/internal/aws/allclients"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -105,7 +106,7 @@ func callEach(t *testing.T) map[string]error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := nkaws.Load(ctx, nkaws.LoadOptions{})
+	c, err := allclients.Load(ctx, nkaws.LoadOptions{})
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}

@@ -18,7 +18,7 @@ type LaunchTemplatesAPI interface {
 // given.
 func DescribeLaunchTemplateVersions(ctx context.Context, api LaunchTemplatesAPI, in *ec2.DescribeLaunchTemplateVersionsInput) ([]ec2types.LaunchTemplateVersion, error) {
 	p := ec2.NewDescribeLaunchTemplateVersionsPaginator(api, in)
-	return allPages(ctx, PermDescribeLaunchTemplateVersions, p.HasMorePages, p.NextPage, func(page *ec2.DescribeLaunchTemplateVersionsOutput) []ec2types.LaunchTemplateVersion {
+	return AllPages(ctx, PermDescribeLaunchTemplateVersions, p.HasMorePages, p.NextPage, func(page *ec2.DescribeLaunchTemplateVersionsOutput) []ec2types.LaunchTemplateVersion {
 		return page.LaunchTemplateVersions
 	})
 }

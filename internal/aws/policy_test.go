@@ -3,13 +3,13 @@ package aws_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/nodekeeper/nodekeeper/internal/aws/allclients"
 	"os"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
-	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
 	"github.com/nodekeeper/nodekeeper/internal/test/awsfake"
 )
 
@@ -21,7 +21,7 @@ func calledPermissions(t *testing.T) []string {
 	t.Helper()
 	cloud := awsfake.New()
 	fake := reflect.ValueOf(cloud)
-	clients := reflect.TypeOf(nkaws.Clients{})
+	clients := reflect.TypeOf(allclients.Clients{})
 	ctx := reflect.ValueOf(context.Background())
 	apis := 0
 	for i := range clients.NumField() {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nodekeeper/nodekeeper/internal/aws/allclients"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -44,7 +45,7 @@ type wireServer struct {
 	script  map[string][]wireResponse // by operation name
 	seen    []seenRequest
 	srv     *httptest.Server
-	clients *nkaws.Clients
+	clients *allclients.Clients
 }
 
 type wireResponse struct {
@@ -61,7 +62,7 @@ func newWireServer(t *testing.T) *wireServer {
 		Region:      "us-east-1",
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", ""),
 	}
-	w.clients = nkaws.NewClients(cfg, w.srv.URL)
+	w.clients = allclients.NewClients(cfg, w.srv.URL)
 	return w
 }
 
@@ -161,7 +162,7 @@ type wireCase struct {
 	pages      []wireResponse
 	deny       wireResponse
 	tokenKey   string // request parameter that carries the second page's token ("" when not paginated)
-	call       func(ctx context.Context, c *nkaws.Clients) (string, error)
+	call       func(ctx context.Context, c *allclients.Clients) (string, error)
 }
 
 // The Auto Scaling error body, as the Query protocol's "Common errors" shows it.
@@ -193,7 +194,7 @@ var wireCases = []wireCase{
       <launchTime>2024-04-04T01:02:03.000Z</launchTime></item></instancesSet></item></reservationSet>
 </DescribeInstancesResponse>`},
 		},
-		call: func(ctx context.Context, c *nkaws.Clients) (string, error) {
+		call: func(ctx context.Context, c *allclients.Clients) (string, error) {
 			insts, err := nkaws.DescribeInstances(ctx, c.EC2, &ec2.DescribeInstancesInput{})
 			var ids []string
 			for _, i := range insts {
@@ -218,7 +219,7 @@ var wireCases = []wireCase{
     <availableIpAddressCount>250</availableIpAddressCount></item></subnetSet>
 </DescribeSubnetsResponse>`},
 		},
-		call: func(ctx context.Context, c *nkaws.Clients) (string, error) {
+		call: func(ctx context.Context, c *allclients.Clients) (string, error) {
 			subs, err := nkaws.DescribeSubnets(ctx, c.EC2, &ec2.DescribeSubnetsInput{})
 			var out []string
 			for _, s := range subs {
@@ -245,7 +246,7 @@ var wireCases = []wireCase{
   </item></instanceTypeSet>
 </DescribeInstanceTypesResponse>`},
 		},
-		call: func(ctx context.Context, c *nkaws.Clients) (string, error) {
+		call: func(ctx context.Context, c *allclients.Clients) (string, error) {
 			types, err := nkaws.DescribeInstanceTypes(ctx, c.EC2, &ec2.DescribeInstanceTypesInput{})
 			var out []string
 			for _, t := range types {
@@ -260,9 +261,9 @@ var wireCases = []wireCase{
 			{body: `{"events":[{"eventId":"3782998","ingestionTime":1712296801000,"logStreamName":"kube-apiserver-audit-0a1b","message":"{\"kind\":\"Event\"}","timestamp":1712296800123}],"nextToken":"logs-page-2","searchedLogStreams":[]}`},
 			{body: `{"events":[{"eventId":"3782999","ingestionTime":1712296802000,"logStreamName":"kube-apiserver-audit-0a1b","message":"{\"kind\":\"Event\",\"n\":2}","timestamp":1712296800456}]}`},
 		},
-		call: func(ctx context.Context, c *nkaws.Clients) (string, error) {
+		call: func(ctx context.Context, c *allclients.Clients) (string, error) {
 			var out []string
-			err := nkaws.FilterLogEvents(ctx, c.Logs, &cloudwatchlogs.FilterLogEventsInput{LogGroupName: awssdk.String("/aws/eks/prod/cluster")},
+			err := allclients.FilterLogEvents(ctx, c.Logs, &cloudwatchlogs.FilterLogEventsInput{LogGroupName: awssdk.String("/aws/eks/prod/cluster")},
 				func(evs []logtypes.FilteredLogEvent) error {
 					for _, e := range evs {
 						out = append(out, itoa(*e.Timestamp)+":"+*e.Message)
@@ -275,7 +276,7 @@ var wireCases = []wireCase{
 	{
 		op: "StartQuery", permission: nkaws.PermStartQuery, deny: logsDeniedResp,
 		pages: []wireResponse{{body: `{"queryId":"12ab3456-12ab-123a-789e-1234567890ab"}`}},
-		call: func(ctx context.Context, c *nkaws.Clients) (string, error) {
+		call: func(ctx context.Context, c *allclients.Clients) (string, error) {
 			out, err := c.Logs.StartQuery(ctx, &cloudwatchlogs.StartQueryInput{LogGroupName: awssdk.String("/aws/eks/prod/cluster"),
 				StartTime: awssdk.Int64(1712296800), EndTime: awssdk.Int64(1712300400), QueryString: awssdk.String("fields @timestamp")})
 			if err != nil {
@@ -287,7 +288,7 @@ var wireCases = []wireCase{
 	{
 		op: "GetQueryResults", permission: nkaws.PermGetQueryResults, deny: logsDeniedResp,
 		pages: []wireResponse{{body: `{"results":[[{"field":"@timestamp","value":"2024-04-05 06:00:00.123"},{"field":"@message","value":"{\"kind\":\"Event\"}"},{"field":"@ptr","value":"CmAKJwojMTIzNDU2Nzg5MDEyOi9hd3MvZWtz"}]],"statistics":{"bytesScanned":1048576.0,"recordsMatched":1.0,"recordsScanned":4096.0},"status":"Complete"}`}},
-		call: func(ctx context.Context, c *nkaws.Clients) (string, error) {
+		call: func(ctx context.Context, c *allclients.Clients) (string, error) {
 			out, err := c.Logs.GetQueryResults(ctx, &cloudwatchlogs.GetQueryResultsInput{QueryId: awssdk.String("12ab3456-12ab-123a-789e-1234567890ab")})
 			if err != nil {
 				return "", nkaws.Explain(nkaws.PermGetQueryResults, err)
@@ -304,7 +305,7 @@ var wireCases = []wireCase{
 	{
 		op: "StopQuery", permission: nkaws.PermStopQuery, deny: logsDeniedResp,
 		pages: []wireResponse{{body: `{"success":true}`}},
-		call: func(ctx context.Context, c *nkaws.Clients) (string, error) {
+		call: func(ctx context.Context, c *allclients.Clients) (string, error) {
 			out, err := c.Logs.StopQuery(ctx, &cloudwatchlogs.StopQueryInput{QueryId: awssdk.String("12ab3456-12ab-123a-789e-1234567890ab")})
 			if err != nil {
 				return "", nkaws.Explain(nkaws.PermStopQuery, err)
@@ -354,7 +355,7 @@ var wireCases = []wireCase{
       <volumeType>gp2</volumeType><iops>100</iops></item></volumeSet>
 </DescribeVolumesResponse>`},
 		},
-		call: func(ctx context.Context, c *nkaws.Clients) (string, error) {
+		call: func(ctx context.Context, c *allclients.Clients) (string, error) {
 			vols, err := nkaws.DescribeVolumes(ctx, c.EC2, &ec2.DescribeVolumesInput{})
 			var out []string
 			for _, v := range vols {
@@ -381,7 +382,7 @@ var wireCases = []wireCase{
 			{body: cborBody(cbor.Map{"MetricDataResults": cbor.List{cbor.Map{"Id": cbor.String("burst"), "Label": cbor.String("BurstBalance"),
 				"StatusCode": cbor.String("PartialData"), "Timestamps": cbor.List{cborEpoch(1712296800)}, "Values": cbor.List{cbor.Float64(0)}}}})},
 		},
-		call: func(ctx context.Context, c *nkaws.Clients) (string, error) {
+		call: func(ctx context.Context, c *allclients.Clients) (string, error) {
 			q := func(id, metric, stat string) cwtypes.MetricDataQuery {
 				return cwtypes.MetricDataQuery{Id: awssdk.String(id), MetricStat: &cwtypes.MetricStat{Period: awssdk.Int32(60), Stat: awssdk.String(stat),
 					Metric: &cwtypes.Metric{Namespace: awssdk.String("AWS/EBS"), MetricName: awssdk.String(metric),
@@ -408,8 +409,8 @@ var wireCases = []wireCase{
 	{
 		op: "DescribeCluster", permission: nkaws.PermDescribeCluster, deny: eksDeniedResp,
 		pages: []wireResponse{{body: `{"cluster":{"name":"prod","arn":"arn:aws:eks:us-east-1:111122223333:cluster/prod","version":"1.29","status":"ACTIVE","tags":{"team":"infra"},"logging":{"clusterLogging":[{"enabled":true,"types":["api","audit"]}]}}}`}},
-		call: func(ctx context.Context, c *nkaws.Clients) (string, error) {
-			cl, err := nkaws.DescribeCluster(ctx, c.EKS, "prod")
+		call: func(ctx context.Context, c *allclients.Clients) (string, error) {
+			cl, err := allclients.DescribeCluster(ctx, c.EKS, "prod")
 			if err != nil {
 				return "", err
 			}
@@ -442,7 +443,7 @@ var launchTemplateWireCases = []wireCase{
   </item></launchTemplateVersionSet>
 </DescribeLaunchTemplateVersionsResponse>`},
 		},
-		call: func(ctx context.Context, c *nkaws.Clients) (string, error) {
+		call: func(ctx context.Context, c *allclients.Clients) (string, error) {
 			vs, err := nkaws.DescribeLaunchTemplateVersions(ctx, c.LaunchTemplates, &ec2.DescribeLaunchTemplateVersionsInput{
 				LaunchTemplateId: awssdk.String("lt-0a20c965061f64abc"), Versions: []string{"1", "7"}})
 			var out []string
@@ -462,16 +463,16 @@ var launchTemplateWireCases = []wireCase{
 			{body: `{"nodegroups":["standard"],"nextToken":"ng-page-2"}`},
 			{body: `{"nodegroups":["gpu"]}`},
 		},
-		call: func(ctx context.Context, c *nkaws.Clients) (string, error) {
-			names, err := nkaws.ListNodegroups(ctx, c.Nodegroups, "prod")
+		call: func(ctx context.Context, c *allclients.Clients) (string, error) {
+			names, err := allclients.ListNodegroups(ctx, c.Nodegroups, "prod")
 			return strings.Join(names, ","), err
 		},
 	},
 	{
 		op: "DescribeNodegroup", permission: nkaws.PermDescribeNodegroup, deny: eksDeniedResp,
 		pages: []wireResponse{{body: `{"nodegroup":{"nodegroupName":"standard","nodegroupArn":"arn:aws:eks:us-east-1:111122223333:nodegroup/prod/standard/a1b2c3d4","clusterName":"prod","version":"1.30","releaseVersion":"1.30.0-20240625","createdAt":1.719336134217E9,"status":"ACTIVE","capacityType":"ON_DEMAND","scalingConfig":{"minSize":1,"maxSize":3,"desiredSize":2},"instanceTypes":["t3.medium"],"subnets":["subnet-0a1b"],"amiType":"AL2023_x86_64_STANDARD","nodeRole":"arn:aws:iam::111122223333:role/node","labels":{},"launchTemplate":{"name":"workers","version":"7","id":"lt-0a20c965061f64abc"},"tags":{}}}`}},
-		call: func(ctx context.Context, c *nkaws.Clients) (string, error) {
-			ng, err := nkaws.DescribeNodegroup(ctx, c.Nodegroups, "prod", "standard")
+		call: func(ctx context.Context, c *allclients.Clients) (string, error) {
+			ng, err := allclients.DescribeNodegroup(ctx, c.Nodegroups, "prod", "standard")
 			if err != nil {
 				return "", err
 			}
@@ -507,7 +508,7 @@ var launchTemplateWireCases = []wireCase{
   <ResponseMetadata><RequestId>8d798a29-f083-11e1-bdfb-cb223EXAMPLE2</RequestId></ResponseMetadata>
 </DescribeAutoScalingGroupsResponse>`},
 		},
-		call: func(ctx context.Context, c *nkaws.Clients) (string, error) {
+		call: func(ctx context.Context, c *allclients.Clients) (string, error) {
 			groups, err := nkaws.DescribeAutoScalingGroups(ctx, c.AutoScaling, []string{"my-asg", "mixed-asg"})
 			var out []string
 			for _, g := range groups {

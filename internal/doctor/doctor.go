@@ -181,12 +181,12 @@ type Deps struct {
 	// The AWS clients of the EC2 section (Options.EC2; doctor --aws), as the Kubernetes ones
 	// are: EC2 reads instances, subnets, instance types and volumes; CloudWatch the root
 	// volumes' metrics (nil: boot volumes are not checked); LaunchTemplates, when set, adds the
-	// launch template checks (launchtemplates.go), with the managed node groups from Nodegroups
+	// launch template checks (launchtemplates.go), with the managed node groups from Nodegroups (allclients.Nodegroups adapts the EKS client)
 	// and the self-managed groups from AutoScaling when set.
 	EC2             nkaws.EC2API
 	CloudWatch      nkaws.CloudWatchAPI
 	LaunchTemplates nkaws.LaunchTemplatesAPI
-	Nodegroups      nkaws.NodegroupsAPI
+	Nodegroups      nkaws.NodegroupTemplatesAPI
 	AutoScaling     nkaws.AutoScalingAPI
 }
 

@@ -53,7 +53,7 @@ type awsRun struct {
 	API             nkaws.EC2API
 	Metrics         nkaws.CloudWatchAPI
 	LaunchTemplates nkaws.LaunchTemplatesAPI
-	Nodegroups      nkaws.NodegroupsAPI
+	Nodegroups      nkaws.NodegroupTemplatesAPI
 	AutoScaling     nkaws.AutoScalingAPI
 }
 

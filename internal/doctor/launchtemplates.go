@@ -126,7 +126,7 @@ func (g *gatherer) launchTemplates(ctx context.Context) error {
 	}
 	groupTemplate := map[string]templateRef{} // managed node group → template
 	if o.Nodegroups != nil {
-		names, err := nkaws.ListNodegroups(ctx, o.Nodegroups, o.Cluster)
+		names, err := o.Nodegroups.NodegroupNames(ctx, o.Cluster)
 		if denied(err) {
 			return nil
 		}
@@ -139,15 +139,15 @@ func (g *gatherer) launchTemplates(ctx context.Context) error {
 			return fmt.Errorf("EKS: %w", err)
 		}
 		for _, name := range names {
-			ng, err := nkaws.DescribeNodegroup(ctx, o.Nodegroups, o.Cluster, name)
+			id, version, ok, err := o.Nodegroups.NodegroupLaunchTemplate(ctx, o.Cluster, name)
 			if denied(err) {
 				return nil
 			}
 			if err != nil {
 				return fmt.Errorf("EKS: %w", err)
 			}
-			if lt := ng.LaunchTemplate; lt != nil {
-				ref := templateRef{strDeref(lt.Id), strDeref(lt.Version)}
+			if ok {
+				ref := templateRef{id, version}
 				groupTemplate[name] = ref
 				use.add(ref, "managed node group "+name, "")
 			}

@@ -3,6 +3,7 @@ package doctor
 import (
 	"context"
 	"fmt"
+	"github.com/nodekeeper/nodekeeper/internal/aws/allclients"
 	"slices"
 	"strings"
 	"testing"
@@ -41,7 +42,7 @@ func TestLaunchTemplateEKSCopy(t *testing.T) {
 		f.Nodes = append(f.Nodes, n)
 		f.EC2.ByID[id] = ec2Instance(id, "running", "m5.large", "subnet-a", name, time.Now(), tags)
 	}
-	g := &gatherer{o: Options{EC2: &EC2Options{Cluster: "prod"}}, d: Deps{EC2: cloud, LaunchTemplates: cloud, Nodegroups: cloud, AutoScaling: cloud}, f: f}
+	g := &gatherer{o: Options{EC2: &EC2Options{Cluster: "prod"}}, d: Deps{EC2: cloud, LaunchTemplates: cloud, Nodegroups: allclients.Nodegroups(cloud), AutoScaling: cloud}, f: f}
 	if err := g.launchTemplates(context.Background()); err != nil {
 		t.Fatal(err)
 	}

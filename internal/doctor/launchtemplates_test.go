@@ -3,6 +3,7 @@ package doctor
 import (
 	"context"
 	"fmt"
+	"github.com/nodekeeper/nodekeeper/internal/aws/allclients"
 	"slices"
 	"strings"
 	"testing"
@@ -140,7 +141,7 @@ func TestDoctorLaunchTemplates(t *testing.T) {
 
 	o := Options{AWSNodeName: "aws-node-lt", SkipPodNetworking: true,
 		EC2: &EC2Options{Cluster: "prod"}}
-	aws := Deps{EC2: cloud, LaunchTemplates: cloud, Nodegroups: cloud, AutoScaling: cloud}
+	aws := Deps{EC2: cloud, LaunchTemplates: cloud, Nodegroups: allclients.Nodegroups(cloud), AutoScaling: cloud}
 	rep, err := runAWS(ctx, env.AdminConfig(), o, aws)
 	if err != nil {
 		t.Fatal(err)

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nodekeeper/nodekeeper/internal/aws/allclients"
 	"io"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/nodekeeper/nodekeeper/internal/audit/read"
-	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
 	"github.com/nodekeeper/nodekeeper/internal/aws/cwaudit"
 	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
@@ -104,7 +104,7 @@ func (c *cloudWatchFlags) input(ctx context.Context, since, until time.Time, std
 
 // checkAuditLogging says on stderr when the cluster's audit logging is off, or when that could
 // not be checked; the read goes on either way (the log group may hold older events).
-func (c *cloudWatchFlags) checkAuditLogging(ctx context.Context, clients *nkaws.Clients, stderr io.Writer) {
+func (c *cloudWatchFlags) checkAuditLogging(ctx context.Context, clients *allclients.Clients, stderr io.Writer) {
 	cluster := cwaudit.ClusterOfLogGroup(c.logGroup)
 	if cluster == "" {
 		fmt.Fprintf(stderr, "cloudwatch: %s is not an EKS control plane log group: not checking that audit logging is on\n", textsafe.Escape(c.logGroup))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/nodekeeper/nodekeeper/internal/aws/allclients"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,13 +29,13 @@ type fakeAWS struct {
 	region string // of the last load
 }
 
-func (f *fakeAWS) load(_ context.Context, o nkaws.LoadOptions) (*nkaws.Clients, error) {
+func (f *fakeAWS) load(_ context.Context, o nkaws.LoadOptions) (*allclients.Clients, error) {
 	f.loads++
 	f.region = o.Region
 	if f.cloud == nil {
 		return nil, fmt.Errorf("AWS must not be called on this path")
 	}
-	return &nkaws.Clients{EC2: f.cloud, Logs: f.cloud, EKS: f.cloud, LaunchTemplates: f.cloud, Nodegroups: f.cloud, AutoScaling: f.cloud, CloudWatch: f.cloud, Region: o.Region}, nil
+	return &allclients.Clients{EC2: f.cloud, Logs: f.cloud, EKS: f.cloud, LaunchTemplates: f.cloud, Nodegroups: f.cloud, AutoScaling: f.cloud, CloudWatch: f.cloud, Region: o.Region}, nil
 }
 
 // runCmd runs the command tree in-process with args, AWS from aws (nil: no AWS at all) and an

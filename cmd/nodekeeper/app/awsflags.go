@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nodekeeper/nodekeeper/internal/aws/allclients"
 	"strings"
 	"time"
 
@@ -52,7 +53,7 @@ func (a *awsFlags) AddClusterFlag(f *pflag.FlagSet, when string) {
 
 // clients loads the AWS clients, taking the region from the EKS cluster's ARN or eksctl name
 // when none was given.
-func (a *awsFlags) clients(ctx context.Context) (*nkaws.Clients, error) {
+func (a *awsFlags) clients(ctx context.Context) (*allclients.Clients, error) {
 	o := nkaws.LoadOptions{Profile: a.profile, Region: a.region, Timeout: a.timeout}
 	if o.Region == "" {
 		_, o.Region, _ = a.cluster()

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"github.com/nodekeeper/nodekeeper/internal/aws/allclients"
 	"io"
 	"time"
 
@@ -71,7 +72,7 @@ func (d *doctorAWSFlags) apply(ctx context.Context, o *doctor.Options, stderr io
 	o.EC2 = &doctor.EC2Options{Cluster: cluster, RegisterGrace: d.registerGrace, Region: clients.Region,
 		BootWindow: d.bootWindow, AuditLog: len(d.auditLogs) > 0, NodeDeletions: deletions}
 	d.deps = doctor.Deps{EC2: clients.EC2, CloudWatch: clients.CloudWatch,
-		LaunchTemplates: clients.LaunchTemplates, Nodegroups: clients.Nodegroups, AutoScaling: clients.AutoScaling}
+		LaunchTemplates: clients.LaunchTemplates, Nodegroups: allclients.Nodegroups(clients.Nodegroups), AutoScaling: clients.AutoScaling}
 	return nil
 }
 

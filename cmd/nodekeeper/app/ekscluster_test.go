@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/nodekeeper/nodekeeper/internal/aws/allclients"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,7 +54,7 @@ type stopAtLoad struct {
 	region string
 }
 
-func (s *stopAtLoad) load(_ context.Context, o nkaws.LoadOptions) (*nkaws.Clients, error) {
+func (s *stopAtLoad) load(_ context.Context, o nkaws.LoadOptions) (*allclients.Clients, error) {
 	s.loads++
 	s.region = o.Region
 	return nil, errStopAtLoad

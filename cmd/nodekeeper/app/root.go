@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nodekeeper/nodekeeper/internal/aws/allclients"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -23,7 +24,7 @@ import (
 // awsLoader loads AWS clients (and so reads AWS credentials). Commands call it only behind
 // --aws or --cloudwatch; tests give the in-memory AWS instead and check that the default paths
 // never call it.
-type awsLoader func(ctx context.Context, o nkaws.LoadOptions) (*nkaws.Clients, error)
+type awsLoader func(ctx context.Context, o nkaws.LoadOptions) (*allclients.Clients, error)
 
 // globalOptions are what every subcommand may share: the streams, the kubectl connection flags
 // and the AWS client loader.
@@ -39,7 +40,7 @@ type globalOptions struct {
 
 // NewRootCommand returns the nodekeeper command tree, reading from and writing to streams.
 func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
-	return newRootCommand(streams, nkaws.Load)
+	return newRootCommand(streams, allclients.Load)
 }
 
 func newRootCommand(streams genericiooptions.IOStreams, loadAWS awsLoader) *cobra.Command {

@@ -7,7 +7,7 @@ import (
 
 	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
 
-	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
+	"github.com/nodekeeper/nodekeeper/internal/aws/allclients"
 )
 
 // An EKS cluster writes its audit log to CloudWatch Logs only while the control plane log type
@@ -24,9 +24,9 @@ type LoggingState struct {
 }
 
 // AuditLogging asks EKS whether the cluster sends its audit log to CloudWatch Logs.
-func AuditLogging(ctx context.Context, api nkaws.EKSAPI, cluster string) (LoggingState, error) {
+func AuditLogging(ctx context.Context, api allclients.EKSAPI, cluster string) (LoggingState, error) {
 	st := LoggingState{Cluster: cluster}
-	c, err := nkaws.DescribeCluster(ctx, api, cluster)
+	c, err := allclients.DescribeCluster(ctx, api, cluster)
 	if err != nil {
 		return st, err
 	}

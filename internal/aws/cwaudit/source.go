@@ -32,6 +32,7 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/audit/read"
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
+	"github.com/nodekeeper/nodekeeper/internal/aws/allclients"
 )
 
 // RowLimit is the most rows one Logs Insights query returns.
@@ -81,7 +82,7 @@ type Stats struct {
 
 // Source reads one log group.
 type Source struct {
-	api  nkaws.LogsAPI
+	api  allclients.LogsAPI
 	opts Options
 	sem  chan struct{}
 
@@ -100,7 +101,7 @@ type row struct {
 }
 
 // New returns a source; nothing is called until Plan or the input is opened.
-func New(api nkaws.LogsAPI, opts Options) (*Source, error) {
+func New(api allclients.LogsAPI, opts Options) (*Source, error) {
 	if opts.LogGroup == "" {
 		return nil, errors.New("no log group: pass --log-group or --cluster")
 	}
@@ -545,7 +546,7 @@ func (s *Source) filterEvents(ctx context.Context, lo, hi int64, page func([]row
 		FilterPattern:       awssdk.String(FilterPattern),
 	}
 	var pages atomic.Int64
-	return nkaws.FilterLogEvents(ctx, s.api, in, func(evs []logtypes.FilteredLogEvent) error {
+	return allclients.FilterLogEvents(ctx, s.api, in, func(evs []logtypes.FilteredLogEvent) error {
 		rs := make([]row, 0, len(evs))
 		for _, e := range evs {
 			rs = append(rs, row{ts: awssdk.ToInt64(e.Timestamp), msg: awssdk.ToString(e.Message)})

@@ -2,13 +2,14 @@ package awsfake
 
 import (
 	"context"
+	"github.com/nodekeeper/nodekeeper/internal/aws/allclients"
 
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
 )
 
-var _ nkaws.EKSAPI = (*Cloud)(nil)
+var _ allclients.EKSAPI = (*Cloud)(nil)
 
 // DescribeCluster implements EKSAPI.
 func (c *Cloud) DescribeCluster(_ context.Context, in *eks.DescribeClusterInput, _ ...func(*eks.Options)) (*eks.DescribeClusterOutput, error) {

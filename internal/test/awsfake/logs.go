@@ -3,6 +3,7 @@ package awsfake
 import (
 	"context"
 	"fmt"
+	"github.com/nodekeeper/nodekeeper/internal/aws/allclients"
 	"regexp"
 	"sort"
 	"strconv"
@@ -15,7 +16,7 @@ import (
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
 )
 
-var _ nkaws.LogsAPI = (*Cloud)(nil)
+var _ allclients.LogsAPI = (*Cloud)(nil)
 
 // InsightsTimeLayout is how Logs Insights writes @timestamp and bin() values.
 const InsightsTimeLayout = "2006-01-02 15:04:05.000"

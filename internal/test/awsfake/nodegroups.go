@@ -3,6 +3,7 @@ package awsfake
 import (
 	"context"
 	"fmt"
+	"github.com/nodekeeper/nodekeeper/internal/aws/allclients"
 	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,7 +14,7 @@ import (
 	nkaws "github.com/nodekeeper/nodekeeper/internal/aws"
 )
 
-var _ nkaws.NodegroupsAPI = (*Cloud)(nil)
+var _ allclients.NodegroupsAPI = (*Cloud)(nil)
 
 // ListNodegroups implements NodegroupsAPI: the names of the cluster's node groups, paged by
 // MaxResults (at most 100, as EKS) and NextToken. An unknown cluster is ResourceNotFoundException.

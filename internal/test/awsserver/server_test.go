@@ -3,6 +3,7 @@ package awsserver_test
 import (
 	"context"
 	"errors"
+	"github.com/nodekeeper/nodekeeper/internal/aws/allclients"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -158,10 +159,10 @@ func newCloud() *awsfake.Cloud {
 
 // load builds the clients as the commands do: Load through the SDK's default configuration
 // chain, pointed at the server by the environment alone.
-func load(t *testing.T, srv *awsserver.Server) *nkaws.Clients {
+func load(t *testing.T, srv *awsserver.Server) *allclients.Clients {
 	t.Helper()
 	srv.Setenv(t, "eu-west-1")
-	c, err := nkaws.Load(context.Background(), nkaws.LoadOptions{})
+	c, err := allclients.Load(context.Background(), nkaws.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,39 +174,39 @@ type step struct {
 	name       string
 	permission string
 	ops        []string // the requests it makes when nothing fails
-	run        func(ctx context.Context, c *nkaws.Clients) (any, error)
+	run        func(ctx context.Context, c *allclients.Clients) (any, error)
 }
 
 var steps = []step{
 	{"DescribeInstances", nkaws.PermDescribeInstances, []string{"ec2:DescribeInstances", "ec2:DescribeInstances"},
-		func(ctx context.Context, c *nkaws.Clients) (any, error) {
+		func(ctx context.Context, c *allclients.Clients) (any, error) {
 			return nkaws.DescribeInstances(ctx, c.EC2, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
 				{Name: awssdk.String("tag:eks:cluster-name"), Values: []string{"prod"}},
 				{Name: awssdk.String("instance-state-name"), Values: []string{"pending", "running", "terminated"}}}})
 		}},
 	{"DescribeInstancesByID", nkaws.PermDescribeInstances, []string{"ec2:DescribeInstances"},
-		func(ctx context.Context, c *nkaws.Clients) (any, error) {
+		func(ctx context.Context, c *allclients.Clients) (any, error) {
 			return nkaws.DescribeInstances(ctx, c.EC2, &ec2.DescribeInstancesInput{InstanceIds: []string{"i-0ddd", "i-0aaa"}})
 		}},
 	{"DescribeSubnets", nkaws.PermDescribeSubnets, []string{"ec2:DescribeSubnets", "ec2:DescribeSubnets"},
-		func(ctx context.Context, c *nkaws.Clients) (any, error) {
+		func(ctx context.Context, c *allclients.Clients) (any, error) {
 			return nkaws.DescribeSubnets(ctx, c.EC2, &ec2.DescribeSubnetsInput{SubnetIds: []string{"subnet-0a1b", "subnet-0c2d", "subnet-0e3f"}})
 		}},
 	{"DescribeInstanceTypes", nkaws.PermDescribeInstanceTypes, []string{"ec2:DescribeInstanceTypes", "ec2:DescribeInstanceTypes"},
-		func(ctx context.Context, c *nkaws.Clients) (any, error) {
+		func(ctx context.Context, c *allclients.Clients) (any, error) {
 			return nkaws.DescribeInstanceTypes(ctx, c.EC2, &ec2.DescribeInstanceTypesInput{InstanceTypes: []ec2types.InstanceType{"m5.large", "c6i.32xlarge", "m5.metal"}})
 		}},
 	{"FilterLogEvents", nkaws.PermFilterLogEvents, []string{"logs:FilterLogEvents", "logs:FilterLogEvents", "logs:FilterLogEvents"},
-		func(ctx context.Context, c *nkaws.Clients) (any, error) {
+		func(ctx context.Context, c *allclients.Clients) (any, error) {
 			var evs []logtypes.FilteredLogEvent
-			err := nkaws.FilterLogEvents(ctx, c.Logs, &cloudwatchlogs.FilterLogEventsInput{LogGroupName: awssdk.String(group),
+			err := allclients.FilterLogEvents(ctx, c.Logs, &cloudwatchlogs.FilterLogEventsInput{LogGroupName: awssdk.String(group),
 				LogStreamNamePrefix: awssdk.String("kube-apiserver-audit"), FilterPattern: awssdk.String(`{ $.kind = "Event" }`),
 				StartTime: awssdk.Int64(t0.UnixMilli()), EndTime: awssdk.Int64(t0.Add(time.Hour).UnixMilli())},
 				func(page []logtypes.FilteredLogEvent) error { evs = append(evs, page...); return nil })
 			return evs, err
 		}},
 	{"Insights", nkaws.PermStartQuery, []string{"logs:StartQuery", "logs:GetQueryResults", "logs:GetQueryResults", "logs:StopQuery"},
-		func(ctx context.Context, c *nkaws.Clients) (any, error) {
+		func(ctx context.Context, c *allclients.Clients) (any, error) {
 			q, err := c.Logs.StartQuery(ctx, &cloudwatchlogs.StartQueryInput{LogGroupName: awssdk.String(group),
 				StartTime: awssdk.Int64(t0.Unix()), EndTime: awssdk.Int64(t0.Add(time.Hour).Unix()),
 				QueryString: awssdk.String("fields @timestamp, @message\n| filter @logStream like /^kube-apiserver-audit/\n| filter @message like /\"kind\":\"Event\"/\n| sort @timestamp desc\n| limit 3")})
@@ -227,17 +228,17 @@ var steps = []step{
 			return append(got, *q.QueryId, stop.Success), nil
 		}},
 	{"DescribeCluster", nkaws.PermDescribeCluster, []string{"eks:DescribeCluster"},
-		func(ctx context.Context, c *nkaws.Clients) (any, error) {
-			return nkaws.DescribeCluster(ctx, c.EKS, "prod")
+		func(ctx context.Context, c *allclients.Clients) (any, error) {
+			return allclients.DescribeCluster(ctx, c.EKS, "prod")
 		}},
 	{"DescribeVolumes", nkaws.PermDescribeVolumes, []string{"ec2:DescribeVolumes", "ec2:DescribeVolumes"},
-		func(ctx context.Context, c *nkaws.Clients) (any, error) {
+		func(ctx context.Context, c *allclients.Clients) (any, error) {
 			return nkaws.DescribeVolumes(ctx, c.EC2, &ec2.DescribeVolumesInput{Filters: []ec2types.Filter{
 				{Name: awssdk.String("volume-id"), Values: []string{"vol-0aaa", "vol-0bbb", "vol-0ccc", "vol-0zzz"}}}})
 		}},
 	// Three queries in pages of two; the third names a metric without samples.
 	{"GetMetricData", nkaws.PermGetMetricData, []string{"cloudwatch:GetMetricData", "cloudwatch:GetMetricData"},
-		func(ctx context.Context, c *nkaws.Clients) (any, error) {
+		func(ctx context.Context, c *allclients.Clients) (any, error) {
 			q := func(id, vol, metric, stat string) cwtypes.MetricDataQuery {
 				return cwtypes.MetricDataQuery{Id: awssdk.String(id), MetricStat: &cwtypes.MetricStat{Period: awssdk.Int32(60), Stat: awssdk.String(stat),
 					Metric: &cwtypes.Metric{Namespace: awssdk.String("AWS/EBS"), MetricName: awssdk.String(metric),
@@ -248,20 +249,20 @@ var steps = []step{
 				q("burst_a", "vol-0aaa", "BurstBalance", "Minimum")}, t0.Add(time.Minute), t0.Add(time.Hour))
 		}},
 	{"ListNodegroups", nkaws.PermListNodegroups, []string{"eks:ListNodegroups", "eks:ListNodegroups"},
-		func(ctx context.Context, c *nkaws.Clients) (any, error) {
-			return nkaws.ListNodegroups(ctx, c.Nodegroups, "prod")
+		func(ctx context.Context, c *allclients.Clients) (any, error) {
+			return allclients.ListNodegroups(ctx, c.Nodegroups, "prod")
 		}},
 	{"DescribeNodegroup", nkaws.PermDescribeNodegroup, []string{"eks:DescribeNodegroup"},
-		func(ctx context.Context, c *nkaws.Clients) (any, error) {
-			return nkaws.DescribeNodegroup(ctx, c.Nodegroups, "prod", "ng-a")
+		func(ctx context.Context, c *allclients.Clients) (any, error) {
+			return allclients.DescribeNodegroup(ctx, c.Nodegroups, "prod", "ng-a")
 		}},
 	{"DescribeLaunchTemplateVersions", nkaws.PermDescribeLaunchTemplateVersions, []string{"ec2:DescribeLaunchTemplateVersions", "ec2:DescribeLaunchTemplateVersions"},
-		func(ctx context.Context, c *nkaws.Clients) (any, error) {
+		func(ctx context.Context, c *allclients.Clients) (any, error) {
 			return nkaws.DescribeLaunchTemplateVersions(ctx, c.LaunchTemplates, &ec2.DescribeLaunchTemplateVersionsInput{
 				LaunchTemplateId: awssdk.String("lt-0abc"), Versions: []string{"1", "$Default", "$Latest"}})
 		}},
 	{"DescribeAutoScalingGroups", nkaws.PermDescribeAutoScalingGroups, []string{"autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeAutoScalingGroups"},
-		func(ctx context.Context, c *nkaws.Clients) (any, error) {
+		func(ctx context.Context, c *allclients.Clients) (any, error) {
 			// With their instances, so that every field the encoder carries crosses the wire.
 			var out []asgtypes.AutoScalingGroup
 			p := autoscaling.NewDescribeAutoScalingGroupsPaginator(c.AutoScaling, &autoscaling.DescribeAutoScalingGroupsInput{
@@ -276,7 +277,7 @@ var steps = []step{
 			return out, nil
 		}},
 	{"DescribeAutoScalingGroupsWithoutInstances", nkaws.PermDescribeAutoScalingGroups, []string{"autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeAutoScalingGroups"},
-		func(ctx context.Context, c *nkaws.Clients) (any, error) {
+		func(ctx context.Context, c *allclients.Clients) (any, error) {
 			return nkaws.DescribeAutoScalingGroups(ctx, c.AutoScaling, []string{"asg-a", "asg-mixed", "asg-c"})
 		}},
 }
@@ -289,7 +290,7 @@ func TestServesWhatTheCloudAnswers(t *testing.T) {
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
 			direct := newCloud()
-			want, err := st.run(ctx, &nkaws.Clients{EC2: direct, Logs: direct, EKS: direct, LaunchTemplates: direct, Nodegroups: direct, AutoScaling: direct, CloudWatch: direct})
+			want, err := st.run(ctx, &allclients.Clients{EC2: direct, Logs: direct, EKS: direct, LaunchTemplates: direct, Nodegroups: direct, AutoScaling: direct, CloudWatch: direct})
 			if err != nil {
 				t.Fatalf("direct: %v", err)
 			}
@@ -421,7 +422,7 @@ func TestRefusesWhatAWSRefuses(t *testing.T) {
 	if !strings.Contains(fmtErr(err), "DryRunOperation") {
 		t.Errorf("DryRun: %v", err)
 	}
-	_, err = nkaws.DescribeCluster(context.Background(), c.EKS, "nope")
+	_, err = allclients.DescribeCluster(context.Background(), c.EKS, "nope")
 	if !strings.Contains(fmtErr(err), "ResourceNotFoundException") {
 		t.Errorf("unknown cluster: %v", err)
 	}

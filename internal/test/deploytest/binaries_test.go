@@ -60,11 +60,12 @@ var notInController = []string{
 // awsServices is where the AWS SDK keeps its service clients; controllerAWSServices are the
 // ones the controller links: EC2 (the EC2 loop, --aws), the default credential chain's STS
 // (IRSA's web identity), SSO, SSO OIDC and sign-in, and through doctor's EC2 checks and
-// internal/aws's interfaces (--checks) Auto Scaling, CloudWatch, CloudWatch Logs and EKS.
-// "internal" is the services' shared code.
+// internal/aws's interfaces (--checks) Auto Scaling and CloudWatch. Never CloudWatch Logs or
+// EKS: only the CLI calls them (internal/aws/allclients), and doctor reads the managed node
+// groups through an interface without EKS's types. "internal" is the services' shared code.
 const awsServices = "github.com/aws/aws-sdk-go-v2/service/"
 
-var controllerAWSServices = []string{"ec2", "sts", "sso", "ssooidc", "signin", "internal", "autoscaling", "cloudwatch", "cloudwatchlogs", "eks"}
+var controllerAWSServices = []string{"ec2", "sts", "sso", "ssooidc", "signin", "internal", "autoscaling", "cloudwatch"}
 
 // refusedInController names the rule of the controller's image pkg breaks, or "".
 func refusedInController(pkg string) string {
