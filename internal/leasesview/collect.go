@@ -64,6 +64,11 @@ type Options struct {
 	ChunkSize int64
 	// Lease tunes the classification (grace period).
 	Lease lease.Options
+	// TableReasons leaves out the reasons that the tables print only with -o wide: those of every
+	// lease outside the other-leases table, the one table whose REASON column is not wide-only.
+	// Formatting a reason for each of 100,000 node leases is most of the classification's cost.
+	// Reports printed as JSON, YAML or -o wide, and --watch, need every reason.
+	TableReasons bool
 	// Clock is the time source; nil means the real clock. Tests inject a fake one
 	// (k8s.io/utils/clock/testing); --watch also times its rechecks with it.
 	Clock clock.WithTicker
@@ -119,12 +124,18 @@ func newFilter(classes []lease.Class) filter {
 func (f filter) keep(c lease.Class) bool { return f == nil || f[c] }
 
 // classifyWith is the one call site of lease.Classify in this package: it looks up the Node named
-// like a node lease and turns the verdict into a row.
-func classifyWith(l *coordinationv1.Lease, nodeUID func(name string) (types.UID, bool), now time.Time, opts lease.Options) Item {
+// like a node lease and turns the verdict into a row. With tableReasons the reason is formatted
+// only for a lease whose table prints it (see Options.TableReasons).
+func classifyWith(l *coordinationv1.Lease, nodeUID func(name string) (types.UID, bool), now time.Time, opts lease.Options, tableReasons bool) Item {
 	var ref *lease.NodeRef
 	if l.Namespace == lease.NodeLeaseNamespace {
 		if uid, ok := nodeUID(l.Name); ok {
 			ref = &lease.NodeRef{Name: l.Name, UID: uid}
+		}
+	}
+	if tableReasons {
+		if v := lease.ClassOf(l, ref, now, opts); sectionOf(v.Class) != kindOther {
+			return NewItem(l, ref, v)
 		}
 	}
 	return NewItem(l, ref, lease.Classify(l, ref, now, opts))
@@ -278,7 +289,7 @@ func (b *builder) reserve(total int) {
 }
 
 func (b *builder) add(l *coordinationv1.Lease) {
-	it := classifyWith(l, b.nodeUID, b.now, b.opts.Lease)
+	it := classifyWith(l, b.nodeUID, b.now, b.opts.Lease, b.opts.TableReasons)
 	b.sum.add(&it)
 	if b.keep.keep(it.Class) {
 		b.items = append(b.items, it)

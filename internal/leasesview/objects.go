@@ -40,7 +40,7 @@ func ListObjects(ctx context.Context, c *Clients, opts Options, nodes map[string
 			if nodes != nil && !nodes[l.Name] {
 				continue
 			}
-			if keep != nil && !keep.keep(classifyWith(l, nodeUID, now, opts.Lease).Class) {
+			if keep != nil && !keep.keep(classifyWith(l, nodeUID, now, opts.Lease, true).Class) {
 				continue
 			}
 			out = append(out, *l)
