@@ -1,10 +1,14 @@
 package leasesview
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -60,6 +64,11 @@ type Options struct {
 	ChunkSize int64
 	// Lease tunes the classification (grace period).
 	Lease lease.Options
+	// TableReasons leaves out the reasons that the tables print only with -o wide: those of every
+	// lease outside the other-leases table, the one table whose REASON column is not wide-only.
+	// Formatting a reason for each of 100,000 node leases is most of the classification's cost.
+	// Reports printed as JSON, YAML or -o wide, and --watch, need every reason.
+	TableReasons bool
 	// Clock is the time source; nil means the real clock. Tests inject a fake one
 	// (k8s.io/utils/clock/testing); --watch also times its rechecks with it.
 	Clock clock.WithTicker
@@ -115,12 +124,18 @@ func newFilter(classes []lease.Class) filter {
 func (f filter) keep(c lease.Class) bool { return f == nil || f[c] }
 
 // classifyWith is the one call site of lease.Classify in this package: it looks up the Node named
-// like a node lease and turns the verdict into a row.
-func classifyWith(l *coordinationv1.Lease, nodeUID func(name string) (types.UID, bool), now time.Time, opts lease.Options) Item {
+// like a node lease and turns the verdict into a row. With tableReasons the reason is formatted
+// only for a lease whose table prints it (see Options.TableReasons).
+func classifyWith(l *coordinationv1.Lease, nodeUID func(name string) (types.UID, bool), now time.Time, opts lease.Options, tableReasons bool) Item {
 	var ref *lease.NodeRef
 	if l.Namespace == lease.NodeLeaseNamespace {
 		if uid, ok := nodeUID(l.Name); ok {
 			ref = &lease.NodeRef{Name: l.Name, UID: uid}
+		}
+	}
+	if tableReasons {
+		if v := lease.ClassOf(l, ref, now, opts); sectionOf(v.Class) != kindOther {
+			return NewItem(l, ref, v)
 		}
 	}
 	return NewItem(l, ref, lease.Classify(l, ref, now, opts))
@@ -128,38 +143,110 @@ func classifyWith(l *coordinationv1.Lease, nodeUID func(name string) (types.UID,
 
 // List lists, classifies and summarises the leases selected by opts, page by page.
 //
-// Nodes are listed before leases. A Node that registers between the two LISTs makes its brand-new
-// lease look Node-less for this one report (zombie or owner-missing, never leaked: the lease is
-// fresh); the opposite order would instead hide a Node deleted in between.
+// The Nodes, the LeaseCandidates and the leases are listed side by side (see joinPages): the
+// command then takes about as long as its longest LIST instead of their sum. Either way the two
+// LISTs are not one snapshot: a Node that registers while they run can make its brand-new lease
+// look Node-less for this one report, and a Node deleted meanwhile can leave its lease looking
+// like it still has one. Neither makes a lease leaked: a lease is leaked only when it is ownerless
+// and idle for the grace period, so its Node was gone long before the listing.
 func List(ctx context.Context, c *Clients, opts Options) (*Report, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	var nodes map[string]types.UID
-	if opts.needsNodes() {
-		var err error
-		if nodes, err = ListNodeUIDs(ctx, c.Metadata, opts.chunk()); err != nil {
-			return nil, err
-		}
-	}
-	b := newBuilder(opts, nodes, opts.now())
-	err := kube.ListLeasesSelected(ctx, c.Kube.CoordinationV1(), opts.Namespace, opts.LabelSelector, opts.chunk(), func(list *coordinationv1.LeaseList) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	candidates := make(chan candidateResult, 1)
+	go func() {
+		var res candidateResult
+		res.api, res.items, res.err = listCandidates(ctx, c, opts)
+		candidates <- res
+	}()
+	b := newBuilder(opts, nil, opts.now())
+	err := joinPages(ctx, c, opts.Namespace, opts.LabelSelector, opts.needsNodes(), opts.chunk(), func(nodes map[string]types.UID, list *coordinationv1.LeaseList) {
+		b.nodes = nodes
 		if rem := list.RemainingItemCount; rem != nil {
 			b.reserve(len(list.Items) + int(*rem))
 		}
 		for i := range list.Items {
 			b.add(&list.Items[i])
 		}
+	})
+	if err != nil {
+		return nil, err // the deferred cancel stops the LeaseCandidate listing; its result is dropped
+	}
+	r := b.report()
+	res := <-candidates
+	if res.err != nil {
+		return nil, res.err
+	}
+	r.LeaseCandidateAPI, r.LeaseCandidates = res.api, res.items
+	return r, nil
+}
+
+// joinPages lists the leases of namespace whose labels match selector and, with nodes, the
+// metadata of every Node beside them, and hands each lease page to page together with the name →
+// UID of every Node (nil without nodes), in the order the pages came. The two paginated LISTs run
+// at once, so that the API server serves (and this process decodes) both together; a lease page
+// that arrives before the last Node page waits, as it was decoded, until the Nodes are complete,
+// since a node lease cannot be classified against part of them. It returns the first error of
+// either LIST (a Node LIST refused by RBAC says why Nodes are needed), after both have stopped.
+func joinPages(ctx context.Context, c *Clients, namespace, selector string, nodes bool, chunk int64, page func(nodes map[string]types.UID, list *coordinationv1.LeaseList)) error {
+	if !nodes {
+		return kube.ListLeasesSelected(ctx, c.Kube.CoordinationV1(), namespace, selector, chunk, func(list *coordinationv1.LeaseList) error {
+			page(nil, list)
+			return nil
+		})
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		once  sync.Once
+		first error // the first failure; the other LIST then stops on the cancelled context
+	)
+	fail := func(err error) {
+		once.Do(func() { first = err; cancel() })
+	}
+	var uids map[string]types.UID
+	nodesDone := make(chan struct{})
+	go func() {
+		defer close(nodesDone)
+		var err error
+		if uids, err = ListNodeUIDs(ctx, c.Metadata, chunk); err != nil {
+			fail(err)
+		}
+	}()
+	var held []*coordinationv1.LeaseList
+	complete := func() bool {
+		select {
+		case <-nodesDone:
+			return uids != nil
+		default:
+			return false
+		}
+	}
+	err := kube.ListLeasesSelected(ctx, c.Kube.CoordinationV1(), namespace, selector, chunk, func(list *coordinationv1.LeaseList) error {
+		if !complete() {
+			held = append(held, list)
+			return nil
+		}
+		for _, h := range held {
+			page(uids, h)
+		}
+		held = nil
+		page(uids, list)
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		fail(err)
 	}
-	r := b.report()
-	if err := addCandidates(ctx, c, opts, r); err != nil {
-		return nil, err
+	<-nodesDone
+	if first != nil {
+		return first
 	}
-	return r, nil
+	for _, h := range held {
+		page(uids, h)
+	}
+	return nil
 }
 
 // Build classifies a complete set of leases against nodes (name → UID of every Node) at opts'
@@ -202,7 +289,7 @@ func (b *builder) reserve(total int) {
 }
 
 func (b *builder) add(l *coordinationv1.Lease) {
-	it := classifyWith(l, b.nodeUID, b.now, b.opts.Lease)
+	it := classifyWith(l, b.nodeUID, b.now, b.opts.Lease, b.opts.TableReasons)
 	b.sum.add(&it)
 	if b.keep.keep(it.Class) {
 		b.items = append(b.items, it)
@@ -236,20 +323,72 @@ func effectiveGrace(o lease.Options) time.Duration {
 
 // SortItems orders items by class (summary order: leaked, zombie, then the taxonomy's order),
 // then namespace, then name.
+//
+// It is linear for a listing's rows, which come in the API server's order (namespace, then name):
+// the rows are bucketed by class rank, keeping their order, and a bucket is sorted only when it
+// is out of order. An Item is a few hundred bytes, so the order is found on indices and each item
+// is then moved once.
 func SortItems(items []Item) {
-	sort.Slice(items, func(i, j int) bool {
-		a, b := &items[i], &items[j]
+	ranks := make([]int32, len(items))
+	starts := make([]int, len(classRank)+2) // starts[r+1] counts rank r, then becomes where it starts
+	for i := range items {
+		ranks[i] = int32(rank(items[i].Class))
+		starts[ranks[i]+1]++
+	}
+	for r := 1; r < len(starts); r++ {
+		starts[r] += starts[r-1]
+	}
+	order := make([]int32, len(items))
+	next := slices.Clone(starts)
+	for i, r := range ranks {
+		order[next[r]] = int32(i)
+		next[r]++
+	}
+	byItem := func(i, j int32) int { return compareItems(&items[i], &items[j]) }
+	for r := 0; r+1 < len(starts); r++ {
+		if bucket := order[starts[r]:starts[r+1]]; !slices.IsSortedFunc(bucket, byItem) {
+			slices.SortFunc(bucket, byItem)
+		}
+	}
+	permute(items, order)
+}
+
+// compareItems is SortItems' order. Most neighbours share a class (a cluster's node leases are
+// nearly all healthy), so the class ranks, a map lookup each, are compared only when the classes
+// differ.
+func compareItems(a, b *Item) int {
+	if a.Class != b.Class {
 		if ra, rb := rank(a.Class), rank(b.Class); ra != rb {
-			return ra < rb
+			return cmp.Compare(ra, rb)
 		}
-		if a.Class != b.Class {
-			return a.Class < b.Class
+		return strings.Compare(string(a.Class), string(b.Class))
+	}
+	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
+// permute rearranges items in place so that items[k] becomes the old items[order[k]], following
+// each cycle of the permutation once (order is consumed: its entries are set to -1).
+func permute(items []Item, order []int32) {
+	for start := range order {
+		if order[start] < 0 {
+			continue
 		}
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
+		held := items[start]
+		k := start
+		for {
+			src := int(order[k])
+			order[k] = -1
+			if src == start {
+				items[k] = held
+				break
+			}
+			items[k] = items[src]
+			k = src
 		}
-		return a.Name < b.Name
-	})
+	}
 }
 
 // summarizer counts items as they stream past, so that items filtered out by --class are counted
@@ -360,16 +499,24 @@ func servedCandidateVersion(c *Clients) (string, error) {
 	return "", nil
 }
 
-// addCandidates lists LeaseCandidate objects where the API is served. They are few (one per
+// candidateResult is what listCandidates found, handed from its goroutine to List.
+type candidateResult struct {
+	api   string
+	items []Candidate
+	err   error
+}
+
+// listCandidates lists the LeaseCandidate objects where the API is served, sorted, with the
+// group/version they were read from ("" and none where it is not). They are few (one per
 // component instance), but the LIST is paginated all the same.
-func addCandidates(ctx context.Context, c *Clients, opts Options, r *Report) error {
+func listCandidates(ctx context.Context, c *Clients, opts Options) (string, []Candidate, error) {
 	gv, err := servedCandidateVersion(c)
 	if err != nil || gv == "" {
-		return err
+		return "", nil, err
 	}
-	r.LeaseCandidateAPI = gv
+	var out []Candidate
 	add := func(meta *metav1.ObjectMeta, spec *coordinationv1beta1.LeaseCandidateSpec) {
-		r.LeaseCandidates = append(r.LeaseCandidates, newCandidate(meta, spec))
+		out = append(out, newCandidate(meta, spec))
 	}
 	switch gv {
 	case "coordination.k8s.io/v1beta1":
@@ -392,10 +539,10 @@ func addCandidates(ctx context.Context, c *Clients, opts Options, r *Report) err
 		err = errors.New("unsupported LeaseCandidate version " + gv)
 	}
 	if err != nil {
-		return err
+		return "", nil, err
 	}
-	sort.Slice(r.LeaseCandidates, func(i, j int) bool {
-		a, b := r.LeaseCandidates[i], r.LeaseCandidates[j]
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
 		if a.Namespace != b.Namespace {
 			return a.Namespace < b.Namespace
 		}
@@ -404,7 +551,7 @@ func addCandidates(ctx context.Context, c *Clients, opts Options, r *Report) err
 		}
 		return a.Name < b.Name
 	})
-	return nil
+	return gv, out, nil
 }
 
 // newCandidate is a LeaseCandidate row, from any served version (v1alpha2's spec converts to

@@ -7,7 +7,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
@@ -30,28 +29,22 @@ func ListObjects(ctx context.Context, c *Clients, opts Options, nodes map[string
 		ns = lease.NodeLeaseNamespace
 	}
 	keep := newFilter(opts.Classes)
-	var uids map[string]types.UID
-	if keep != nil && (ns == "" || ns == lease.NodeLeaseNamespace) {
-		var err error
-		if uids, err = ListNodeUIDs(ctx, c.Metadata, opts.chunk()); err != nil {
-			return nil, err
-		}
-	}
-	nodeUID := func(name string) (types.UID, bool) { uid, ok := uids[name]; return uid, ok }
 	now := opts.now()
 	var out []coordinationv1.Lease
-	err := kube.ListLeasesSelected(ctx, c.Kube.CoordinationV1(), ns, opts.LabelSelector, opts.chunk(), func(list *coordinationv1.LeaseList) error {
+	// Nodes are needed only to classify node leases for --class.
+	withNodes := keep != nil && (ns == "" || ns == lease.NodeLeaseNamespace)
+	err := joinPages(ctx, c, ns, opts.LabelSelector, withNodes, opts.chunk(), func(uids map[string]types.UID, list *coordinationv1.LeaseList) {
+		nodeUID := func(name string) (types.UID, bool) { uid, ok := uids[name]; return uid, ok }
 		for i := range list.Items {
 			l := &list.Items[i]
 			if nodes != nil && !nodes[l.Name] {
 				continue
 			}
-			if keep != nil && !keep.keep(classifyWith(l, nodeUID, now, opts.Lease).Class) {
+			if keep != nil && !keep.keep(classifyWith(l, nodeUID, now, opts.Lease, true).Class) {
 				continue
 			}
 			out = append(out, *l)
 		}
-		return nil
 	})
 	return out, err
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -321,6 +322,50 @@ func TestShowKind(t *testing.T) {
 		}
 		if got := strings.Contains(w.String(), "lease.coordination.k8s.io/"+r.Items[0].Name); got != showKind {
 			t.Errorf("show-kind=%v: watch line %q", showKind, w.String())
+		}
+	}
+}
+
+// TestTableReasonsPrintTheSameTables: a report built with TableReasons has no reason where the
+// plain tables print none (every table but the other leases'), and prints those tables exactly
+// as the report with every reason does; the other leases keep theirs.
+func TestTableReasonsPrintTheSameTables(t *testing.T) {
+	opts := fixedOptions()
+	full := fixtureReport(opts)
+	opts.TableReasons = true
+	terse := fixtureReport(opts)
+	if len(terse.Items) != len(full.Items) {
+		t.Fatalf("%d rows with TableReasons, %d without", len(terse.Items), len(full.Items))
+	}
+	others := 0
+	for i, it := range terse.Items {
+		want := full.Items[i]
+		if sectionOf(it.Class) == kindOther {
+			others++
+			if it.Reason == "" || it.Reason != want.Reason {
+				t.Errorf("%s (%s): reason %q, want %q", it.Name, it.Class, it.Reason, want.Reason)
+			}
+		} else if it.Reason != "" {
+			t.Errorf("%s (%s): reason %q, which the plain table does not print", it.Name, it.Class, it.Reason)
+		}
+		want.Reason, it.Reason = "", ""
+		if !reflect.DeepEqual(it, want) {
+			t.Errorf("%s: row differs beyond its reason:\n%+v\n%+v", it.Name, it, want)
+		}
+	}
+	if others == 0 {
+		t.Fatal("the fixture has no other lease, whose table prints its reason")
+	}
+	for _, p := range []PrintOptions{{AllNamespaces: true}, {NoHeaders: true}} {
+		var a, b bytes.Buffer
+		if err := Print(&a, full, p); err != nil {
+			t.Fatal(err)
+		}
+		if err := Print(&b, terse, p); err != nil {
+			t.Fatal(err)
+		}
+		if a.String() != b.String() {
+			t.Errorf("%+v: the tables differ:\n%s\n---\n%s", p, a.String(), b.String())
 		}
 	}
 }

@@ -275,7 +275,7 @@ func (t *tracker) reconcileLocked(k string) {
 		}
 		return
 	}
-	it := classifyWith(l, t.nodeUID, now, t.opts.Lease)
+	it := classifyWith(l, t.nodeUID, now, t.opts.Lease, false)
 	t.last[k] = it
 	t.schedule(k, &it, now)
 	switch {

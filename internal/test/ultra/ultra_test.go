@@ -123,7 +123,8 @@ type row struct{ what, value, floor, peer, target, met string }
 //     (internal/audit BenchmarkAuditVsScan), each on its own control plane after the others stopped;
 //   - the release binaries' sizes beside kubectl's.
 //
-// NODEKEEPER_ULTRA_SKIP=capacity,audit,doctor leaves parts out.
+// NODEKEEPER_ULTRA_SKIP=capacity,audit,doctor leaves parts out, and so do explain, gc and controller
+// on the main cluster (explain,gc,controller,capacity,audit,doctor: leases -A alone).
 //
 //	go test ./internal/test/ultra -run '^$' -bench Ultra -benchtime 1x -timeout 180m
 func BenchmarkUltra(b *testing.B) {
@@ -200,7 +201,11 @@ func mainCluster(b *testing.B, s sizes, nk, ctrl, floorBin, rawBin, kubectl stri
 	seedNodes(b, admin, 0, s.explainBase)
 	progress("%d Nodes with their leases created in %s", s.explainBase, time.Since(t0).Round(time.Second))
 	target := kubeletsim.NodeName(s.explainBase / 2)
-	smallWall, smallReq := explain(b, e, nk, explainKC, target)
+	var smallWall time.Duration
+	var smallReq int
+	if !s.skip["explain"] {
+		smallWall, smallReq = explain(b, e, nk, explainKC, target)
+	}
 	t0 = time.Now()
 	seedNodes(b, admin, s.explainBase, s.nodes)
 	progress("%d Nodes with their leases created in %s (%.0f objects/s)", s.nodes, time.Since(t0).Round(time.Second),
@@ -208,10 +213,12 @@ func mainCluster(b *testing.B, s sizes, nk, ctrl, floorBin, rawBin, kubectl stri
 	t0 = time.Now()
 	e.SeedLeakedLeases(b, "ip-10-200-0", s.leaked, time.Now().Add(-2*time.Hour))
 	progress("%d leaked leases created and backdated in %s", s.leaked, time.Since(t0).Round(time.Second))
-	bigWall, bigReq := explain(b, e, nk, explainKC, target)
-	add(row{fmt.Sprintf("explain NODE at %s Nodes: wall, API requests", count(s.nodes)), fmt.Sprintf("%s, %d requests", secs(bigWall), bigReq), "",
-		fmt.Sprintf("%s, %d requests (at %s Nodes)", secs(smallWall), smallReq, count(s.explainBase)), "as fast as at 2,000",
-		verdict(true, bigReq <= smallReq && bigWall <= smallWall*3/2+200*time.Millisecond)})
+	if !s.skip["explain"] {
+		bigWall, bigReq := explain(b, e, nk, explainKC, target)
+		add(row{fmt.Sprintf("explain NODE at %s Nodes: wall, API requests", count(s.nodes)), fmt.Sprintf("%s, %d requests", secs(bigWall), bigReq), "",
+			fmt.Sprintf("%s, %d requests (at %s Nodes)", secs(smallWall), smallReq, count(s.explainBase)), "as fast as at 2,000",
+			verdict(true, bigReq <= smallReq && bigWall <= smallWall*3/2+200*time.Millisecond)})
+	}
 
 	// leases -A: the floor in-process and as a process, nodekeeper, kubectl; the order rotates.
 	// The floor reads pages of the size leases -A reads by default (kubectl's are 500).
@@ -247,13 +254,31 @@ func mainCluster(b *testing.B, s sizes, nk, ctrl, floorBin, rawBin, kubectl stri
 		verdict(true, nkWall.Seconds() <= 1.25*floorWall.Seconds() && nkWall < kcWall)})
 	add(row{"leases -A: peak RSS", kib(maxPeak(nkRuns)), kib(maxPeak(floorRuns)), kib(maxPeak(kcRuns)) + " (kubectl)", "", ""})
 
-	// gc --dry-run and gc --yes on the leaked set, then the raw DELETE rate on a fresh one.
+	if !s.skip["gc"] {
+		gcRows(b, s, e, nk, rawBin, cliKC, admin, add)
+	}
+	if !s.skip["controller"] {
+		// The controller, on a fresh leaked set (the first one, when gc did not delete it).
+		prefix := "ip-10-200-0"
+		if !s.skip["gc"] {
+			prefix = "ip-10-202-0"
+			t0 = time.Now()
+			e.SeedLeakedLeases(b, prefix, s.leaked, time.Now().Add(-2*time.Hour))
+			progress("leaked set created again in %s", time.Since(t0).Round(time.Second))
+		}
+		controller(b, s, e, ctrl, ctrlKC, admin, prefix, add)
+	}
+}
+
+// gcRows times gc --dry-run and gc --yes on the leaked set, then the raw DELETE rate on a fresh one.
+func gcRows(b *testing.B, s sizes, e *testenv.Env, nk, rawBin, cliKC string, admin kubernetes.Interface, add func(row)) {
+	wantLeases := s.nodes + s.leaked
 	dry := timeProcess(b, nk, "gc", "--dry-run", "--kubeconfig", cliKC)
 	yes := timeProcess(b, nk, "gc", "--yes", "--kubeconfig", cliKC)
 	if left := countLeaked(b, admin, "ip-10-200-0"); left != 0 {
 		b.Fatalf("gc --yes left %d leaked leases", left)
 	}
-	t0 = time.Now()
+	t0 := time.Now()
 	e.SeedLeakedLeases(b, "ip-10-201-0", s.leaked, time.Now().Add(-2*time.Hour))
 	progress("leaked set created again in %s", time.Since(t0).Round(time.Second))
 	raw := timeProcess(b, rawBin, "--kubeconfig", cliKC, "-prefix", "ip-10-201-0-")
@@ -267,16 +292,11 @@ func mainCluster(b *testing.B, s sizes, nk, ctrl, floorBin, rawBin, kubectl stri
 	add(row{fmt.Sprintf("gc --dry-run, %s leaked among %s leases", count(s.leaked), count(wantLeases)), secs(dry.wall), "", "", "", ""})
 	add(row{fmt.Sprintf("gc --yes, %s leaked: wall (deletes/s)", count(s.leaked)), fmt.Sprintf("%s (%.0f/s, %.2f of raw)", secs(yes.wall), rate(yes.wall), rate(yes.wall)/rate(raw.wall)),
 		fmt.Sprintf("%s (%.0f/s, 64 raw DELETEs)", secs(raw.wall), rate(raw.wall)), "", "≥ raw rate", verdict(true, yes.wall <= raw.wall)})
-
-	// The controller, on a fresh leaked set.
-	t0 = time.Now()
-	e.SeedLeakedLeases(b, "ip-10-202-0", s.leaked, time.Now().Add(-2*time.Hour))
-	progress("leaked set created again in %s", time.Since(t0).Round(time.Second))
-	controller(b, s, e, ctrl, ctrlKC, admin, add)
 }
 
-// controller runs the controller binary on the seeded cluster and adds its rows.
-func controller(b *testing.B, s sizes, e *testenv.Env, bin, kc string, admin kubernetes.Interface, add func(row)) {
+// controller runs the controller binary on the seeded cluster, whose leaked set is the leases
+// named prefix-*, and adds its rows.
+func controller(b *testing.B, s sizes, e *testenv.Env, bin, kc string, admin kubernetes.Interface, prefix string, add func(row)) {
 	addr := testenv.FreeAddr(b)
 	logPath := filepath.Join(b.TempDir(), "controller.log")
 	logf, err := os.Create(logPath)
@@ -351,7 +371,7 @@ func controller(b *testing.B, s sizes, e *testenv.Env, bin, kc string, admin kub
 	}
 	peak = max(peak, peakConverge)
 
-	if left := countLeaked(b, admin, "ip-10-202-0"); left != 0 {
+	if left := countLeaked(b, admin, prefix); left != 0 {
 		b.Errorf("the controller left %d leaked leases", left)
 	}
 	events := e.AuditEvents(b, userController, func(ev testenv.AuditEvent) bool { return ev.User.Username == userController })
