@@ -20,8 +20,80 @@ type rawEvent struct {
 	Received, StageTime, Timestamp                            []byte // raw RFC 3339 text
 	APFQueueWait, TotalLatency                                []byte // annotations (durations)
 
-	arena []byte
+	arena   []byte
+	guesses *eventGuesses
 }
+
+// eventGuesses are the key orders the last events showed, one per kind of object walked; a
+// rawEvent keeps them from one line to the next.
+type eventGuesses struct {
+	top, user, extra, objectRef, status, annotations keyGuess
+}
+
+// The keys of each object the parser walks, by index (see keySet).
+const (
+	keyKind = iota
+	keyAPIVersion
+	keyLevel
+	keyAuditID
+	keyStage
+	keyRequestURI
+	keyVerb
+	keyUser
+	keyImpersonatedUser
+	keySourceIPs
+	keyUserAgent
+	keyObjectRef
+	keyResponseStatus
+	keyRequestObject
+	keyResponseObject
+	keyReceived
+	keyStageTimestamp
+	keyTimestamp
+	keyAnnotations
+)
+
+var eventKeys = newKeySet("kind", "apiVersion", "level", "auditID", "stage", "requestURI", "verb", "user",
+	"impersonatedUser", "sourceIPs", "userAgent", "objectRef", "responseStatus", "requestObject",
+	"responseObject", "requestReceivedTimestamp", "stageTimestamp",
+	"timestamp", // audit.k8s.io/v1beta1
+	"annotations")
+
+const (
+	keyUsername = iota
+	keyUID
+	keyGroups
+	keyExtra
+)
+
+var userKeys = newKeySet("username", "uid", "groups", "extra")
+
+const (
+	keySessionName = iota
+	keyARN
+	keyCredentialID
+)
+
+var extraKeys = newKeySet("sessionName", "arn", "authentication.kubernetes.io/credential-id")
+
+const (
+	keyResource = iota
+	keyNamespace
+	keyName
+	keyObjUID
+	keyAPIGroup
+	keyObjAPIVersion
+	keySubresource
+)
+
+var objectRefKeys = newKeySet("resource", "namespace", "name", "uid", "apiGroup", "apiVersion", "subresource")
+
+var statusKeys = newKeySet("code")
+
+const (
+	keyAPFQueueWait = iota
+	keyTotalLatency
+)
 
 type userInfo struct {
 	Username, UID []byte
@@ -48,9 +120,12 @@ var (
 // parseEvent fills ev from one JSON line. It stops early, with errSkipStage, at a stage that
 // the analysis does not count.
 func parseEvent(line []byte, ev *rawEvent) error {
-	arena := ev.arena[:0]
+	arena, g := ev.arena[:0], ev.guesses
+	if g == nil {
+		g = new(eventGuesses)
+	}
 	*ev = rawEvent{}
-	defer func() { ev.arena = arena }()
+	defer func() { ev.arena, ev.guesses = arena, g }()
 
 	i := skipWS(line, 0)
 	if i >= len(line) {
@@ -61,57 +136,57 @@ func parseEvent(line []byte, ev *rawEvent) error {
 	}
 	var w objectWalker
 	var err error
-	for i, err = w.open(line, i); err == nil && w.more; i, err = w.next(line, i) {
-		switch string(w.key) {
-		case "kind":
-			ev.Kind, i, err = readString(line, i, &arena)
-		case "apiVersion":
-			ev.APIVersion, i, err = readString(line, i, &arena)
-		case "level":
-			ev.Level, i, err = readString(line, i, &arena)
-		case "auditID":
+	for i, err = w.openKeys(line, i, eventKeys, &g.top); err == nil && w.more; i, err = w.nextKeys(line, i, eventKeys, &g.top) {
+		switch w.id {
+		case keyKind:
+			ev.Kind, i, err = g.top.readStringMemo(&w, line, i, &arena)
+		case keyAPIVersion:
+			ev.APIVersion, i, err = g.top.readStringMemo(&w, line, i, &arena)
+		case keyLevel:
+			ev.Level, i, err = g.top.readStringMemo(&w, line, i, &arena)
+		case keyAuditID:
 			ev.AuditID, i, err = readString(line, i, &arena)
-		case "stage":
-			ev.Stage, i, err = readString(line, i, &arena)
+		case keyStage:
+			ev.Stage, i, err = g.top.readStringMemo(&w, line, i, &arena)
 			if err == nil && ev.Stage != nil && !countedStage(ev.Stage) {
 				return errSkipStage
 			}
-		case "requestURI":
+		case keyRequestURI:
 			ev.RequestURI, i, err = readString(line, i, &arena)
-		case "verb":
-			ev.Verb, i, err = readString(line, i, &arena)
-		case "user":
+		case keyVerb:
+			ev.Verb, i, err = g.top.readStringMemo(&w, line, i, &arena)
+		case keyUser:
 			ev.User = userInfo{}
-			i, err = parseUser(line, i, &ev.User, &arena)
-		case "impersonatedUser":
+			i, err = parseUser(line, i, &ev.User, &arena, g)
+		case keyImpersonatedUser:
 			ev.ImpersonatedUser = userInfo{}
-			i, err = parseUser(line, i, &ev.ImpersonatedUser, &arena)
-		case "sourceIPs":
+			i, err = parseUser(line, i, &ev.ImpersonatedUser, &arena, g)
+		case keySourceIPs:
 			ev.SourceIP, i, err = readFirstString(line, i, &arena)
-		case "userAgent":
-			ev.UserAgent, i, err = readString(line, i, &arena)
-		case "objectRef":
+		case keyUserAgent:
+			ev.UserAgent, i, err = g.top.readStringMemo(&w, line, i, &arena)
+		case keyObjectRef:
 			ev.ObjectRef = objectRef{}
 			ev.HasObjectRef = i < len(line) && line[i] != 'n'
-			i, err = parseObjectRef(line, i, &ev.ObjectRef, &arena)
-		case "responseStatus":
+			i, err = parseObjectRef(line, i, &ev.ObjectRef, &arena, g)
+		case keyResponseStatus:
 			ev.Code = 0
-			i, err = parseStatus(line, i, &ev.Code)
-		case "requestObject":
+			i, err = parseStatus(line, i, &ev.Code, g)
+		case keyRequestObject:
 			ev.RequestObject, i, err = rawValue(line, i)
-		case "responseObject":
+		case keyResponseObject:
 			ev.ResponseObject, i, err = rawValue(line, i)
-		case "requestReceivedTimestamp":
+		case keyReceived:
 			ev.Received, i, err = readString(line, i, &arena)
-		case "stageTimestamp":
+		case keyStageTimestamp:
 			ev.StageTime, i, err = readString(line, i, &arena)
-		case "timestamp": // audit.k8s.io/v1beta1
+		case keyTimestamp:
 			ev.Timestamp, i, err = readString(line, i, &arena)
-		case "annotations":
+		case keyAnnotations:
 			ev.APFQueueWait, ev.TotalLatency = nil, nil
-			i, err = parseAnnotations(line, i, ev, &arena)
+			i, err = parseAnnotations(line, i, ev, &arena, g)
 		default:
-			i, err = skipValue(line, i)
+			i, err = g.top.skipValueMemo(&w, line, i)
 		}
 		if err != nil {
 			return err
@@ -142,22 +217,25 @@ func rawValue(b []byte, i int) ([]byte, int, error) {
 	return b[i:j], j, nil
 }
 
-func parseUser(b []byte, i int, u *userInfo, arena *[]byte) (int, error) {
+func parseUser(b []byte, i int, u *userInfo, arena *[]byte, g *eventGuesses) (int, error) {
 	var w objectWalker
 	var err error
-	for i, err = w.open(b, i); err == nil && w.more; i, err = w.next(b, i) {
-		switch string(w.key) {
-		case "username":
+	for i, err = w.openKeys(b, i, userKeys, &g.user); err == nil && w.more; i, err = w.nextKeys(b, i, userKeys, &g.user) {
+		switch w.id {
+		case keyUsername:
 			u.Username, i, err = readString(b, i, arena)
-		case "uid":
+		case keyUID:
 			u.UID, i, err = readString(b, i, arena)
-		case "groups":
-			u.Groups, i, err = rawValue(b, i)
-		case "extra":
+		case keyGroups:
+			j := i
+			if i, err = g.user.skipValueMemo(&w, b, i); err == nil && b[j] != 'n' {
+				u.Groups = b[j:i]
+			}
+		case keyExtra:
 			u.SessionName, u.ARN, u.CredentialID = nil, nil, nil
-			i, err = parseExtra(b, i, u, arena)
+			i, err = parseExtra(b, i, u, arena, g)
 		default:
-			i, err = skipValue(b, i)
+			i, err = g.user.skipValueMemo(&w, b, i)
 		}
 		if err != nil {
 			return i, err
@@ -166,19 +244,19 @@ func parseUser(b []byte, i int, u *userInfo, arena *[]byte) (int, error) {
 	return i, err
 }
 
-func parseExtra(b []byte, i int, u *userInfo, arena *[]byte) (int, error) {
+func parseExtra(b []byte, i int, u *userInfo, arena *[]byte, g *eventGuesses) (int, error) {
 	var w objectWalker
 	var err error
-	for i, err = w.open(b, i); err == nil && w.more; i, err = w.next(b, i) {
-		switch string(w.key) {
-		case "sessionName":
+	for i, err = w.openKeys(b, i, extraKeys, &g.extra); err == nil && w.more; i, err = w.nextKeys(b, i, extraKeys, &g.extra) {
+		switch w.id {
+		case keySessionName:
 			u.SessionName, i, err = readFirstString(b, i, arena)
-		case "arn":
+		case keyARN:
 			u.ARN, i, err = readFirstString(b, i, arena)
-		case "authentication.kubernetes.io/credential-id":
+		case keyCredentialID:
 			u.CredentialID, i, err = readFirstString(b, i, arena)
 		default:
-			i, err = skipValue(b, i)
+			i, err = g.extra.skipValueMemo(&w, b, i)
 		}
 		if err != nil {
 			return i, err
@@ -187,24 +265,24 @@ func parseExtra(b []byte, i int, u *userInfo, arena *[]byte) (int, error) {
 	return i, err
 }
 
-func parseObjectRef(b []byte, i int, o *objectRef, arena *[]byte) (int, error) {
+func parseObjectRef(b []byte, i int, o *objectRef, arena *[]byte, g *eventGuesses) (int, error) {
 	var w objectWalker
 	var err error
-	for i, err = w.open(b, i); err == nil && w.more; i, err = w.next(b, i) {
-		switch string(w.key) {
-		case "resource":
-			o.Resource, i, err = readString(b, i, arena)
-		case "namespace":
-			o.Namespace, i, err = readString(b, i, arena)
-		case "name":
+	for i, err = w.openKeys(b, i, objectRefKeys, &g.objectRef); err == nil && w.more; i, err = w.nextKeys(b, i, objectRefKeys, &g.objectRef) {
+		switch w.id {
+		case keyResource:
+			o.Resource, i, err = g.objectRef.readStringMemo(&w, b, i, arena)
+		case keyNamespace:
+			o.Namespace, i, err = g.objectRef.readStringMemo(&w, b, i, arena)
+		case keyName:
 			o.Name, i, err = readString(b, i, arena)
-		case "uid":
+		case keyObjUID:
 			o.UID, i, err = readString(b, i, arena)
-		case "apiGroup":
-			o.APIGroup, i, err = readString(b, i, arena)
-		case "apiVersion":
-			o.APIVersion, i, err = readString(b, i, arena)
-		case "subresource":
+		case keyAPIGroup:
+			o.APIGroup, i, err = g.objectRef.readStringMemo(&w, b, i, arena)
+		case keyObjAPIVersion:
+			o.APIVersion, i, err = g.objectRef.readStringMemo(&w, b, i, arena)
+		case keySubresource:
 			o.Subresource, i, err = readString(b, i, arena)
 		default:
 			i, err = skipValue(b, i)
@@ -216,11 +294,11 @@ func parseObjectRef(b []byte, i int, o *objectRef, arena *[]byte) (int, error) {
 	return i, err
 }
 
-func parseStatus(b []byte, i int, code *int64) (int, error) {
+func parseStatus(b []byte, i int, code *int64, g *eventGuesses) (int, error) {
 	var w objectWalker
 	var err error
-	for i, err = w.open(b, i); err == nil && w.more; i, err = w.next(b, i) {
-		if keyIs(w.key, "code") {
+	for i, err = w.openKeys(b, i, statusKeys, &g.status); err == nil && w.more; i, err = w.nextKeys(b, i, statusKeys, &g.status) {
+		if w.id == 0 {
 			var v int64
 			v, i, err = readInt(b, i)
 			if err == nil && (v > 1<<31-1 || v < -1<<31) {
@@ -228,7 +306,7 @@ func parseStatus(b []byte, i int, code *int64) (int, error) {
 			}
 			*code = v
 		} else {
-			i, err = skipValue(b, i)
+			i, err = g.status.skipValueMemo(&w, b, i)
 		}
 		if err != nil {
 			return i, err
@@ -242,20 +320,22 @@ const (
 	annTotalLatency = "apiserver.latency.k8s.io/total"
 )
 
-func parseAnnotations(b []byte, i int, ev *rawEvent, arena *[]byte) (int, error) {
+var annotationKeys = newKeySet(annAPFQueueWait, annTotalLatency)
+
+func parseAnnotations(b []byte, i int, ev *rawEvent, arena *[]byte, g *eventGuesses) (int, error) {
 	var w objectWalker
 	var err error
-	for i, err = w.open(b, i); err == nil && w.more; i, err = w.next(b, i) {
-		switch string(w.key) {
-		case annAPFQueueWait:
+	for i, err = w.openKeys(b, i, annotationKeys, &g.annotations); err == nil && w.more; i, err = w.nextKeys(b, i, annotationKeys, &g.annotations) {
+		switch w.id {
+		case keyAPFQueueWait:
 			ev.APFQueueWait, i, err = readString(b, i, arena)
-		case annTotalLatency:
+		case keyTotalLatency:
 			ev.TotalLatency, i, err = readString(b, i, arena)
 		default:
 			if i < len(b) && b[i] != '"' && b[i] != 'n' {
 				return i, errType // annotations are map[string]string
 			}
-			i, err = skipValue(b, i)
+			i, err = g.annotations.skipValueMemo(&w, b, i)
 		}
 		if err != nil {
 			return i, err

@@ -34,7 +34,9 @@ const (
 // exact, which is the one the callers use.
 func hasZeroByte(x uint64) uint64 { return (x - lsb) &^ x & msb }
 
-func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+// isWS tests for JSON whitespace; every byte above the space is rejected by the first
+// comparison, which is nearly every byte the scanner asks about.
+func isWS(c byte) bool { return c <= ' ' && (c == ' ' || c == '\t' || c == '\n' || c == '\r') }
 
 func skipWS(b []byte, i int) int {
 	for i < len(b) && isWS(b[i]) {
@@ -416,10 +418,301 @@ func skipComposite(b []byte, i int) (int, error) {
 
 // objectWalker iterates over the keys of the object at b[i].
 // Usage: for i, err = w.open(b, i); w.more; i, err = w.next(b, i) { key := w.key; ... }
+// or, to have each key named by its index in a keySet, openKeys and nextKeys, after which id
+// is the key's index (keyOther for a key outside the set) and key is not set.
 type objectWalker struct {
 	key  []byte
 	more bool
 	kbuf []byte // decoded key when the raw key holds escapes
+	id   int
+	slot int // the keyGuess slot the next key is guessed from
+}
+
+// maxKeys bounds the keys of one keySet.
+const maxKeys = 24
+
+// keyOther is the id of a key that is not in the walk's keySet.
+const keyOther = -1
+
+// keySet is the keys a walk looks for, by index. Its quoted forms (the key with its quotes and
+// the colon, as compact JSON writes it) let the walker recognise a key by one comparison
+// of bytes instead of scanning it for its end quote and escapes and then matching it by name.
+type keySet struct {
+	names  []string
+	quoted []quotedKey
+}
+
+func newKeySet(names ...string) *keySet {
+	if len(names) > maxKeys {
+		panic("keySet: too many keys")
+	}
+	ks := &keySet{names: names}
+	for _, n := range names {
+		if len(n)+3 > maxLearnedLen {
+			panic("keySet: key too long for nextKeys' guess") // nextKeys compares at most maxLearnedLen bytes
+		}
+		ks.quoted = append(ks.quoted, newQuotedKey(`"`+n+`":`))
+	}
+	return ks
+}
+
+// quotedKey is a key as compact JSON writes it, with its first and last eight bytes as words
+// so that most keys are recognised by one or two loads and compares, no call.
+type quotedKey struct {
+	s           string
+	first, last uint64
+	mask        uint64 // the bytes of first that belong to the key, when it is shorter than 8
+}
+
+func newQuotedKey(s string) quotedKey {
+	var pad [8]byte
+	q := quotedKey{s: s, mask: ^uint64(0)}
+	if len(s) < 8 {
+		copy(pad[:], s)
+		q.first = binary.LittleEndian.Uint64(pad[:])
+		q.mask >>= 8 * (8 - len(s))
+		return q
+	}
+	q.first = binary.LittleEndian.Uint64([]byte(s[:8]))
+	q.last = binary.LittleEndian.Uint64([]byte(s[len(s)-8:]))
+	return q
+}
+
+// at reports whether b[i:] starts with the key and holds at least one byte after it.
+func (q *quotedKey) at(b []byte, i int) bool {
+	n := len(q.s)
+	if len(b)-i <= n {
+		return false
+	}
+	if len(b)-i < 8 {
+		return string(b[i:i+n]) == q.s
+	}
+	x := binary.LittleEndian.Uint64(b[i:])
+	if n <= 8 {
+		return x&q.mask == q.first
+	}
+	if x != q.first || binary.LittleEndian.Uint64(b[i+n-8:]) != q.last {
+		return false
+	}
+	return n <= 16 || string(b[i+8:i+n-8]) == q.s[8:n-8]
+}
+
+func (ks *keySet) lookup(key []byte) int {
+	for k, n := range ks.names {
+		if string(key) == n {
+			return k
+		}
+	}
+	return keyOther
+}
+
+// keyGuess remembers, for the start of an object and after each key, which key came next the
+// last time. Events of one log are written by one encoder, so their keys come in the same
+// order from one line to the next and the guess is nearly always right; a wrong guess costs
+// one comparison before the key is read the ordinary way. Keys outside the keySet (those the
+// walk skips) are guessed too: up to maxLearned of them are remembered as they were written,
+// with ids after the set's own (reported as keyOther). The zero value guesses key 0.
+type keyGuess struct {
+	next    [maxKeys + maxLearned + 2]int8 // [0]: the first key; [id+1]: the key after key id; last: after a key not learned
+	learned [maxLearned]quotedKey
+	n       int // learned keys
+	// last holds, by key id, the text of the value the key had last time (at most
+	// maxMemoValue bytes), when it was a string without escapes or a string, object or array
+	// that was skipped.
+	// Scanning a JSON value from its first byte to its end depends on nothing but those
+	// bytes, so a value whose text starts with the same bytes is that same value, ending at
+	// the same place: one comparison replaces scanning it. Most of an event's values (its
+	// kind, level, user agent, groups, the user's extra) repeat from one event to the next.
+	last [maxKeys + maxLearned][]byte
+}
+
+// maxMemoValue bounds the value text kept per key.
+const maxMemoValue = 128
+
+// memoSlot is the index into last for the key just read, or -1.
+func (w *objectWalker) memoSlot() int {
+	if k := w.slot - 1; k >= 0 && k < maxKeys+maxLearned {
+		return k
+	}
+	return -1
+}
+
+// skipValueMemo is skipValue for the value of the key just read, with the memo of g.
+func (g *keyGuess) skipValueMemo(w *objectWalker, b []byte, i int) (int, error) {
+	k := w.memoSlot()
+	if k < 0 {
+		return skipValue(b, i)
+	}
+	if m := g.last[k]; len(m) > 0 && len(b)-i >= len(m) && string(b[i:i+len(m)]) == string(m) {
+		return i + len(m), nil
+	}
+	j, err := skipValue(b, i)
+	if err == nil && (b[i] == '"' || b[i] == '{' || b[i] == '[') {
+		// Only a value that ends itself is remembered: a string, object or array ends at its
+		// closing byte whatever follows, while the number 12 may be the start of 123.
+		g.remember(k, b[i:j])
+	} else {
+		g.last[k] = g.last[k][:0]
+	}
+	return j, err
+}
+
+// readStringMemo is readString for the value of the key just read, with the memo of g.
+func (g *keyGuess) readStringMemo(w *objectWalker, b []byte, i int, arena *[]byte) ([]byte, int, error) {
+	k := w.memoSlot()
+	if k < 0 {
+		return readString(b, i, arena)
+	}
+	if m := g.last[k]; len(m) > 0 && len(b)-i >= len(m) && string(b[i:i+len(m)]) == string(m) {
+		return b[i+1 : i+len(m)-1], i + len(m), nil
+	}
+	v, j, err := readString(b, i, arena)
+	if err == nil && i < len(b) && b[i] == '"' && j-i == len(v)+2 {
+		// Only a string without escapes is remembered (its contents are its text; escapes
+		// always make the contents shorter than the text).
+		g.remember(k, b[i:j])
+	} else {
+		g.last[k] = g.last[k][:0]
+	}
+	return v, j, err
+}
+
+func (g *keyGuess) remember(k int, text []byte) {
+	if len(text) > maxMemoValue {
+		g.last[k] = g.last[k][:0]
+		return
+	}
+	g.last[k] = append(g.last[k][:0], text...)
+}
+
+const (
+	// maxLearned bounds the keys outside a keySet that one keyGuess remembers, and
+	// maxLearnedLen their length: a log that names other keys on every line only makes the
+	// guesses wrong, never the memory larger.
+	maxLearned    = 16
+	maxLearnedLen = 64
+)
+
+// openKeys is open for a walk by keySet (see objectWalker).
+func (w *objectWalker) openKeys(b []byte, i int, ks *keySet, g *keyGuess) (int, error) {
+	w.more = false
+	if i >= len(b) || b[i] != '{' {
+		return w.open(b, i)
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, nil
+	}
+	w.slot = 0
+	return w.keyIn(b, i, ks, g)
+}
+
+// nextKeys is next for a walk by keySet. The guessed key is tried here, without a call: it
+// is what nearly every key of a log takes.
+func (w *objectWalker) nextKeys(b []byte, i int, ks *keySet, g *keyGuess) (int, error) {
+	if i < len(b) && b[i] == ',' {
+		i++
+		known := len(ks.quoted)
+		if k := int(g.next[w.slot]); k < known+g.n && len(b)-i > maxLearnedLen {
+			var q *quotedKey
+			if k < known {
+				q = &ks.quoted[k]
+			} else {
+				q = &g.learned[k-known]
+			}
+			n := len(q.s)
+			x := binary.LittleEndian.Uint64(b[i:])
+			// The bytes "name": are the key without escapes; at least one byte must follow
+			// (the value), or the ordinary path below tells what is missing.
+			if n <= 8 && x&q.mask == q.first ||
+				n > 8 && x == q.first && binary.LittleEndian.Uint64(b[i+n-8:]) == q.last && (n <= 16 || string(b[i+8:i+n-8]) == q.s[8:n-8]) {
+				w.more, w.slot, w.id = true, k+1, k
+				if k >= known {
+					w.id = keyOther
+				}
+				if i += n; isWS(b[i]) {
+					i = skipWS(b, i)
+				}
+				return i, nil
+			}
+		}
+	} else {
+		i = skipWS(b, i)
+		if i >= len(b) {
+			return i, errUnexpectedEnd
+		}
+		switch b[i] {
+		case ',':
+			i++
+		case '}':
+			w.more = false
+			return i + 1, nil
+		default:
+			return i, errSyntax
+		}
+	}
+	return w.keyIn(b, skipWS(b, i), ks, g)
+}
+
+// keyIn reads the key at b[i] and the colon after it, setting id, and returns the index of
+// the value.
+func (w *objectWalker) keyIn(b []byte, i int, ks *keySet, g *keyGuess) (int, error) {
+	slot := w.slot
+	known := len(ks.quoted)
+	if k := int(g.next[slot]); k < known+g.n {
+		var q *quotedKey
+		if k < known {
+			q = &ks.quoted[k]
+		} else {
+			q = &g.learned[k-known]
+		}
+		if q.at(b, i) {
+			w.more, w.slot = true, k+1
+			w.id = k
+			if k >= known {
+				w.id = keyOther
+			}
+			i += len(q.s)
+			if isWS(b[i]) {
+				i = skipWS(b, i)
+			}
+			return i, nil
+		}
+	}
+	raw := i
+	i, err := w.readKey(b, i)
+	if err != nil {
+		return i, err
+	}
+	k := ks.lookup(w.key)
+	w.id = k
+	if k == keyOther {
+		k = g.learn(b[raw:i], known)
+	}
+	if k < 0 {
+		w.slot = len(g.next) - 1 // a key neither in the set nor learned: guess from the last slot
+		return i, nil
+	}
+	g.next[slot] = int8(k)
+	w.slot = k + 1
+	return i, nil
+}
+
+// learn returns the id of the key outside the set whose text (from its opening quote to the
+// colon, and maybe whitespace after it) is quoted, learning it when there is room and it is
+// written compactly; -1 when it is not learned.
+func (g *keyGuess) learn(quoted []byte, known int) int {
+	for k := 0; k < g.n; k++ {
+		if g.learned[k].s == string(quoted) {
+			return known + k
+		}
+	}
+	if g.n == maxLearned || len(quoted) > maxLearnedLen || len(quoted) < 3 || quoted[len(quoted)-1] != ':' || quoted[len(quoted)-2] != '"' {
+		return -1
+	}
+	g.learned[g.n] = newQuotedKey(string(quoted))
+	g.n++
+	return known + g.n - 1
 }
 
 // open expects '{' at b[i] and positions on the first value. null is an empty object.
@@ -464,19 +757,29 @@ func (w *objectWalker) readKey(b []byte, i int) (int, error) {
 		w.kbuf = kb
 		w.key = kb
 	}
+	w.more = true
+	// Compact JSON (what the API server writes) has the colon and the value right after the
+	// key: take that path without calling skipWS twice.
+	if end+1 < len(b) && b[end] == ':' && !isWS(b[end+1]) {
+		return end + 1, nil
+	}
 	i = skipWS(b, end)
 	if i >= len(b) {
+		w.more = false
 		return i, errUnexpectedEnd
 	}
 	if b[i] != ':' {
+		w.more = false
 		return i, errSyntax
 	}
-	w.more = true
 	return skipWS(b, i+1), nil
 }
 
 // next moves past the separator after a value and onto the next key's value.
 func (w *objectWalker) next(b []byte, i int) (int, error) {
+	if i+1 < len(b) && b[i] == ',' && b[i+1] == '"' {
+		return w.readKey(b, i+1) // compact JSON
+	}
 	i = skipWS(b, i)
 	if i >= len(b) {
 		return i, errUnexpectedEnd
