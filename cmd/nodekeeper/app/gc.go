@@ -175,9 +175,15 @@ func (o *gcOptions) Run(ctx context.Context) error {
 			return cli.WithExitCode(gcExitDeclined, errors.New("not confirmed; nothing deleted"))
 		}
 	}
-	// Concurrent deletes share their live Node reads (one consistent LIST started after all the
-	// checks it answers) instead of sending one GET per lease.
-	checker := deleter.NewBatchNodeChecker(nodes)
+	// Every lease to delete is judged leaked by now, so the live Node checks start here, in the
+	// order of the deletes and a window ahead of them: one consistent LIST per window on a small
+	// cluster, GETs on a large one (deleter.PrefetchNodeChecker).
+	names := make([]string, n)
+	for i, l := range plan.Leaked() {
+		names[i] = l.Name
+	}
+	checker := deleter.NewPrefetchNodeChecker(nodes, names, plan.Nodes, deleter.PrefetchOptions{GetsInFlight: gc.NodeGetsInFlight})
+	defer checker.Close()
 	d, err := deleter.New(leases.CoordinationV1(), nodes, deleter.Options{
 		Classify: lease.Options{GracePeriod: o.grace}, DryRun: o.dryRun, NodeChecker: checker,
 		MaxWritesInFlight: gc.MaxDeletesInFlight,
