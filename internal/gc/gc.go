@@ -34,16 +34,15 @@ import (
 // than leases.
 const DefaultWorkers = 512
 
-// MaxDeletesInFlight bounds the DELETEs sent at once (deleter.Options.MaxWritesInFlight), and
-// NodeGetsInFlight the live Node GETs that the checks of a large cluster send beside them: 96
-// together, below kube-apiserver's default of 100 streams per HTTP/2 connection
+// MaxDeletesInFlight bounds the requests gc sends at once (deleter.Options.MaxWritesInFlight for
+// the DELETEs; when its live Node checks are GETs, NodeGetsInFlight of them count against it):
+// below kube-apiserver's default of 100 streams per HTTP/2 connection
 // (--http2-max-streams-per-connection), with room for a LIST, so that every request shares the
 // one connection. Without the bound, each of the up to 512 workers that found no free stream
 // dialled its own TLS connection: on 20,000 leases some 500 handshakes, paid by gc and, dearer,
-// by the API server. The API server's DELETE ceiling needs about 64 in flight; 16 GETs keep the
-// checks ahead of the deletes.
+// by the API server. The API server's DELETE ceiling needs about 64 in flight.
 const (
-	MaxDeletesInFlight = 80
+	MaxDeletesInFlight = 96
 	NodeGetsInFlight   = 16
 )
 
