@@ -103,6 +103,9 @@ func TestPrefetchNodeChecker(t *testing.T) {
 		// names before they are asked for, so they must not wait for it.
 		p := NewPrefetchNodeChecker(md, names, 0, PrefetchOptions{Window: 2})
 		defer p.Close()
+		// A check that waited for the prefetcher here would wait for ever: fail instead.
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
 		for i := len(names) - 1; i >= 0; i-- {
 			got, _, err := p.NodeExists(ctx, names[i])
 			if err != nil || got != (names[i] == present) {
@@ -127,6 +130,22 @@ func TestPrefetchNodeChecker(t *testing.T) {
 		if got, n, err := p.NodeExists(ctx, "forget-c"); err != nil || got || n != 0 {
 			t.Errorf("forget-c: exists=%v requests=%d err=%v, want its prefetched answer", got, n, err)
 		}
+	})
+
+	t.Run("a lease the deleter does not delete after all gives its place in the window back", func(t *testing.T) {
+		fresh, a, b := uniqueName(), uniqueName(), uniqueName()
+		freshLease := createLease(t, admin, fresh, 0) // renewed now: not leaked any more
+		p := NewPrefetchNodeChecker(md, []string{fresh, a, b}, 1<<30, PrefetchOptions{Window: 2, GetsInFlight: 2})
+		defer p.Close()
+		d, err := New(cs.CoordinationV1(), md, Options{Classify: lease.Options{GracePeriod: time.Hour}, NodeChecker: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool { return prefetchStarted(p, fresh) && prefetchStarted(p, a) })
+		if r := d.Delete(ctx, freshLease, nil); r.Outcome != NotLeaked {
+			t.Fatalf("renewed lease: outcome %s (%s), want %s", r.Outcome, r.Reason, NotLeaked)
+		}
+		waitFor(t, func() bool { return prefetchStarted(p, b) })
 	})
 
 	t.Run("cancelled check", func(t *testing.T) {
