@@ -207,6 +207,10 @@ func (p *PrefetchNodeChecker) get(ctx context.Context, name string) (bool, int, 
 // the slot; nil when none is left or ctx ended.
 func (p *PrefetchNodeChecker) claim(ctx context.Context) *prefetchEntry {
 	for {
+		// With nothing left to start, the last batch must not wait for a slot to be read.
+		if !p.anyPending() {
+			return nil
+		}
 		select {
 		case p.slots <- struct{}{}:
 		case <-ctx.Done():
@@ -227,6 +231,16 @@ func (p *PrefetchNodeChecker) claim(ctx context.Context) *prefetchEntry {
 		p.mu.Unlock()
 		return e
 	}
+}
+
+// anyPending reports whether some check is not started yet.
+func (p *PrefetchNodeChecker) anyPending() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.next < len(p.order) && p.order[p.next].state != pending {
+		p.next++
+	}
+	return p.next < len(p.order)
 }
 
 // getLoop GETs the Node of each next entry.
