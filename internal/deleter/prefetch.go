@@ -26,10 +26,10 @@ import (
 // (resourceVersion unset). Each answer is used once; a check the prefetcher has not started when
 // it is asked for is answered by a GET of its own, and a name it was not given too.
 //
-// How a window is read depends on the cluster's size: with few Nodes one consistent LIST of all
-// Node names answers half a window of checks (pages of 5,000, metadata only, protobuf); with many
-// Nodes (more than listNodesPerCheck for each check a LIST would answer) a GET per Node, a few in
-// flight, costs the API server less.
+// How a window is read depends on the cluster's size: up to listNodesPerCheck Nodes for each
+// check a LIST would answer (about 100,000 Nodes), one consistent LIST of all Node names (pages of
+// 5,000, metadata only, protobuf) answers half a window of checks while the other half is deleted;
+// beyond, a GET per Node, GetsInFlight at once.
 type PrefetchNodeChecker struct {
 	nodes     metadata.ResourceInterface
 	chunkSize int64
@@ -39,7 +39,7 @@ type PrefetchNodeChecker struct {
 	mu      sync.Mutex
 	entries map[string]*prefetchEntry
 	order   []*prefetchEntry
-	next    int // order[next:] are not started yet
+	next    int // order[:next] are all started or taken
 
 	slots    chan struct{} // one per started check whose answer is not taken yet: the window
 	stop     context.CancelFunc
