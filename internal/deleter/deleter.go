@@ -141,6 +141,9 @@ func (d *Deleter) DryRun() bool { return d.opts.DryRun }
 func (d *Deleter) Delete(ctx context.Context, l *coordinationv1.Lease, node *lease.NodeRef) Result {
 	r, ok := d.admit(l, node, lease.Leaked, NotLeaked, "deleted", "delete")
 	if !ok {
+		if f, ok := d.check.(interface{ Forget(name string) }); ok {
+			f.Forget(l.Name) // a prefetched check nobody will ask for must not hold its window
+		}
 		return r
 	}
 	v := r.Verdict

@@ -27,21 +27,24 @@ import (
 	"github.com/nodekeeper/nodekeeper/internal/lease"
 )
 
-// DefaultWorkers is how many leases are processed at once. Each worker first waits for its live
-// Node check, which concurrent workers share (one LIST round answers all checks waiting for it),
-// then sends its DELETE, so at any moment part of the workers wait for a round and send nothing:
-// the API server's DELETE ceiling needs about 64 requests in flight, and 128 workers kept only
-// enough in flight for 0.56 of it on 20,000 leases, 512 for all of it (docs/gc.md has the bench).
-// Idle workers cost a goroutine each, and ParallelizeUntil starts no more workers than leases.
+// DefaultWorkers is how many leases are processed at once. A worker takes its lease's live Node
+// check (read ahead by deleter.PrefetchNodeChecker in gc's command), then waits for a DELETE slot
+// (MaxDeletesInFlight): the workers only need to outnumber the slots so that a slot never waits
+// for a worker. Idle workers cost a goroutine each, and ParallelizeUntil starts no more workers
+// than leases.
 const DefaultWorkers = 512
 
-// MaxDeletesInFlight bounds the DELETEs sent at once (deleter.Options.MaxWritesInFlight): below
-// kube-apiserver's default of 100 streams per HTTP/2 connection (--http2-max-streams-per-connection),
-// with room for the Node check's LIST, so that every request shares the one connection. Without
-// it, each of the up to 512 workers that found no free stream dialled its own TLS connection: on
-// 20,000 leases some 500 handshakes, paid by gc and, dearer, by the API server. The API server's
-// DELETE ceiling needs about 64 in flight.
-const MaxDeletesInFlight = 96
+// MaxDeletesInFlight bounds the requests gc sends at once (deleter.Options.MaxWritesInFlight for
+// the DELETEs; when its live Node checks are GETs, NodeGetsInFlight of them count against it):
+// below kube-apiserver's default of 100 streams per HTTP/2 connection
+// (--http2-max-streams-per-connection), with room for a LIST, so that every request shares the
+// one connection. Without the bound, each of the up to 512 workers that found no free stream
+// dialled its own TLS connection: on 20,000 leases some 500 handshakes, paid by gc and, dearer,
+// by the API server. The API server's DELETE ceiling needs about 64 in flight.
+const (
+	MaxDeletesInFlight = 96
+	NodeGetsInFlight   = 16
+)
 
 // DefaultRateLimit is gc's client-side limit: none. One gc run is one bounded burst that an
 // operator starts on purpose; the API server's priority and fairness keeps it from starving

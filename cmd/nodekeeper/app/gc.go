@@ -99,7 +99,7 @@ func (o *gcOptions) AddFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.grace, "grace-period", lease.DefaultGracePeriod, "how long an ownerless lease without a Node must go unrenewed to be leaked")
 	f.BoolVar(&o.dryRun, "dry-run", false, "classify and check each leaked lease's Node, delete nothing")
 	f.BoolVarP(&o.yes, "yes", "y", false, "delete without asking for confirmation")
-	f.IntVar(&o.workers, "workers", gc.DefaultWorkers, "leases processed at once (each waits for its shared live Node check, then deletes)")
+	f.IntVar(&o.workers, "workers", gc.DefaultWorkers, "leases processed at once (each takes its live Node check, read ahead of the deletes, then deletes)")
 	o.client.AddFlags(f)
 	o.output.AddFlags(f)
 	o.sel.AddFlags(f)
@@ -175,12 +175,22 @@ func (o *gcOptions) Run(ctx context.Context) error {
 			return cli.WithExitCode(gcExitDeclined, errors.New("not confirmed; nothing deleted"))
 		}
 	}
-	// Concurrent deletes share their live Node reads (one consistent LIST started after all the
-	// checks it answers) instead of sending one GET per lease.
-	checker := deleter.NewBatchNodeChecker(nodes)
+	// Every lease to delete is judged leaked by now, so the live Node checks start here, in the
+	// order of the deletes and a window ahead of them: one consistent LIST per window on a small
+	// cluster, GETs on a large one (deleter.PrefetchNodeChecker).
+	names := make([]string, n)
+	for i, l := range plan.Leaked() {
+		names[i] = l.Name
+	}
+	checker := deleter.NewPrefetchNodeChecker(nodes, names, plan.Nodes, deleter.PrefetchOptions{GetsInFlight: gc.NodeGetsInFlight})
+	defer checker.Close()
+	maxDeletes := gc.MaxDeletesInFlight
+	if !checker.UsesList() {
+		maxDeletes -= gc.NodeGetsInFlight // the GETs share the connection's streams
+	}
 	d, err := deleter.New(leases.CoordinationV1(), nodes, deleter.Options{
 		Classify: lease.Options{GracePeriod: o.grace}, DryRun: o.dryRun, NodeChecker: checker,
-		MaxWritesInFlight: gc.MaxDeletesInFlight,
+		MaxWritesInFlight: maxDeletes,
 	})
 	if err != nil {
 		return cli.WithExitCode(gcExitError, err)

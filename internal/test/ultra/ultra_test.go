@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -40,6 +41,8 @@ type sizes struct {
 	controllerQPS         string
 	skip                  map[string]bool
 	capacityArgs, auditRx string
+	gcPairs               int    // rounds of gc --yes against rawdelete
+	gcBaseline            string // another nodekeeper build whose gc --yes each round also runs
 }
 
 func readSizes(b *testing.B) sizes {
@@ -60,6 +63,8 @@ func readSizes(b *testing.B) sizes {
 	s.doctorNodes = num("NODEKEEPER_ULTRA_DOCTOR_NODES", max(s.nodes/10, 100))
 	s.runs = num("NODEKEEPER_ULTRA_RUNS", 3)
 	s.idle = time.Duration(num("NODEKEEPER_ULTRA_IDLE_SECONDS", 120)) * time.Second
+	s.gcPairs = num("NODEKEEPER_ULTRA_GC_PAIRS", 1)
+	s.gcBaseline = os.Getenv("NODEKEEPER_ULTRA_GC_BASELINE")
 	s.controllerQPS = os.Getenv("NODEKEEPER_ULTRA_CONTROLLER_QPS")
 	if s.controllerQPS == "" {
 		s.controllerQPS = "0"
@@ -123,8 +128,9 @@ type row struct{ what, value, floor, peer, target, met string }
 //     (internal/audit BenchmarkAuditVsScan), each on its own control plane after the others stopped;
 //   - the release binaries' sizes beside kubectl's.
 //
-// NODEKEEPER_ULTRA_SKIP=capacity,audit,doctor leaves parts out, and so do explain, gc and controller
-// on the main cluster (explain,gc,controller,capacity,audit,doctor: leases -A alone).
+// NODEKEEPER_ULTRA_SKIP=capacity,audit,doctor leaves parts out, and so do explain, leases, gc and
+// controller on the main cluster (explain,gc,controller,capacity,audit,doctor: leases -A alone);
+// NODEKEEPER_ULTRA_GC_PAIRS and NODEKEEPER_ULTRA_GC_BASELINE repeat gc against raw (see gcVsRaw).
 //
 //	go test ./internal/test/ultra -run '^$' -bench Ultra -benchtime 1x -timeout 180m
 func BenchmarkUltra(b *testing.B) {
@@ -219,6 +225,28 @@ func mainCluster(b *testing.B, s sizes, nk, ctrl, floorBin, rawBin, kubectl stri
 			fmt.Sprintf("%s, %d requests (at %s Nodes)", secs(smallWall), smallReq, count(s.explainBase)), "as fast as at 2,000",
 			verdict(true, bigReq <= smallReq && bigWall <= smallWall*3/2+200*time.Millisecond)})
 	}
+	if !s.skip["leases"] {
+		leasesAll(b, s, e, nk, floorBin, kubectl, cliKC, add)
+	}
+	if !s.skip["gc"] {
+		gcVsRaw(b, s, e, nk, rawBin, cliKC, admin, add)
+	}
+	if !s.skip["controller"] {
+		// The controller, on a fresh leaked set (the first one, when gc did not delete it).
+		prefix := "ip-10-200-0"
+		if !s.skip["gc"] {
+			prefix = "ip-10-202-0"
+			t0 = time.Now()
+			e.SeedLeakedLeases(b, prefix, s.leaked, time.Now().Add(-2*time.Hour))
+			progress("leaked set created again in %s", time.Since(t0).Round(time.Second))
+		}
+		controller(b, s, e, ctrl, ctrlKC, admin, prefix, add)
+	}
+}
+
+// leasesAll times leases -A against the floor in-process and as a process, and kubectl; the order rotates.
+func leasesAll(b *testing.B, s sizes, e *testenv.Env, nk, floorBin, kubectl, cliKC string, add func(row)) {
+	ctx := context.Background()
 
 	// leases -A: the floor in-process and as a process, nodekeeper, kubectl; the order rotates.
 	// The floor reads pages of the size leases -A reads by default (kubectl's are 500).
@@ -253,45 +281,76 @@ func mainCluster(b *testing.B, s sizes, nk, ctrl, floorBin, rawBin, kubectl stri
 		secs(kcWall) + " (kubectl get lease -A)", "≤ 1.25× floor, < kubectl",
 		verdict(true, nkWall.Seconds() <= 1.25*floorWall.Seconds() && nkWall < kcWall)})
 	add(row{"leases -A: peak RSS", kib(maxPeak(nkRuns)), kib(maxPeak(floorRuns)), kib(maxPeak(kcRuns)) + " (kubectl)", "", ""})
-
-	if !s.skip["gc"] {
-		gcRows(b, s, e, nk, rawBin, cliKC, admin, add)
-	}
-	if !s.skip["controller"] {
-		// The controller, on a fresh leaked set (the first one, when gc did not delete it).
-		prefix := "ip-10-200-0"
-		if !s.skip["gc"] {
-			prefix = "ip-10-202-0"
-			t0 = time.Now()
-			e.SeedLeakedLeases(b, prefix, s.leaked, time.Now().Add(-2*time.Hour))
-			progress("leaked set created again in %s", time.Since(t0).Round(time.Second))
-		}
-		controller(b, s, e, ctrl, ctrlKC, admin, prefix, add)
-	}
 }
 
-// gcRows times gc --dry-run and gc --yes on the leaked set, then the raw DELETE rate on a fresh one.
-func gcRows(b *testing.B, s sizes, e *testenv.Env, nk, rawBin, cliKC string, admin kubernetes.Interface, add func(row)) {
+// gcVsRaw times gc --dry-run once, then gc --yes against ../rawdelete -prefix (64 protobuf
+// DELETEs in flight) on freshly seeded leaked sets, NODEKEEPER_ULTRA_GC_PAIRS rounds (1) whose
+// order rotates; with NODEKEEPER_ULTRA_GC_BASELINE (another nodekeeper build) each round also runs
+// that build's gc --yes, so that two builds are compared in the same conditions. The requests of
+// each gc run come from the audit log.
+func gcVsRaw(b *testing.B, s sizes, e *testenv.Env, nk, rawBin, cliKC string, admin kubernetes.Interface, add func(row)) {
 	wantLeases := s.nodes + s.leaked
 	dry := timeProcess(b, nk, "gc", "--dry-run", "--kubeconfig", cliKC)
-	yes := timeProcess(b, nk, "gc", "--yes", "--kubeconfig", cliKC)
-	if left := countLeaked(b, admin, "ip-10-200-0"); left != 0 {
-		b.Fatalf("gc --yes left %d leaked leases", left)
+	add(row{fmt.Sprintf("gc --dry-run, %s leaked among %s leases", count(s.leaked), count(wantLeases)), secs(dry.wall), "", "", "", ""})
+	type side struct {
+		name string
+		bin  string
+		args []string
 	}
-	t0 := time.Now()
-	e.SeedLeakedLeases(b, "ip-10-201-0", s.leaked, time.Now().Add(-2*time.Hour))
-	progress("leaked set created again in %s", time.Since(t0).Round(time.Second))
-	raw := timeProcess(b, rawBin, "--kubeconfig", cliKC, "-prefix", "ip-10-201-0-")
-	if left := countLeaked(b, admin, "ip-10-201-0"); left != 0 {
-		b.Fatalf("rawdelete left %d leases", left)
+	sides := []side{{"gc", nk, []string{"gc", "--yes", "--kubeconfig", cliKC}}}
+	if s.gcBaseline != "" {
+		sides = append(sides, side{"baseline gc", s.gcBaseline, []string{"gc", "--yes", "--kubeconfig", cliKC}})
+	}
+	sides = append(sides, side{"raw", rawBin, []string{"--kubeconfig", cliKC}})
+	runs := map[string][]run{}
+	ratios := map[string][]float64{}
+	seeded := 0
+	for i := range s.gcPairs {
+		walls := map[string]time.Duration{}
+		for j := range sides {
+			sd := sides[(i+j)%len(sides)]
+			// The first leaked set is the one seeded with the Nodes (ip-10-200-0).
+			prefix := "ip-10-200-0"
+			if i > 0 || j > 0 {
+				seeded++
+				prefix = fmt.Sprintf("ip-10-%d-0", 210+seeded)
+				t0 := time.Now()
+				e.SeedLeakedLeases(b, prefix, s.leaked, time.Now().Add(-2*time.Hour))
+				progress("leaked set %s created in %s", prefix, time.Since(t0).Round(time.Second))
+			}
+			args := sd.args
+			if sd.name == "raw" {
+				args = append(slices.Clone(args), "-prefix", prefix+"-")
+			}
+			since := time.Now()
+			r := timeProcess(b, sd.bin, args...)
+			until := time.Now()
+			if left := countLeaked(b, admin, prefix); left != 0 {
+				b.Fatalf("%s left %d leaked leases", sd.name, left)
+			}
+			evs := e.AuditEvents(b, userCLI, func(ev testenv.AuditEvent) bool {
+				return ev.User.Username == userCLI && !ev.Received.Before(since) && ev.Received.Before(until)
+			})
+			progress("round %d: %s %s (%.0f/s, CPU %s): %s", i+1, sd.name, secs(r.wall), float64(s.leaked)/r.wall.Seconds(), secs(r.cpu), phases(evs, since))
+			runs[sd.name] = append(runs[sd.name], r)
+			walls[sd.name] = r.wall
+		}
+		for _, sd := range sides[:len(sides)-1] {
+			ratios[sd.name] = append(ratios[sd.name], walls["raw"].Seconds()/walls[sd.name].Seconds())
+		}
 	}
 	if live := countLeaked(b, admin, ""); live != s.nodes {
-		b.Fatalf("%d leases left in %s after rawdelete -prefix, want the %d live Nodes' leases", live, lease.NodeLeaseNamespace, s.nodes)
+		b.Fatalf("%d leases left in %s after the deletes, want the %d live Nodes' leases", live, lease.NodeLeaseNamespace, s.nodes)
 	}
 	rate := func(d time.Duration) float64 { return float64(s.leaked) / d.Seconds() }
-	add(row{fmt.Sprintf("gc --dry-run, %s leaked among %s leases", count(s.leaked), count(wantLeases)), secs(dry.wall), "", "", "", ""})
-	add(row{fmt.Sprintf("gc --yes, %s leaked: wall (deletes/s)", count(s.leaked)), fmt.Sprintf("%s (%.0f/s, %.2f of raw)", secs(yes.wall), rate(yes.wall), rate(yes.wall)/rate(raw.wall)),
-		fmt.Sprintf("%s (%.0f/s, 64 raw DELETEs)", secs(raw.wall), rate(raw.wall)), "", "≥ raw rate", verdict(true, yes.wall <= raw.wall)})
+	raw := medianWall(runs["raw"])
+	for _, sd := range sides[:len(sides)-1] {
+		w := medianWall(runs[sd.name])
+		ratio := medianFloat(ratios[sd.name])
+		add(row{fmt.Sprintf("%s --yes, %s leaked: wall (deletes/s), median of %d", sd.name, count(s.leaked), s.gcPairs),
+			fmt.Sprintf("%s (%.0f/s, %.2f of raw, median of pair ratios)", secs(w), rate(w), ratio),
+			fmt.Sprintf("%s (%.0f/s, 64 raw DELETEs)", secs(raw), rate(raw)), "", "≥ raw rate", verdict(true, ratio >= 1)})
+	}
 }
 
 // controller runs the controller binary on the seeded cluster, whose leaked set is the leases
@@ -668,6 +727,52 @@ func verbs(m map[string]int) string {
 	parts := make([]string, len(all))
 	for i, x := range all {
 		parts[i] = fmt.Sprintf("%d %s", x.v, x.k)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// medianFloat is the median of xs.
+func medianFloat(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// phases writes each kind of request of one process's audit events with its count, the span
+// from the first's arrival to the last's completion (seconds since start) and the mean time the
+// API server took for one, which shows where a run's wall time went.
+func phases(evs []testenv.AuditEvent, start time.Time) string {
+	type span struct {
+		n             int
+		first, last   time.Time
+		serverSeconds float64
+	}
+	m := map[string]*span{}
+	var order []string
+	for _, ev := range evs {
+		k := ev.Verb + " " + ev.Resource()
+		sp := m[k]
+		if sp == nil {
+			sp = &span{first: ev.Received}
+			m[k] = sp
+			order = append(order, k)
+		}
+		sp.n++
+		if ev.Received.Before(sp.first) {
+			sp.first = ev.Received
+		}
+		if ev.Completed.After(sp.last) {
+			sp.last = ev.Completed
+		}
+		sp.serverSeconds += ev.Completed.Sub(ev.Received).Seconds()
+	}
+	parts := make([]string, len(order))
+	for i, k := range order {
+		sp := m[k]
+		parts[i] = fmt.Sprintf("%d %s [%.2f–%.2f s, %.1f ms each]", sp.n, k, sp.first.Sub(start).Seconds(), sp.last.Sub(start).Seconds(), 1000*sp.serverSeconds/float64(sp.n))
 	}
 	return strings.Join(parts, ", ")
 }
