@@ -5,6 +5,7 @@ package ultra
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,7 +124,10 @@ type row struct{ what, value, floor, peer, target, met string }
 //     (internal/audit BenchmarkAuditVsScan), each on its own control plane after the others stopped;
 //   - the release binaries' sizes beside kubectl's.
 //
-// NODEKEEPER_ULTRA_SKIP=capacity,audit,doctor leaves parts out.
+// NODEKEEPER_ULTRA_SKIP=main,capacity,audit,doctor leaves parts out (main: the main cluster).
+// NODEKEEPER_ULTRA_DOCTOR_BASELINE names another nodekeeper binary (one built from main, say):
+// doctor then runs NODEKEEPER_ULTRA_RUNS times each, the two alternating on the same cluster,
+// and the table says both, with each one's requests by verb, resource and page size.
 //
 //	go test ./internal/test/ultra -run '^$' -bench Ultra -benchtime 1x -timeout 180m
 func BenchmarkUltra(b *testing.B) {
@@ -145,7 +149,9 @@ func BenchmarkUltra(b *testing.B) {
 		kubectl := kubectlPath(b)
 		kubectlSize := fileSize(b, kubectl)
 
-		mainCluster(b, s, nk, ctrl, floorBin, rawBin, kubectl, add)
+		if !s.skip["main"] {
+			mainCluster(b, s, nk, ctrl, floorBin, rawBin, kubectl, add)
+		}
 		if !s.skip["doctor"] {
 			doctorCluster(b, s, nk, add)
 		}
@@ -407,12 +413,51 @@ func doctorCluster(b *testing.B, s sizes, nk string, add func(row)) {
 	if err := e.WriteKubeconfig(path, e.UserConfig(userDoctor, "system:masters")); err != nil {
 		b.Fatal(err)
 	}
-	since := time.Now()
-	r := timeProcess(b, nk, "doctor", "--kubeconfig", path, "--fail-on", "none")
-	n := len(e.AuditEvents(b, userDoctor, func(ev testenv.AuditEvent) bool { return ev.User.Username == userDoctor && !ev.Received.Before(since) }))
+	// One doctor run: its wall time and peak RSS, and its requests as the API server's audit log
+	// has them, all and by verb, resource and page size.
+	doctorRun := func(bin string) (run, int, string) {
+		since := time.Now()
+		r := timeProcess(b, bin, "doctor", "--kubeconfig", path, "--fail-on", "none")
+		evs := e.AuditEvents(b, userDoctor, func(ev testenv.AuditEvent) bool { return ev.User.Username == userDoctor && !ev.Received.Before(since) })
+		return r, len(evs), requestShapes(evs)
+	}
 	what := fmt.Sprintf("doctor at %s Nodes, %s pods, %s events", count(nodes), count(pods), count(events))
-	add(row{what + ": wall, API requests", fmt.Sprintf("%s, %d requests", secs(r.wall), n), "", "", "< 60 s", verdict(true, r.wall < time.Minute)})
-	add(row{"doctor: peak RSS (ru_maxrss)", kib(r.peakKiB), "", "", "< 512 MiB", verdict(true, r.peakKiB < 512<<10)})
+	baseline := os.Getenv("NODEKEEPER_ULTRA_DOCTOR_BASELINE")
+	if baseline == "" {
+		r, n, shapes := doctorRun(nk)
+		progress("doctor's requests: %s", shapes)
+		add(row{what + ": wall, API requests", fmt.Sprintf("%s, %d requests", secs(r.wall), n), "", "", "< 60 s", verdict(true, r.wall < time.Minute)})
+		add(row{"doctor: peak RSS (ru_maxrss)", kib(r.peakKiB), "", "", "< 512 MiB", verdict(true, r.peakKiB < 512<<10)})
+		return
+	}
+	var these, base []run
+	var n, nBase int
+	for i := range s.runs {
+		r, c, shapes := doctorRun(nk)
+		progress("doctor run %d: %s, %s, %d requests: %s", i+1, secs(r.wall), kib(r.peakKiB), c, shapes)
+		rb, cb, shapesB := doctorRun(baseline)
+		progress("baseline doctor run %d: %s, %s, %d requests: %s", i+1, secs(rb.wall), kib(rb.peakKiB), cb, shapesB)
+		these, base, n, nBase = append(these, r), append(base, rb), c, cb
+	}
+	w := medianWall(these)
+	add(row{what + ": median wall, API requests", fmt.Sprintf("%s, %d requests", secs(w), n), "", fmt.Sprintf("%s, %d requests (baseline)", secs(medianWall(base)), nBase), "< 60 s", verdict(true, w < time.Minute)})
+	add(row{"doctor: peak RSS (ru_maxrss)", kib(maxPeak(these)), "", kib(maxPeak(base)) + " (baseline)", "< 512 MiB", verdict(true, maxPeak(these) < 512<<10)})
+}
+
+// requestShapes counts requests by verb, resource and, for LISTs, page size (limit=).
+func requestShapes(evs []testenv.AuditEvent) string {
+	m := map[string]int{}
+	for _, ev := range evs {
+		k := ev.Verb
+		if ev.ObjectRef != nil {
+			k += " " + ev.ObjectRef.Resource
+		}
+		if u, err := url.Parse(ev.RequestURI); err == nil && u.Query().Get("limit") != "" {
+			k += " limit=" + u.Query().Get("limit")
+		}
+		m[k]++
+	}
+	return verbs(m)
 }
 
 // protobufAdmin is the admin client the seeding uses: protobuf, no client-side rate limit.
