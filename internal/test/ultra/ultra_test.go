@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,9 +21,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekeeper/nodekeeper/internal/controlplane"
+	"github.com/nodekeeper/nodekeeper/internal/doctor"
 	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
@@ -418,8 +421,12 @@ func doctorCluster(b *testing.B, s sizes, nk string, add func(row)) {
 	doctorRun := func(bin string) (run, int, string) {
 		since := time.Now()
 		r := timeProcess(b, bin, "doctor", "--kubeconfig", path, "--fail-on", "none")
+		progress("%s doctor: CPU %s", filepath.Base(bin), r.cpu.Round(10*time.Millisecond))
 		evs := e.AuditEvents(b, userDoctor, func(ev testenv.AuditEvent) bool { return ev.User.Username == userDoctor && !ev.Received.Before(since) })
 		return r, len(evs), requestShapes(evs)
+	}
+	if p := os.Getenv("NODEKEEPER_ULTRA_DOCTOR_PROFILE"); p != "" {
+		profileDoctor(b, e.UserConfig(userDoctor, "system:masters"), p)
 	}
 	what := fmt.Sprintf("doctor at %s Nodes, %s pods, %s events", count(nodes), count(pods), count(events))
 	baseline := os.Getenv("NODEKEEPER_ULTRA_DOCTOR_BASELINE")
@@ -444,10 +451,39 @@ func doctorCluster(b *testing.B, s sizes, nk string, add func(row)) {
 	add(row{"doctor: peak RSS (ru_maxrss)", kib(maxPeak(these)), "", kib(maxPeak(base)) + " (baseline)", "< 512 MiB", verdict(true, maxPeak(these) < 512<<10)})
 }
 
-// requestShapes counts requests by verb, resource and, for LISTs, page size (limit=).
+// profileDoctor runs doctor in-process as the CLI does (its default rate limit) with a CPU
+// profile written to path (NODEKEEPER_ULTRA_DOCTOR_PROFILE): where the client's own time goes.
+func profileDoctor(b *testing.B, cfg *rest.Config, path string) {
+	b.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	cfg, requests := kube.CountRequests(kube.Configure(cfg, "doctor", doctor.DefaultRateLimit))
+	clients, err := kube.NewClients(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	rep, err := doctor.Run(context.Background(), doctor.DepsFrom(clients, requests), doctor.Options{Target: cfg.Host})
+	pprof.StopCPUProfile()
+	if err != nil {
+		b.Fatal(err)
+	}
+	progress("in-process doctor: %s, %d requests, stats %v; CPU profile in %s", time.Since(start).Round(time.Millisecond), requests(), rep.Stats, path)
+}
+
+// requestShapes counts requests by verb, resource and, for LISTs, page size (limit=), and says
+// how long the API server spent on them (received to response sent, as its audit log has it).
 func requestShapes(evs []testenv.AuditEvent) string {
 	m := map[string]int{}
+	var server time.Duration
 	for _, ev := range evs {
+		server += ev.Completed.Sub(ev.Received)
 		k := ev.Verb
 		if ev.ObjectRef != nil {
 			k += " " + ev.ObjectRef.Resource
@@ -457,7 +493,7 @@ func requestShapes(evs []testenv.AuditEvent) string {
 		}
 		m[k]++
 	}
-	return verbs(m)
+	return fmt.Sprintf("API server %s: %s", server.Round(10*time.Millisecond), verbs(m))
 }
 
 // protobufAdmin is the admin client the seeding uses: protobuf, no client-side rate limit.
