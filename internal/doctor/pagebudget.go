@@ -82,13 +82,16 @@ func (b *budgetBody) Read(p []byte) (int, error) {
 // listBudgeted reads every object opts selects as kube.List does, in pages of at most opts.Limit
 // objects (kube.DefaultChunkSize when unset) and at most budget bytes of answer each (see
 // MaxPageBytes), handing each page to page before the next is requested; it returns the pages
-// read. The budget holds on the clients DepsFrom builds; a client without budgetTransport
+// read (budget 0: MaxPageBytes). The budget holds on the clients DepsFrom builds; a client without budgetTransport
 // (a fake clientset) reads each page whole.
 func listBudgeted[L kube.ObjectList](ctx context.Context, what string, opts metav1.ListOptions, budget int64,
 	list func(context.Context, metav1.ListOptions) (L, error), page func(L) error) (int64, error) {
 	full := opts.Limit
 	if full <= 0 {
 		full = kube.DefaultChunkSize
+	}
+	if budget <= 0 { // Options without their defaults (a caller of Gather that skipped WithDefaults)
+		budget = MaxPageBytes
 	}
 	limit, pages := full, int64(0)
 	_, err := kube.Pages(withPageBudget(ctx, budget), what, opts, func(ctx context.Context, o metav1.ListOptions) (string, error) {

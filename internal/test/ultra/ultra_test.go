@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -446,6 +447,20 @@ func doctorCluster(b *testing.B, s sizes, nk string, add func(row)) {
 		progress("baseline doctor run %d: %s, %s, %d requests: %s", i+1, secs(rb.wall), kib(rb.peakKiB), cb, shapesB)
 		these, base, n, nBase = append(these, r), append(base, rb), c, cb
 	}
+	// The same findings from both: each report as JSON, its time of generation and its stats
+	// (requests, pages) left out.
+	reports := [2]string{}
+	for i, bin := range []string{nk, baseline} {
+		out, err := exec.Command(bin, "doctor", "--kubeconfig", path, "--fail-on", "none", "-o", "json").Output()
+		if err != nil {
+			b.Fatalf("%s doctor -o json: %v", filepath.Base(bin), err)
+		}
+		reports[i] = regexp.MustCompile(`"generated": *"[^"]*"|"stats": *\{[^}]*\}`).ReplaceAllString(string(out), "")
+	}
+	if reports[0] != reports[1] {
+		b.Fatalf("doctor's report differs from the baseline's:\n%.3000s\n---\n%.3000s", reports[0], reports[1])
+	}
+	progress("doctor's JSON report (%d bytes) is the baseline's", len(reports[0]))
 	w := medianWall(these)
 	add(row{what + ": median wall, API requests", fmt.Sprintf("%s, %d requests", secs(w), n), "", fmt.Sprintf("%s, %d requests (baseline)", secs(medianWall(base)), nBase), "< 60 s", verdict(true, w < time.Minute)})
 	add(row{"doctor: peak RSS (ru_maxrss)", kib(maxPeak(these)), "", kib(maxPeak(base)) + " (baseline)", "< 512 MiB", verdict(true, maxPeak(these) < 512<<10)})
