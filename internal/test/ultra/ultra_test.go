@@ -447,18 +447,23 @@ func doctorCluster(b *testing.B, s sizes, nk string, add func(row)) {
 		progress("baseline doctor run %d: %s, %s, %d requests: %s", i+1, secs(rb.wall), kib(rb.peakKiB), cb, shapesB)
 		these, base, n, nBase = append(these, r), append(base, rb), c, cb
 	}
-	// The same findings from both: each report as JSON, its time of generation and its stats
-	// (requests, pages) left out.
+	// The same findings from both: each report as JSON, its time of generation, its duration
+	// and its stats (requests, pages) left out.
 	reports := [2]string{}
 	for i, bin := range []string{nk, baseline} {
 		out, err := exec.Command(bin, "doctor", "--kubeconfig", path, "--fail-on", "none", "-o", "json").Output()
 		if err != nil {
 			b.Fatalf("%s doctor -o json: %v", filepath.Base(bin), err)
 		}
-		reports[i] = regexp.MustCompile(`"generated": *"[^"]*"|"stats": *\{[^}]*\}`).ReplaceAllString(string(out), "")
+		reports[i] = regexp.MustCompile(`"generated": *"[^"]*"|"durationSeconds": *[0-9.e+-]+|"stats": *\{[^}]*\}`).ReplaceAllString(string(out), "")
 	}
 	if reports[0] != reports[1] {
-		b.Fatalf("doctor's report differs from the baseline's:\n%.3000s\n---\n%.3000s", reports[0], reports[1])
+		at := 0
+		for at < min(len(reports[0]), len(reports[1])) && reports[0][at] == reports[1][at] {
+			at++
+		}
+		from := max(at-500, 0)
+		b.Fatalf("doctor's report differs from the baseline's at byte %d:\n%.1000s\n---\n%.1000s", at, reports[0][from:], reports[1][from:])
 	}
 	progress("doctor's JSON report (%d bytes) is the baseline's", len(reports[0]))
 	w := medianWall(these)
