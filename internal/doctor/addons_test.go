@@ -232,7 +232,7 @@ func TestPullQPSFinding(t *testing.T) {
 }
 
 // TestGatherAddons runs the gather over a fake clientset: add-on status and restarting pods,
-// refused pulls per node in pages of at most MaxEventPage, and the lease collectors' versions.
+// refused pulls per node in pages of --chunk-size, and the lease collectors' versions.
 func TestGatherAddons(t *testing.T) {
 	n := unitNode("a", "m5.large", 29, nil)
 	awsLabels := map[string]string{"k8s-app": "aws-node"}
@@ -263,8 +263,8 @@ func TestGatherAddons(t *testing.T) {
 		objs = append(objs, pullEvent("app", fmt.Sprintf("web-y%d", i), fmt.Sprintf("not-a-node-%d", i), pullQPSMessage, 1, unitNow))
 	}
 	f, limits := gatherPageSizes(t, objs...)
-	if limits["pods"] != MaxPodPage || limits["events"] != MaxEventPage {
-		t.Errorf("page sizes %v, want pods %d and events %d", limits, MaxPodPage, MaxEventPage)
+	if limits["pods"] != unitChunk || limits["events"] != unitChunk {
+		t.Errorf("page sizes %v, want pods and events in pages of --chunk-size %d", limits, unitChunk)
 	}
 	if len(f.Addons) != 3 || !f.Addons[0].Found || f.Addons[1].Found || f.Addons[2].Found {
 		t.Fatalf("addons %+v", f.Addons)

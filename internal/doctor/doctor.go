@@ -63,8 +63,10 @@ type Options struct {
 	// nodes/configz from the kubelets themselves).
 	SkipConfigz bool
 	// ChunkSize is the LIST page size (default kube.DefaultChunkSize). Pods and Events are read
-	// in pages of at most MaxPodPage and MaxEventPage whatever it is (see gather_podnet.go).
+	// in pages of at most ChunkSize objects and at most MaxPageBytes (see pagebudget.go).
 	ChunkSize int64
+	// pageBytes is MaxPageBytes; tests lower it to see a page asked for again smaller.
+	pageBytes int64
 
 	// AWSNodeNamespace/AWSNodeName locate the VPC CNI DaemonSet (kube-system/aws-node).
 	AWSNodeNamespace, AWSNodeName string
@@ -103,6 +105,9 @@ func (o *Options) defaults() {
 	}
 	if o.ConfigzTimeout <= 0 {
 		o.ConfigzTimeout = 10 * time.Second
+	}
+	if o.pageBytes <= 0 {
+		o.pageBytes = MaxPageBytes
 	}
 	if o.ChunkSize <= 0 {
 		o.ChunkSize = kube.DefaultChunkSize
@@ -190,12 +195,20 @@ type Deps struct {
 	AutoScaling     nkaws.AutoScalingAPI
 }
 
-// DepsFrom maps clients built by kube.NewClients onto Deps: the protobuf clientset for the bulk
-// lists, the JSON one for the rest, and its REST client for configz and /metrics; the aws-node
+// DepsFrom maps clients built by kube.NewClients onto Deps: a protobuf clientset of the same
+// configuration whose pod and event pages are bounded in bytes for the bulk lists, the JSON one
+// for the rest, and its REST client for configz and /metrics; the aws-node
 // metrics go through a side client of the same configuration without its rate limit (Proxy).
 func DepsFrom(c *kube.Clients, requests func() int64) Deps {
 	d := Deps{Client: c.JSON, Bulk: c.Kube, Dynamic: c.Dynamic, REST: c.JSON.CoreV1().RESTClient(), Requests: requests}
 	if c.Config != nil {
+		// The bulk client's answers to pod and event LISTs are read within MaxPageBytes
+		// (pagebudget.go); its transport is the configuration's, wrapped.
+		cfg := kube.Protobuf(c.Config)
+		cfg.Wrap(budgetTransport)
+		if bulk, err := kube.NewForConfig(cfg); err == nil {
+			d.Bulk = bulk
+		}
 		// The side client counts in requests too: it copies the configuration's transport.
 		if side, err := kube.NewForConfig(kube.SideConfig(c.Config, "cni-metrics", kube.RateLimit{})); err == nil {
 			d.Proxy = side.CoreV1().RESTClient()

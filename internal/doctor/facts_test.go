@@ -300,8 +300,9 @@ func TestGatherListFailure(t *testing.T) {
 	}
 }
 
-// TestGatherBoundsEventPages: whatever --chunk-size says, pods and events are listed in pages of
-// at most MaxPodPage and MaxEventPage, and each stuck pod keeps one clipped message.
+// TestGatherBoundsEventPages: pods and events are listed in pages of --chunk-size (their bound
+// in bytes, MaxPageBytes, is the real transport's: TestPageBudgetHalves), and each stuck pod
+// keeps one clipped message.
 func TestGatherBoundsEventPages(t *testing.T) {
 	n := unitNode("a", "m5.large", 29, nil)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "p", CreationTimestamp: metav1.NewTime(unitNow.Add(-time.Hour))},
@@ -316,8 +317,8 @@ func TestGatherBoundsEventPages(t *testing.T) {
 			LastTimestamp: metav1.NewTime(unitNow.Add(-time.Duration(i) * time.Minute))})
 	}
 	f, limits := gatherPageSizes(t, objs...)
-	if limits["pods"] != MaxPodPage || limits["events"] != MaxEventPage {
-		t.Errorf("page sizes %v, want pods %d and events %d", limits, MaxPodPage, MaxEventPage)
+	if limits["pods"] != unitChunk || limits["events"] != unitChunk {
+		t.Errorf("page sizes %v, want pods and events in pages of --chunk-size %d", limits, unitChunk)
 	}
 	sp := f.Pods.Stuck["app/p"]
 	if sp == nil || sp.Cause != CauseIPAMNoAddress || sp.Events != 3 {
@@ -328,7 +329,10 @@ func TestGatherBoundsEventPages(t *testing.T) {
 	}
 }
 
-// gatherPageSizes gathers the facts of a fake cluster holding objs with --chunk-size 500 and
+// unitChunk is the --chunk-size gatherPageSizes reads with.
+const unitChunk = 200
+
+// gatherPageSizes gathers the facts of a fake cluster holding objs with --chunk-size unitChunk and
 // returns them with the largest page size asked for of pods and of events.
 func gatherPageSizes(t *testing.T, objs ...runtime.Object) (*Facts, map[string]int64) {
 	t.Helper()
@@ -341,7 +345,7 @@ func gatherPageSizes(t *testing.T, objs ...runtime.Object) (*Facts, map[string]i
 		})
 	}
 	o := unitOptions()
-	o.ChunkSize = 500
+	o.ChunkSize = unitChunk
 	f, err := Gather(context.Background(), deps, o)
 	if err != nil {
 		t.Fatal(err)

@@ -29,8 +29,8 @@ import (
 //     Deployment coredns in kube-system (kube-proxy's and CoreDNS's image and managedFields, for
 //     their versions and whether EKS manages them, come with it);
 //   - the pods of each add-on found: a LIST in its namespace with the workload's own label
-//     selector, in pages of at most MaxPodPage;
-//   - core/v1 Events with reason=Failed from source kubelet, in pages of at most MaxEventPage:
+//     selector, in pages of at most --chunk-size pods and MaxPageBytes;
+//   - core/v1 Events with reason=Failed from source kubelet, in pages as bounded:
 //     the kubelet records a refused pull as a Warning "Failed" event on the pod whose message is
 //     `Failed to pull image "IMAGE": pull QPS exceeded` (kubernetes v1.36.3,
 //     pkg/kubelet/images/helpers.go throttledImageService.PullImage returns "pull QPS exceeded",
@@ -272,10 +272,8 @@ func (g *gatherer) addonPods(ctx context.Context, namespace string, sel *metav1.
 		// A workload without a usable selector has no pods of its own to find.
 		return 0, nil
 	}
-	var pages int64
-	opts := metav1.ListOptions{Limit: pageSize(g.o.ChunkSize, MaxPodPage), LabelSelector: s.String()}
-	err = kube.List(ctx, "pods of "+a.Resource, opts, g.d.Bulk.CoreV1().Pods(namespace).List, func(l *corev1.PodList) error {
-		pages++
+	opts := metav1.ListOptions{Limit: g.o.ChunkSize, LabelSelector: s.String()}
+	pages, err := listBudgeted(ctx, "pods of "+a.Resource, opts, g.o.pageBytes, g.d.Bulk.CoreV1().Pods(namespace).List, func(l *corev1.PodList) error {
 		for i := range l.Items {
 			a.addPod(&l.Items[i], g.f.Now)
 			if each != nil {
@@ -359,21 +357,18 @@ func (g *gatherer) pullEvents(ctx context.Context) error {
 	return nil
 }
 
-// listEvents lists the core/v1 Events sel matches in pages of at most MaxEventPage, whatever
-// --chunk-size says, hands each to fn and drops each page before the next is read; it returns
-// the pages read. reason names the events in errors.
+// listEvents lists the core/v1 Events sel matches in pages of at most --chunk-size events and
+// MaxPageBytes, hands each to fn and drops each page before the next is read; it returns the
+// pages read. reason names the events in errors.
 func (g *gatherer) listEvents(ctx context.Context, reason string, sel fields.Selector, fn func(*corev1.Event)) (int64, error) {
-	var pages int64
-	opts := metav1.ListOptions{Limit: pageSize(g.o.ChunkSize, MaxEventPage), FieldSelector: sel.String()}
-	err := kube.List(ctx, reason+" events", opts, g.d.Bulk.CoreV1().Events("").List, func(l *corev1.EventList) error {
-		pages++
+	opts := metav1.ListOptions{Limit: g.o.ChunkSize, FieldSelector: sel.String()}
+	return listBudgeted(ctx, reason+" events", opts, g.o.pageBytes, g.d.Bulk.CoreV1().Events("").List, func(l *corev1.EventList) error {
 		for i := range l.Items {
 			fn(&l.Items[i])
 		}
 		l.Items = nil
 		return nil
 	})
-	return pages, err
 }
 
 // addPullEvent files one event under its node when it is a refused pull, and returns the

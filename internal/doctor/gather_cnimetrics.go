@@ -17,7 +17,6 @@ import (
 
 	"github.com/nodekeeper/nodekeeper/internal/clusterread"
 	"github.com/nodekeeper/nodekeeper/internal/ipamdmetrics"
-	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/textsafe"
 )
 
@@ -101,12 +100,12 @@ func (g *gatherer) cniMetrics(ctx context.Context) error {
 }
 
 // listAWSNodePods lists aws-node's pods unless the add-on section's list of the same pods
-// (gather_addons.go, one page per 32) already kept them.
+// (gather_addons.go) already kept them.
 func (g *gatherer) listAWSNodePods(ctx context.Context, selector, ns string) error {
 	if g.f.CNI.listed {
 		return nil
 	}
-	err := kube.List(ctx, "aws-node pods", metav1.ListOptions{Limit: pageSize(g.o.ChunkSize, MaxPodPage), LabelSelector: selector},
+	_, err := listBudgeted(ctx, "aws-node pods", metav1.ListOptions{Limit: g.o.ChunkSize, LabelSelector: selector}, g.o.pageBytes,
 		g.d.Bulk.CoreV1().Pods(ns).List, func(l *corev1.PodList) error {
 			for i := range l.Items {
 				g.addAWSNodePod(&l.Items[i])

@@ -121,34 +121,14 @@ func selectedENIConfig(n *corev1.Node, labelDef, annotationDef string) (name, fr
 	return defaultENIConfigName, "no label: the default"
 }
 
-// MaxPodPage and MaxEventPage bound the LIST pages of pods and events whatever --chunk-size
-// says. Neither kind has a size limit of its own below etcd's request limit (about 1.5 MiB per
-// object): an Event's message is free text anyone who may create Events can write, and a pod's
-// spec can carry megabytes of environment. A page is decoded whole, so its size bounds memory:
-// 16 events or 32 pods of the largest size etcd accepts are 24 and 48 MiB, where the default
-// page of 500 would be 750 MiB. Each page is reduced to the few fields kept (a stuck pod's
-// newest message clipped to maxSandboxMessage characters) before the next one is requested.
-const (
-	MaxPodPage   = 32
-	MaxEventPage = 16
-)
-
-func pageSize(chunk, max int64) int64 {
-	if chunk <= 0 || chunk > max {
-		return max
-	}
-	return chunk
-}
-
 // pods reads the Pending and Running pods, then, when some are stuck, the sandbox failure
 // events; what is kept is bounded by the stuck pods and the node count.
 func (g *gatherer) pods(ctx context.Context) error {
 	st := newPodNetState(g.f.Now, g.o.StuckAfter)
 	var pages, listed int64
 	for _, phase := range []corev1.PodPhase{corev1.PodPending, corev1.PodRunning} {
-		opts := metav1.ListOptions{Limit: pageSize(g.o.ChunkSize, MaxPodPage), FieldSelector: fields.OneTermEqualSelector("status.phase", string(phase)).String()}
-		err := kube.List(ctx, "pods "+string(phase), opts, g.d.Bulk.CoreV1().Pods("").List, func(l *corev1.PodList) error {
-			pages++
+		opts := metav1.ListOptions{Limit: g.o.ChunkSize, FieldSelector: fields.OneTermEqualSelector("status.phase", string(phase)).String()}
+		n, err := listBudgeted(ctx, "pods "+string(phase), opts, g.o.pageBytes, g.d.Bulk.CoreV1().Pods("").List, func(l *corev1.PodList) error {
 			for i := range l.Items {
 				st.addPod(&l.Items[i])
 			}
@@ -156,6 +136,7 @@ func (g *gatherer) pods(ctx context.Context) error {
 			l.Items = nil // the page is garbage before the next one is read
 			return nil
 		})
+		pages += n
 		if failed, err := g.failed(err, FactPods, "pods", "needs list on pods", ""); failed {
 			return err
 		}

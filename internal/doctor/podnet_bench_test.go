@@ -75,7 +75,7 @@ func (c *requestCounter) get(key string) int {
 // networking section (the doctor before it), once with it (the doctor before the CNI metrics),
 // and once with the CNI metrics too; the last two again at the CLI's default rate limit. It reports the wall
 // time of each and the requests by verb and path, and fails if the section's pod and event reads
-// are not a bounded number of LIST pages (MaxPodPage pods and MaxEventPage events each), if an
+// are not a bounded number of LIST pages (kube.DefaultChunkSize objects each), if an
 // aws-node pod gets other than exactly one metrics request, or if more metrics requests were in
 // flight at once than CNIMetricsWorkers.
 //
@@ -207,9 +207,9 @@ func BenchmarkDoctorPodNetworking(b *testing.B) {
 				if withSection {
 					pods, evs := counter.get("GET /api/v1/pods"), counter.get("GET /api/v1/events")
 					// 20,000 pods and the 2,000 aws-node pods in two field-selected lists and
-					// 10,000 matching events, in pages of MaxPodPage and MaxEventPage, plus the
+					// 10,000 matching events, in pages of kube.DefaultChunkSize, plus the
 					// add-on section's one page of reason=Failed events (none here).
-					if pods > (nodes*podsPerNode+nodes)/MaxPodPage+2 || evs > 10_000/MaxEventPage+2 || rep.Stats[StatStuckPods] != int64(len(stuckPods)) {
+					if pods > (nodes*podsPerNode+nodes)/int(kube.DefaultChunkSize)+2 || evs > 10_000/int(kube.DefaultChunkSize)+2 || rep.Stats[StatStuckPods] != int64(len(stuckPods)) {
 						b.Fatalf("pod list pages %d, event list pages %d, stuck pods %d (want %d)", pods, evs, rep.Stats[StatStuckPods], len(stuckPods))
 					}
 					b.ReportMetric(float64(pods), "pod-list-pages/op")

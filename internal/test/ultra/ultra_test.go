@@ -5,9 +5,12 @@ package ultra
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,9 +23,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekeeper/nodekeeper/internal/controlplane"
+	"github.com/nodekeeper/nodekeeper/internal/doctor"
 	"github.com/nodekeeper/nodekeeper/internal/kube"
 	"github.com/nodekeeper/nodekeeper/internal/kubeletsim"
 	"github.com/nodekeeper/nodekeeper/internal/lease"
@@ -128,9 +133,13 @@ type row struct{ what, value, floor, peer, target, met string }
 //     (internal/audit BenchmarkAuditVsScan), each on its own control plane after the others stopped;
 //   - the release binaries' sizes beside kubectl's.
 //
-// NODEKEEPER_ULTRA_SKIP=capacity,audit,doctor leaves parts out, and so do explain, leases, gc and
-// controller on the main cluster (explain,gc,controller,capacity,audit,doctor: leases -A alone);
-// NODEKEEPER_ULTRA_GC_PAIRS and NODEKEEPER_ULTRA_GC_BASELINE repeat gc against raw (see gcVsRaw).
+// NODEKEEPER_ULTRA_SKIP=main,capacity,audit,doctor leaves parts out (main: the main cluster), and
+// so do explain, leases, gc and controller on the main cluster (explain,gc,controller,capacity,
+// audit,doctor: leases -A alone). NODEKEEPER_ULTRA_GC_PAIRS and NODEKEEPER_ULTRA_GC_BASELINE repeat
+// gc against raw (see gcVsRaw).
+// NODEKEEPER_ULTRA_DOCTOR_BASELINE names another nodekeeper binary (one built from main, say):
+// doctor then runs NODEKEEPER_ULTRA_RUNS times each, the two alternating on the same cluster,
+// and the table says both, with each one's requests by verb, resource and page size.
 //
 //	go test ./internal/test/ultra -run '^$' -bench Ultra -benchtime 1x -timeout 180m
 func BenchmarkUltra(b *testing.B) {
@@ -152,7 +161,9 @@ func BenchmarkUltra(b *testing.B) {
 		kubectl := kubectlPath(b)
 		kubectlSize := fileSize(b, kubectl)
 
-		mainCluster(b, s, nk, ctrl, floorBin, rawBin, kubectl, add)
+		if !s.skip["main"] {
+			mainCluster(b, s, nk, ctrl, floorBin, rawBin, kubectl, add)
+		}
 		if !s.skip["doctor"] {
 			doctorCluster(b, s, nk, add)
 		}
@@ -486,12 +497,104 @@ func doctorCluster(b *testing.B, s sizes, nk string, add func(row)) {
 	if err := e.WriteKubeconfig(path, e.UserConfig(userDoctor, "system:masters")); err != nil {
 		b.Fatal(err)
 	}
-	since := time.Now()
-	r := timeProcess(b, nk, "doctor", "--kubeconfig", path, "--fail-on", "none")
-	n := len(e.AuditEvents(b, userDoctor, func(ev testenv.AuditEvent) bool { return ev.User.Username == userDoctor && !ev.Received.Before(since) }))
+	// One doctor run: its wall time and peak RSS, and its requests as the API server's audit log
+	// has them, all and by verb, resource and page size.
+	doctorRun := func(bin string) (run, int, string) {
+		since := time.Now()
+		r := timeProcess(b, bin, "doctor", "--kubeconfig", path, "--fail-on", "none")
+		progress("%s doctor: CPU %s", filepath.Base(bin), r.cpu.Round(10*time.Millisecond))
+		evs := e.AuditEvents(b, userDoctor, func(ev testenv.AuditEvent) bool { return ev.User.Username == userDoctor && !ev.Received.Before(since) })
+		return r, len(evs), requestShapes(evs)
+	}
+	if p := os.Getenv("NODEKEEPER_ULTRA_DOCTOR_PROFILE"); p != "" {
+		profileDoctor(b, e.UserConfig(userDoctor, "system:masters"), p)
+	}
 	what := fmt.Sprintf("doctor at %s Nodes, %s pods, %s events", count(nodes), count(pods), count(events))
-	add(row{what + ": wall, API requests", fmt.Sprintf("%s, %d requests", secs(r.wall), n), "", "", "< 60 s", verdict(true, r.wall < time.Minute)})
-	add(row{"doctor: peak RSS (ru_maxrss)", kib(r.peakKiB), "", "", "< 512 MiB", verdict(true, r.peakKiB < 512<<10)})
+	baseline := os.Getenv("NODEKEEPER_ULTRA_DOCTOR_BASELINE")
+	if baseline == "" {
+		r, n, shapes := doctorRun(nk)
+		progress("doctor's requests: %s", shapes)
+		add(row{what + ": wall, API requests", fmt.Sprintf("%s, %d requests", secs(r.wall), n), "", "", "< 60 s", verdict(true, r.wall < time.Minute)})
+		add(row{"doctor: peak RSS (ru_maxrss)", kib(r.peakKiB), "", "", "< 512 MiB", verdict(true, r.peakKiB < 512<<10)})
+		return
+	}
+	var these, base []run
+	var n, nBase int
+	for i := range s.runs {
+		r, c, shapes := doctorRun(nk)
+		progress("doctor run %d: %s, %s, %d requests: %s", i+1, secs(r.wall), kib(r.peakKiB), c, shapes)
+		rb, cb, shapesB := doctorRun(baseline)
+		progress("baseline doctor run %d: %s, %s, %d requests: %s", i+1, secs(rb.wall), kib(rb.peakKiB), cb, shapesB)
+		these, base, n, nBase = append(these, r), append(base, rb), c, cb
+	}
+	// The same findings from both: each report as JSON, its time of generation, its duration,
+	// its stats (requests, pages) and the ages its messages quote ("last renewed 42s ago": the
+	// runs are seconds apart) left out.
+	reports := [2]string{}
+	for i, bin := range []string{nk, baseline} {
+		out, err := exec.Command(bin, "doctor", "--kubeconfig", path, "--fail-on", "none", "-o", "json").Output()
+		if err != nil {
+			b.Fatalf("%s doctor -o json: %v", filepath.Base(bin), err)
+		}
+		reports[i] = regexp.MustCompile(`"generated": *"[^"]*"|"durationSeconds": *[0-9.e+-]+|"stats": *\{[^}]*\}|[0-9][0-9a-z.]* ago`).ReplaceAllString(string(out), "")
+	}
+	if reports[0] != reports[1] {
+		at := 0
+		for at < min(len(reports[0]), len(reports[1])) && reports[0][at] == reports[1][at] {
+			at++
+		}
+		from := max(at-500, 0)
+		b.Fatalf("doctor's report differs from the baseline's at byte %d:\n%.1000s\n---\n%.1000s", at, reports[0][from:], reports[1][from:])
+	}
+	progress("doctor's JSON report (%d bytes) is the baseline's", len(reports[0]))
+	w := medianWall(these)
+	add(row{what + ": median wall, API requests", fmt.Sprintf("%s, %d requests", secs(w), n), "", fmt.Sprintf("%s, %d requests (baseline)", secs(medianWall(base)), nBase), "< 60 s", verdict(true, w < time.Minute)})
+	add(row{"doctor: peak RSS (ru_maxrss)", kib(maxPeak(these)), "", kib(maxPeak(base)) + " (baseline)", "< 512 MiB", verdict(true, maxPeak(these) < 512<<10)})
+}
+
+// profileDoctor runs doctor in-process as the CLI does (its default rate limit) with a CPU
+// profile written to path (NODEKEEPER_ULTRA_DOCTOR_PROFILE): where the client's own time goes.
+func profileDoctor(b *testing.B, cfg *rest.Config, path string) {
+	b.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	cfg, requests := kube.CountRequests(kube.Configure(cfg, "doctor", doctor.DefaultRateLimit))
+	clients, err := kube.NewClients(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	rep, err := doctor.Run(context.Background(), doctor.DepsFrom(clients, requests), doctor.Options{Target: cfg.Host})
+	pprof.StopCPUProfile()
+	if err != nil {
+		b.Fatal(err)
+	}
+	progress("in-process doctor: %s, %d requests, stats %v; CPU profile in %s", time.Since(start).Round(time.Millisecond), requests(), rep.Stats, path)
+}
+
+// requestShapes counts requests by verb, resource and, for LISTs, page size (limit=), and says
+// how long the API server spent on them (received to response sent, as its audit log has it).
+func requestShapes(evs []testenv.AuditEvent) string {
+	m := map[string]int{}
+	var server time.Duration
+	for _, ev := range evs {
+		server += ev.Completed.Sub(ev.Received)
+		k := ev.Verb
+		if ev.ObjectRef != nil {
+			k += " " + ev.ObjectRef.Resource
+		}
+		if u, err := url.Parse(ev.RequestURI); err == nil && u.Query().Get("limit") != "" {
+			k += " limit=" + u.Query().Get("limit")
+		}
+		m[k]++
+	}
+	return fmt.Sprintf("API server %s: %s", server.Round(10*time.Millisecond), verbs(m))
 }
 
 // protobufAdmin is the admin client the seeding uses: protobuf, no client-side rate limit.
