@@ -50,6 +50,7 @@ type gcOptions struct {
 
 func newGCCommand(g *globalOptions) *cobra.Command {
 	o := &gcOptions{g: g, client: kube.NewOptions(g.kube, "gc", gc.DefaultRateLimit), output: gc.NewOutputFlags()}
+	o.client.ChunkSize = gc.DefaultChunkSize
 	cmd := &cobra.Command{
 		Use:   "gc",
 		Short: "Delete leaked node leases once, safely and fast (the kubectl | jq | xargs one-liner done right)",

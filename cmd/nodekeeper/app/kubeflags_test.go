@@ -61,12 +61,13 @@ func TestClientFlagsOnEveryClusterCommand(t *testing.T) {
 	for _, tc := range []struct {
 		command string
 		chunked bool     // has --chunk-size
+		chunk   string   // its default: 5000 where the command reads every lease and Node
 		run     []string // flags that let it reach the kubeconfig
 	}{
-		{command: "gc", chunked: true},
-		{command: "leases", chunked: true},
-		{command: "doctor", chunked: true},
-		{command: "plan", chunked: true, run: []string{"--add", "3", "--instance-type", "m5.large"}},
+		{command: "gc", chunked: true, chunk: "5000"},
+		{command: "leases", chunked: true, chunk: "5000"},
+		{command: "doctor", chunked: true, chunk: "500"},
+		{command: "plan", chunked: true, chunk: "500", run: []string{"--add", "3", "--instance-type", "m5.large"}},
 		{command: "controller", run: []string{"--leader-elect=false", "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}},
 	} {
 		t.Run(tc.command, func(t *testing.T) {
@@ -82,6 +83,9 @@ func TestClientFlagsOnEveryClusterCommand(t *testing.T) {
 			}
 			if has := strings.Contains(flags, "--chunk-size int"); has != tc.chunked {
 				t.Errorf("--chunk-size in --help: %v, want %v", has, tc.chunked)
+			}
+			if want := "objects per LIST page (default " + tc.chunk + ")"; tc.chunked && !strings.Contains(flags, want) {
+				t.Errorf("--help does not show %q:\n%s", want, flags)
 			}
 
 			type badFlag struct {
