@@ -110,6 +110,8 @@ func TestProxy404IsNotAbsence(t *testing.T) {
 		get checkerKind = iota
 		batchList
 		batchGet
+		prefetchList
+		prefetchGet
 	)
 	tests := []struct {
 		name    string
@@ -127,6 +129,13 @@ func TestProxy404IsNotAbsence(t *testing.T) {
 		{"batched LIST answered with an HTML 404", batchList, listPath, html, Failed},
 		{"batch checker's GET round answered with an HTML 404", batchGet, nodePath, html, Failed},
 		{"batch checker's GET round answered by the API server (control)", batchGet, nil, nil, Deleted},
+		// gc's checker: the live reads made ahead of the deletes, by LIST and (on clusters too
+		// large to list per window) by GET. A check asked before the read-ahead claimed it takes
+		// its own GET, so a 404 on the LIST alone may never be seen; the GETs always are.
+		{"read-ahead LIST answered by the API server (control)", prefetchList, nil, nil, Deleted},
+		{"read-ahead GET answered by the API server (control)", prefetchGet, nil, nil, Deleted},
+		{"read-ahead GET answered with an HTML 404", prefetchGet, nodePath, html, Failed},
+		{"read-ahead GET answered with a NotFound Status for another Node", prefetchGet, nodePath, otherNode, Failed},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -153,6 +162,17 @@ func TestProxy404IsNotAbsence(t *testing.T) {
 				b := NewBatchNodeChecker(c.Metadata)
 				b.lastSize = 10 * listWorthIt // as if a LIST had found many Nodes: GETs, not a LIST
 				opts.NodeChecker = b
+			case prefetchList, prefetchGet:
+				count := 1 // few Nodes: one LIST answers the window
+				if tc.checker == prefetchGet {
+					count = 1 << 30 // too many to list per window: GETs
+				}
+				p := NewPrefetchNodeChecker(c.Metadata, []string{name}, count, PrefetchOptions{})
+				t.Cleanup(p.Close)
+				if p.UsesList() != (tc.checker == prefetchList) {
+					t.Fatalf("the read-ahead checker lists: %v, want %v", p.UsesList(), tc.checker == prefetchList)
+				}
+				opts.NodeChecker = p
 			}
 			d, err := New(c.Kube.CoordinationV1(), c.Metadata, opts)
 			if err != nil {
